@@ -1,0 +1,219 @@
+package authz
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	openfgav1 "github.com/openfga/api/proto/openfga/v1"
+	"google.golang.org/protobuf/types/known/structpb"
+)
+
+// client implements Authorizer over an engine; Embedded and Remote embed it.
+type client struct {
+	eng   engine
+	model *compiledModel
+	boot  bootstrapResult
+	// binding is a random value of this process that the contextual tenant tuple
+	// carries and the request context expects (see model.fga's database_tenant).
+	binding string
+	// reqContext is the request context of every check, built once.
+	reqContext *structpb.Struct
+
+	closed    atomic.Bool
+	closeOnce sync.Once
+	release   func() error
+	closeErr  error
+}
+
+// newClient bootstraps the store and model on eng.
+func newClient(ctx context.Context, eng engine, storeName, storeID string, release func() error) (*client, error) {
+	m, err := compileModel(modelDSL)
+	if err != nil {
+		return nil, err
+	}
+	boot, err := bootstrap(ctx, eng, storeName, storeID, m)
+	if err != nil {
+		return nil, err
+	}
+	return newBootstrappedClient(eng, m, boot, release)
+}
+
+func newBootstrappedClient(eng engine, m *compiledModel, boot bootstrapResult, release func() error) (*client, error) {
+	var raw [16]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		return nil, fmt.Errorf("authz: binding: %w", err)
+	}
+	binding := hex.EncodeToString(raw[:])
+	reqContext, err := structpb.NewStruct(map[string]any{
+		// An empty binding for tuples that bring none, so they evaluate to false
+		// rather than to a missing-parameter error.
+		"binding":          "",
+		"expected_binding": binding,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("authz: request context: %w", err)
+	}
+	return &client{eng: eng, model: m, boot: boot, binding: binding, reqContext: reqContext, release: release}, nil
+}
+
+// StoreID is the OpenFGA store every call uses.
+func (c *client) StoreID() string { return c.boot.storeID }
+
+// ModelID is the authorization model version every call is pinned to.
+func (c *client) ModelID() string { return c.boot.modelID }
+
+// ModelWritten reports whether start wrote a new model version (the store's
+// latest model differed from the embedded one, or there was none).
+func (c *client) ModelWritten() bool { return c.boot.modelWritten }
+
+// Close releases the engine; later calls fail with ErrUnavailable.
+func (c *client) Close() error {
+	c.closeOnce.Do(func() {
+		c.closed.Store(true)
+		if c.release != nil {
+			c.closeErr = c.release()
+		}
+	})
+	return c.closeErr
+}
+
+func (c *client) live() error {
+	if c.closed.Load() {
+		return fmt.Errorf("%w: closed", ErrUnavailable)
+	}
+	return nil
+}
+
+// Check reports whether the principal holds the permission on the object.
+func (c *client) Check(ctx context.Context, ck Check) (bool, error) {
+	if err := c.live(); err != nil {
+		return false, err
+	}
+	item, err := c.item(ck)
+	if err != nil {
+		return false, err
+	}
+	resp, err := c.eng.Check(ctx, &openfgav1.CheckRequest{
+		StoreId:              c.boot.storeID,
+		AuthorizationModelId: c.boot.modelID,
+		TupleKey:             item.GetTupleKey(),
+		ContextualTuples:     item.GetContextualTuples(),
+		Context:              item.GetContext(),
+		Consistency:          openfgav1.ConsistencyPreference_HIGHER_CONSISTENCY,
+	})
+	if err != nil {
+		return false, fmt.Errorf("authz: check %s %s on %s: %w", ck.Principal, ck.Permission, ck.Object, err)
+	}
+	return resp.GetAllowed(), nil
+}
+
+// BatchCheck answers the checks in order, at most MaxBatch per engine call.
+// Every check is validated before the first call, so a bad one costs no call.
+func (c *client) BatchCheck(ctx context.Context, cs []Check) ([]bool, error) {
+	if err := c.live(); err != nil {
+		return nil, err
+	}
+	items := make([]*openfgav1.BatchCheckItem, len(cs))
+	for i, ck := range cs {
+		it, err := c.item(ck)
+		if err != nil {
+			return nil, fmt.Errorf("check %d: %w", i, err)
+		}
+		it.CorrelationId = strconv.Itoa(i % MaxBatch)
+		items[i] = it
+	}
+	out := make([]bool, len(cs))
+	for start := 0; start < len(items); start += MaxBatch {
+		end := min(start+MaxBatch, len(items))
+		resp, err := c.eng.BatchCheck(ctx, &openfgav1.BatchCheckRequest{
+			StoreId:              c.boot.storeID,
+			AuthorizationModelId: c.boot.modelID,
+			Checks:               items[start:end],
+			Consistency:          openfgav1.ConsistencyPreference_HIGHER_CONSISTENCY,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("authz: batch check: %w", err)
+		}
+		results := resp.GetResult()
+		for i := start; i < end; i++ {
+			r, ok := results[items[i].GetCorrelationId()]
+			if !ok {
+				return nil, fmt.Errorf("%w: batch check: no result for check %d", ErrUnavailable, i)
+			}
+			if e := r.GetError(); e != nil {
+				return nil, fmt.Errorf("authz: batch check %d (%s %s on %s): %w", i, cs[i].Principal, cs[i].Permission, cs[i].Object, itemError(e))
+			}
+			out[i] = r.GetAllowed()
+		}
+	}
+	return out, nil
+}
+
+// itemError classifies the error of one batch item: input errors are the
+// caller's (or the model's) fault, anything else is the engine's.
+func itemError(e *openfgav1.CheckError) error {
+	if e.GetInputError() != openfgav1.ErrorCode_no_error {
+		return fmt.Errorf("%w: %s: %s", ErrRejected, e.GetInputError(), e.GetMessage())
+	}
+	return fmt.Errorf("%w: %s: %s", ErrUnavailable, e.GetInternalError(), e.GetMessage())
+}
+
+// item validates one check and renders it as an engine batch item, with the
+// tenant from the database as a contextual tuple.
+func (c *client) item(ck Check) (*openfgav1.BatchCheckItem, error) {
+	if err := validID("principal", ck.Principal); err != nil {
+		return nil, err
+	}
+	obj := ck.Object
+	perms, ok := c.model.permissions[obj.Type]
+	if !ok {
+		return nil, fmt.Errorf("%w: unknown object type %q", ErrInvalid, obj.Type)
+	}
+	if err := validID("object", obj.ID); err != nil {
+		return nil, err
+	}
+	rel := ck.Permission.Relation()
+	if rel == "" || !perms[rel] {
+		return nil, fmt.Errorf("%w: %q on %s", ErrUnknownPermission, ck.Permission, obj.Type)
+	}
+	it := &openfgav1.BatchCheckItem{
+		TupleKey: &openfgav1.CheckRequestTupleKey{
+			User:     principalType + ":" + ck.Principal,
+			Relation: rel,
+			Object:   obj.String(),
+		},
+		Context: c.reqContext,
+	}
+	if !c.model.tenantLinked[obj.Type] {
+		// The tenant object itself: its tenant can only be itself.
+		if obj.Tenant != "" && obj.Tenant != obj.ID {
+			return nil, fmt.Errorf("%w: tenant object %s given tenant %q", ErrInvalid, obj, obj.Tenant)
+		}
+		return it, nil
+	}
+	if obj.Tenant == "" {
+		return nil, fmt.Errorf("%w: %s has no tenant", ErrInvalid, obj)
+	}
+	if err := validID("tenant", obj.Tenant); err != nil {
+		return nil, err
+	}
+	bindCtx, err := structpb.NewStruct(map[string]any{"binding": c.binding})
+	if err != nil {
+		return nil, fmt.Errorf("authz: binding context: %w", err)
+	}
+	it.ContextualTuples = &openfgav1.ContextualTupleKeys{TupleKeys: []*openfgav1.TupleKey{{
+		Object:   obj.String(),
+		Relation: tenantRelation,
+		User:     TypeTenant + ":" + obj.Tenant,
+		Condition: &openfgav1.RelationshipCondition{
+			Name:    "database_tenant",
+			Context: bindCtx,
+		},
+	}}}
+	return it, nil
+}

@@ -1,0 +1,123 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/cockroachdb/cockroach-go/v2/crdb"
+	"github.com/jackc/pgx/v5"
+)
+
+// serializable is the isolation every store transaction uses unless told otherwise, so that
+// PostgreSQL in tests refuses the same anomalies CockroachDB refuses in production.
+var serializable = pgx.TxOptions{IsoLevel: pgx.Serializable}
+
+// Retry pacing between attempts of one transaction: a short, jittered, growing pause so that
+// two transactions that keep colliding stop doing so in lockstep.
+const (
+	retryBasePause = time.Millisecond
+	retryMaxPause  = 100 * time.Millisecond
+)
+
+// ExecuteTx runs fn in a SERIALIZABLE transaction and commits it, running the whole
+// transaction again (fresh BEGIN, fresh snapshot) when it loses a serialization race (40001,
+// and PostgreSQL's deadlock 40P01). fn may therefore run several times: it must have no
+// effect outside the transaction (no provider call, no channel send) and must return database
+// errors wrapped with %w, or the retry is lost. The number of attempts follows
+// crdb.WithMaxRetries on ctx (default 50).
+//
+// Why not crdbpgxv5.ExecuteTx: its SAVEPOINT cockroach_restart protocol is CockroachDB-only.
+// On PostgreSQL (checked against PostgreSQL 15) it ignores the error of the final COMMIT, so a
+// serialization failure raised at commit is reported as success while the writes are rolled
+// back; and ROLLBACK TO SAVEPOINT keeps the transaction's snapshot, so a statement-level 40001
+// recurs on every retry. Restarting the whole transaction is correct on both engines; it is
+// crdb.ExecuteCtx that drives the retries here.
+func ExecuteTx(ctx context.Context, db *DB, fn func(tx pgx.Tx) error) error {
+	return ExecuteTxOptions(ctx, db, serializable, fn)
+}
+
+// ExecuteTxOptions is ExecuteTx with explicit transaction options (for example a read-only
+// transaction). Prefer ExecuteTx: weaker isolation behaves differently on the two engines.
+func ExecuteTxOptions(ctx context.Context, db *DB, opts pgx.TxOptions, fn func(tx pgx.Tx) error) error {
+	attempt := 0
+	err := crdb.ExecuteCtx(ctx, func(ctx context.Context, _ ...any) error {
+		if attempt > 0 {
+			if err := pauseBeforeRetry(ctx, attempt); err != nil {
+				return err
+			}
+		}
+		attempt++
+		return runTxOnce(ctx, db, opts, fn)
+	})
+	return TranslateError(err)
+}
+
+// runTxOnce is one attempt: BEGIN, fn, COMMIT (or ROLLBACK when fn fails or panics).
+func runTxOnce(ctx context.Context, db *DB, opts pgx.TxOptions, fn func(tx pgx.Tx) error) (err error) {
+	tx, err := db.pool.BeginTx(ctx, opts)
+	if err != nil {
+		return fmt.Errorf("store: begin: %w", err)
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			_ = tx.Rollback(context.WithoutCancel(ctx))
+			panic(p)
+		}
+	}()
+	if err := fn(tx); err != nil {
+		// The rollback may fail on a broken connection; pgx then discards the connection and
+		// fn's error is the one worth reporting.
+		_ = tx.Rollback(context.WithoutCancel(ctx))
+		return retryableDeadlock(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return retryableDeadlock(fmt.Errorf("store: commit: %w", err))
+	}
+	return nil
+}
+
+// pauseBeforeRetry sleeps a random time up to a bound that doubles with every attempt.
+func pauseBeforeRetry(ctx context.Context, attempt int) error {
+	bound := retryMaxPause
+	if attempt < 8 {
+		bound = min(retryMaxPause, retryBasePause<<attempt)
+	}
+	t := time.NewTimer(rand.N(bound) + 1)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// deadlockError presents a PostgreSQL deadlock (40P01) as a serialization failure to
+// crdb.ExecuteCtx, which only retries 40001: on PostgreSQL a deadlock victim is as safe to
+// run again as a serialization victim. CockroachDB never reports 40P01.
+type deadlockError struct{ err error }
+
+func (e deadlockError) Error() string    { return e.err.Error() }
+func (e deadlockError) Unwrap() error    { return e.err }
+func (e deadlockError) SQLState() string { return codeSerializationFailure }
+
+// retryableDeadlock wraps err in deadlockError when it is a deadlock.
+func retryableDeadlock(err error) error {
+	if sqlState(err) == codeDeadlockDetected {
+		return deadlockError{err: err}
+	}
+	return err
+}
+
+// IsRetryable reports whether err is a serialization failure worth running the whole
+// transaction again for.
+func IsRetryable(err error) bool {
+	switch sqlState(err) {
+	case codeSerializationFailure, codeDeadlockDetected:
+		return true
+	}
+	return errors.Is(err, ErrSerialization)
+}
