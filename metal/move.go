@@ -22,6 +22,7 @@ type MoveError struct {
 	Verb  Verb  // the verb refused; empty when Complete or Fail was called on a resting state
 }
 
+// Error names the verb and the state that refused it.
 func (e *MoveError) Error() string {
 	if e.Verb == "" {
 		return fmt.Sprintf("metal: node is %s, not in a transient state", e.State)

@@ -141,6 +141,6 @@ func dropConnection(w http.ResponseWriter) {
 // discardWriter swallows the real answer of a request whose reply a fault replaces.
 type discardWriter struct{ h http.Header }
 
-func (d *discardWriter) Header() http.Header       { return d.h }
+func (d *discardWriter) Header() http.Header         { return d.h }
 func (d *discardWriter) Write(b []byte) (int, error) { return len(b), nil }
-func (d *discardWriter) WriteHeader(int)           {}
+func (d *discardWriter) WriteHeader(int)             {}

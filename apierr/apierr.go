@@ -1,0 +1,100 @@
+// Package apierr is the platform's error vocabulary: every failure a caller sees carries one of
+// the seed's reasons (INVALID_INPUT, NOT_FOUND, ACCESS_DENIED, QUOTA_EXCEEDED, INVALID_STATE) or
+// UNAUTHENTICATED, UNAVAILABLE, INTERNAL. core returns these; server turns them into a Connect
+// code plus google.rpc.ErrorInfo, and into a plain JSON body on the JSON mapping.
+package apierr
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Code is a platform reason.
+type Code string
+
+// The platform reasons.
+const (
+	InvalidInput    Code = "INVALID_INPUT"
+	NotFound        Code = "NOT_FOUND"
+	AccessDenied    Code = "ACCESS_DENIED"
+	QuotaExceeded   Code = "QUOTA_EXCEEDED"
+	InvalidState    Code = "INVALID_STATE"
+	Unauthenticated Code = "UNAUTHENTICATED"
+	Unavailable     Code = "UNAVAILABLE"
+	Internal        Code = "INTERNAL"
+)
+
+// Domain is google.rpc.ErrorInfo.domain for every platform error.
+const Domain = "compute.better-compute.dev"
+
+// Error is a platform error. Message is safe to show the caller; Cause (kept for logs) is not.
+type Error struct {
+	Code        Code
+	Message     string
+	Field       string // INVALID_INPUT: the offending field path in the seed's camelCase (e.g. forwarding[0].entryPort)
+	StateReason string // INVALID_STATE: why (e.g. inUse)
+	Cause       error
+}
+
+func (e *Error) Error() string {
+	msg := string(e.Code) + ": " + e.Message
+	if e.Field != "" {
+		msg += " (field " + e.Field + ")"
+	}
+	return msg
+}
+
+// Unwrap exposes the cause to errors.Is / errors.As.
+func (e *Error) Unwrap() error { return e.Cause }
+
+// Invalid is INVALID_INPUT naming a field.
+func Invalid(field, format string, args ...any) *Error {
+	return &Error{Code: InvalidInput, Field: field, Message: fmt.Sprintf(format, args...)}
+}
+
+// NotFoundf is NOT_FOUND.
+func NotFoundf(format string, args ...any) *Error {
+	return &Error{Code: NotFound, Message: fmt.Sprintf(format, args...)}
+}
+
+// Denied is ACCESS_DENIED.
+func Denied(format string, args ...any) *Error {
+	return &Error{Code: AccessDenied, Message: fmt.Sprintf(format, args...)}
+}
+
+// Quota is QUOTA_EXCEEDED.
+func Quota(format string, args ...any) *Error {
+	return &Error{Code: QuotaExceeded, Message: fmt.Sprintf(format, args...)}
+}
+
+// State is INVALID_STATE with a reason.
+func State(reason, format string, args ...any) *Error {
+	return &Error{Code: InvalidState, StateReason: reason, Message: fmt.Sprintf(format, args...)}
+}
+
+// InternalErr hides cause behind a generic message.
+func InternalErr(cause error) *Error {
+	return &Error{Code: Internal, Message: "internal error", Cause: cause}
+}
+
+// UnavailableErr reports a dependency that could not answer; the call was refused.
+func UnavailableErr(what string, cause error) *Error {
+	return &Error{Code: Unavailable, Message: what + " is unavailable; the call was refused", Cause: cause}
+}
+
+// From returns err as a platform error; anything that is not one becomes INTERNAL.
+func From(err error) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return InternalErr(err)
+}
+
+// CodeOf returns the platform code of err ("" for nil).
+func CodeOf(err error) Code {
+	if err == nil {
+		return ""
+	}
+	return From(err).Code
+}

@@ -1,0 +1,151 @@
+// Package app assembles the control plane from its parts (store, authz, core, server, and the
+// reconcilers) for cmd/bc-server and for tests that run the whole stack in process.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"better-compute.dev/compute/authz"
+	"better-compute.dev/compute/core"
+	"better-compute.dev/compute/seal"
+	"better-compute.dev/compute/server"
+	"better-compute.dev/compute/store"
+)
+
+// Config is everything a replica needs. Secrets (SealKey, OpenFGAToken) are never logged.
+type Config struct {
+	// Listen is the address of the one HTTP listener (h2c: Connect, gRPC, gRPC-Web, JSON).
+	Listen string
+	// DatabaseURL is the CockroachDB (production) or PostgreSQL URL.
+	DatabaseURL string
+	// SealKey is the base64 AES-256 key that seals provider tokens and keys at rest.
+	SealKey string
+	// CORSOrigins lists browser origins allowed; "*" any.
+	CORSOrigins []string
+
+	// OpenFGAURL, when set, uses an OpenFGA cluster through go-sdk; otherwise the engine runs in
+	// process with OpenFGADatastore "memory" or "postgres" (on DatabaseURL, shared by replicas).
+	OpenFGAURL       string
+	OpenFGAStore     string
+	OpenFGAToken     string
+	OpenFGADatastore string
+
+	// Reconcile runs this replica's reconcilers (every replica may; leases share the work).
+	Reconcile bool
+	// Replica names this replica in leases.
+	Replica string
+
+	Logger *slog.Logger
+}
+
+// App is a running replica.
+type App struct {
+	Config  Config
+	DB      *store.DB
+	Authz   authz.Authorizer
+	Service *core.Service
+	Handler http.Handler
+	// URL is http://host:port of the listener once Start returned.
+	URL string
+
+	srv      *http.Server
+	stopBG   context.CancelFunc
+	bgDone   chan struct{}
+	listener net.Listener
+}
+
+// Start migrates the database, starts authorization, builds the handler and listens.
+func Start(ctx context.Context, cfg Config) (*App, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	key, err := seal.ParseKey(cfg.SealKey)
+	if err != nil {
+		return nil, fmt.Errorf("seal key: %w", err)
+	}
+	ring, err := seal.NewKeyring(key)
+	if err != nil {
+		return nil, err
+	}
+	db, err := store.Open(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("database: %w", err)
+	}
+	a := &App{Config: cfg, DB: db}
+	if err := db.Migrate(ctx); err != nil {
+		a.Close(context.Background())
+		return nil, fmt.Errorf("migrate: %w", err)
+	}
+	if a.Authz, err = openAuthz(ctx, cfg); err != nil {
+		a.Close(context.Background())
+		return nil, fmt.Errorf("authorization: %w", err)
+	}
+	a.Service = &core.Service{DB: db, Authz: a.Authz, Keyring: ring, Log: cfg.Logger}
+	if a.Handler, err = server.New(server.Options{Service: a.Service, Logger: cfg.Logger, CORSOrigins: cfg.CORSOrigins}); err != nil {
+		a.Close(context.Background())
+		return nil, err
+	}
+	if a.listener, err = net.Listen("tcp", cfg.Listen); err != nil {
+		a.Close(context.Background())
+		return nil, err
+	}
+	a.URL = "http://" + a.listener.Addr().String()
+	protocols := new(http.Protocols)
+	protocols.SetHTTP1(true)
+	protocols.SetUnencryptedHTTP2(true)
+	a.srv = &http.Server{
+		Handler:           a.Handler,
+		Protocols:         protocols,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    1 << 20,
+	}
+	go func() {
+		if err := a.srv.Serve(a.listener); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			cfg.Logger.Error("serve", "err", err.Error())
+		}
+	}()
+	bg, stop := context.WithCancel(context.Background())
+	a.stopBG, a.bgDone = stop, make(chan struct{})
+	go func() {
+		defer close(a.bgDone)
+		if cfg.Reconcile {
+			a.runReconcilers(bg)
+		}
+	}()
+	return a, nil
+}
+
+func openAuthz(ctx context.Context, cfg Config) (authz.Authorizer, error) {
+	if cfg.OpenFGAURL != "" {
+		return authz.NewRemote(ctx, authz.RemoteOptions{APIURL: cfg.OpenFGAURL, StoreName: cfg.OpenFGAStore, Token: cfg.OpenFGAToken})
+	}
+	opts := authz.EmbeddedOptions{Datastore: cfg.OpenFGADatastore, StoreName: cfg.OpenFGAStore}
+	if opts.Datastore == authz.DatastorePostgres {
+		opts.DatabaseURL = cfg.DatabaseURL
+	}
+	return authz.NewEmbedded(ctx, opts)
+}
+
+// Close stops serving (graceful: in-flight calls finish), then the reconcilers, then the parts.
+func (a *App) Close(ctx context.Context) {
+	if a.srv != nil {
+		_ = a.srv.Shutdown(ctx)
+	}
+	if a.stopBG != nil {
+		a.stopBG()
+		<-a.bgDone
+	}
+	if a.Authz != nil {
+		_ = a.Authz.Close()
+	}
+	if a.DB != nil {
+		a.DB.Close()
+	}
+}

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+
+	"github.com/jackc/pgx/v5"
+
+	"better-compute.dev/compute/app"
+	"better-compute.dev/compute/seal"
+)
+
+// dev runs the whole control plane on embedded defaults: a private schema of the local
+// PostgreSQL (dropped on exit), the OpenFGA engine in process, the DigitalOcean simulator in
+// process, and a demo tenant ready for the README's curl walk-through.
+func dev(ctx context.Context, log *slog.Logger, args []string) error {
+	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
+	addr := fs.String("addr", "127.0.0.1:8080", "listen address")
+	readyFile := fs.String("ready-file", "", "write the addresses and tokens as JSON here once serving")
+	base := fs.String("database", env("BC_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"), "PostgreSQL URL")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	schema := "bc_dev_" + randomHex(4)
+	dbURL, dropSchema, err := devSchema(ctx, *base, schema)
+	if err != nil {
+		return fmt.Errorf("dev database (is PostgreSQL running? `make postgres` starts it): %w", err)
+	}
+	defer dropSchema()
+	key, err := seal.GenerateKey()
+	if err != nil {
+		return err
+	}
+	simURL, closeSim, err := startSimulator()
+	if err != nil {
+		return err
+	}
+	defer closeSim()
+	a, err := app.Start(ctx, app.Config{
+		Listen: *addr, DatabaseURL: dbURL, SealKey: key.Encode(), CORSOrigins: []string{"*"},
+		OpenFGADatastore: "memory", Reconcile: true, Replica: "dev", Logger: log,
+	})
+	if err != nil {
+		return err
+	}
+	defer shutdown(a)
+	info, err := seedDev(ctx, a, simURL)
+	if err != nil {
+		return fmt.Errorf("seed: %w", err)
+	}
+	info.URL, info.Schema = a.URL, schema
+	printDev(info)
+	if *readyFile != "" {
+		b, _ := json.Marshal(info)
+		if err := os.WriteFile(*readyFile, b, 0o600); err != nil {
+			return err
+		}
+	}
+	<-ctx.Done()
+	return nil
+}
+
+// devSchema makes a fresh schema and returns a URL whose connections use it.
+func devSchema(ctx context.Context, base, schema string) (string, func(), error) {
+	conn, err := pgx.Connect(ctx, base)
+	if err != nil {
+		return "", nil, err
+	}
+	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		conn.Close(ctx)
+		return "", nil, err
+	}
+	conn.Close(ctx)
+	u, err := url.Parse(base)
+	if err != nil {
+		return "", nil, err
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	drop := func() {
+		c, err := pgx.Connect(context.Background(), base)
+		if err != nil {
+			return
+		}
+		defer c.Close(context.Background())
+		_, _ = c.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
+	}
+	return u.String(), drop, nil
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

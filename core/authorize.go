@@ -1,0 +1,73 @@
+package core
+
+import (
+	"context"
+	"errors"
+
+	"better-compute.dev/compute/apierr"
+	"better-compute.dev/compute/authz"
+)
+
+// authorize asks OpenFGA whether the caller holds perm on obj (whose Tenant comes from the
+// database). Denied is ACCESS_DENIED when the caller may see the object (it holds readPerm on it)
+// and NOT_FOUND otherwise, so a probe from another tenant learns nothing. An engine failure fails
+// closed with UNAVAILABLE.
+func (s *Service) authorize(ctx context.Context, c Caller, perm authz.Permission, obj authz.Object, readPerm authz.Permission, what string) error {
+	ok, err := s.Authz.Check(ctx, authz.Check{Principal: c.PrincipalID, Permission: perm, Object: obj})
+	if err != nil {
+		return authzErr(err)
+	}
+	if ok {
+		return nil
+	}
+	if readPerm != "" && readPerm != perm {
+		visible, err := s.Authz.Check(ctx, authz.Check{Principal: c.PrincipalID, Permission: readPerm, Object: obj})
+		if err != nil {
+			return authzErr(err)
+		}
+		if visible {
+			return apierr.Denied("%s on %s %s is not granted", perm, what, obj.ID)
+		}
+	}
+	if obj.Type == authz.TypeTenant {
+		return apierr.Denied("%s on tenant %s is not granted", perm, obj.ID)
+	}
+	return apierr.NotFoundf("%s %s not found", what, obj.ID)
+}
+
+// authorizeTenant checks perm on the tenant itself (list and create: the object does not exist yet).
+func (s *Service) authorizeTenant(ctx context.Context, c Caller, perm authz.Permission, tenantID string) error {
+	return s.authorize(ctx, c, perm, authz.TenantObject(tenantID), "", "tenant")
+}
+
+// filterVisible batch-checks perm on each object and keeps those granted (list methods: the
+// tenant is checked first, then each item).
+func (s *Service) filterVisible(ctx context.Context, c Caller, perm authz.Permission, objs []authz.Object) ([]bool, error) {
+	if len(objs) == 0 {
+		return nil, nil
+	}
+	checks := make([]authz.Check, len(objs))
+	for i, o := range objs {
+		checks[i] = authz.Check{Principal: c.PrincipalID, Permission: perm, Object: o}
+	}
+	ok, err := s.Authz.BatchCheck(ctx, checks)
+	if err != nil {
+		return nil, authzErr(err)
+	}
+	return ok, nil
+}
+
+// requirePlatformAdmin guards the platform surface (tenants, accounts, pools, quotas).
+func requirePlatformAdmin(c Caller) error {
+	if !c.PlatformAdmin {
+		return apierr.Denied("only platform admins may do this")
+	}
+	return nil
+}
+
+func authzErr(err error) error {
+	if errors.Is(err, authz.ErrUnavailable) {
+		return apierr.UnavailableErr("authorization", err)
+	}
+	return apierr.InternalErr(err)
+}

@@ -1,0 +1,138 @@
+package core
+
+import (
+	"context"
+	"time"
+
+	"google.golang.org/protobuf/types/known/structpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"better-compute.dev/compute/apierr"
+	"better-compute.dev/compute/authz"
+	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
+	"better-compute.dev/compute/store"
+)
+
+// WatchPollInterval is how often a watch looks for new events. Polling keeps the design portable
+// (no LISTEN/NOTIFY on CockroachDB) and every replica can serve any watch.
+var WatchPollInterval = 250 * time.Millisecond
+
+// ListEvents returns the tenant's events after a cursor.
+func (s *Service) ListEvents(ctx context.Context, r *v1.ListEventsRequest) ([]*v1.Event, int64, error) {
+	c, err := caller(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := s.authorizeTenant(ctx, c, authz.EventsRead, r.GetTenantId()); err != nil {
+		return nil, 0, err
+	}
+	return s.readEvents(ctx, r.GetTenantId(), r.GetAfter(), int(r.GetLimit()), r.GetResourceId())
+}
+
+func (s *Service) readEvents(ctx context.Context, tenantID string, after int64, limit int, resourceID string) ([]*v1.Event, int64, error) {
+	rows, err := store.ListEvents(ctx, s.DB.Q(), tenantID, after, limit, resourceID)
+	if err != nil {
+		return nil, after, storeErr(err, "event")
+	}
+	out := make([]*v1.Event, 0, len(rows))
+	next := after
+	for _, e := range rows {
+		data, err := structpb.NewStruct(e.Data)
+		if err != nil {
+			return nil, after, apierr.InternalErr(err)
+		}
+		out = append(out, &v1.Event{Cursor: e.Seq, TenantId: e.TenantID, Type: e.Type, ResourceId: e.ResourceID, Data: data, CreateTime: timestamppb.New(e.CreatedAt)})
+		next = e.Seq
+	}
+	return out, next, nil
+}
+
+// WatchEvents sends the tenant's events after a cursor, then new ones as they commit, until ctx
+// ends. Resuming from the last cursor seen loses nothing: cursors follow commit order.
+func (s *Service) WatchEvents(ctx context.Context, r *v1.WatchEventsRequest, send func(*v1.Event) error) error {
+	c, err := caller(ctx)
+	if err != nil {
+		return err
+	}
+	if err := s.authorizeTenant(ctx, c, authz.EventsRead, r.GetTenantId()); err != nil {
+		return err
+	}
+	after := r.GetAfter()
+	tick := time.NewTicker(WatchPollInterval)
+	defer tick.Stop()
+	for {
+		evs, next, err := s.readEvents(ctx, r.GetTenantId(), after, 500, "")
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		for _, e := range evs {
+			if err := send(e); err != nil {
+				return err
+			}
+		}
+		after = next
+		if len(evs) == 500 {
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+	}
+}
+
+// ListUsage returns metered usage overlapping a window, clipped to it, with per-meter totals.
+func (s *Service) ListUsage(ctx context.Context, r *v1.ListUsageRequest) ([]*v1.UsageRecord, map[string]float64, error) {
+	c, err := caller(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := s.authorizeTenant(ctx, c, authz.UsageRead, r.GetTenantId()); err != nil {
+		return nil, nil, err
+	}
+	now := time.Now()
+	from, to := time.Unix(0, 0), now
+	if r.StartTime != nil {
+		from = r.GetStartTime().AsTime()
+	}
+	if r.EndTime != nil {
+		to = r.GetEndTime().AsTime()
+	}
+	if !to.After(from) {
+		return nil, nil, apierr.Invalid("endTime", "endTime must be after startTime")
+	}
+	rows, err := store.ListUsage(ctx, s.DB.Q(), r.GetTenantId(), r.GetMeter(), from, to)
+	if err != nil {
+		return nil, nil, storeErr(err, "usage")
+	}
+	totals := map[string]float64{}
+	out := make([]*v1.UsageRecord, 0, len(rows))
+	for _, u := range rows {
+		out = append(out, &v1.UsageRecord{Meter: u.Meter, ResourceId: u.ResourceID, StartTime: timestamppb.New(u.StartedAt),
+			EndTime: tsOrNil(u.EndedAt), Quantity: UsageHours(u.StartedAt, u.EndedAt, from, to, now)})
+		totals[u.Meter] += out[len(out)-1].Quantity
+	}
+	return out, totals, nil
+}
+
+// UsageHours is the part of [start, end) (end nil: still running, up to now) inside [from, to), in hours.
+func UsageHours(start time.Time, end *time.Time, from, to, now time.Time) float64 {
+	stop := now
+	if end != nil {
+		stop = *end
+	}
+	if stop.After(to) {
+		stop = to
+	}
+	if start.Before(from) {
+		start = from
+	}
+	if !stop.After(start) {
+		return 0
+	}
+	return stop.Sub(start).Hours()
+}

@@ -1,0 +1,56 @@
+package core
+
+import (
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"better-compute.dev/compute/apierr"
+	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
+	"better-compute.dev/compute/store"
+)
+
+// marshalSpec stores the tenant's settings (targets, forwarding, ...) as protojson.
+func marshalSpec(spec *v1.LoadBalancer) ([]byte, error) {
+	b, err := protojson.Marshal(spec)
+	if err != nil {
+		return nil, apierr.InternalErr(err)
+	}
+	return b, nil
+}
+
+// unmarshalSpec reads the settings back.
+func unmarshalSpec(b []byte) (*v1.LoadBalancer, error) {
+	spec := &v1.LoadBalancer{}
+	if err := protojson.Unmarshal(b, spec); err != nil {
+		return nil, apierr.InternalErr(err)
+	}
+	return spec, nil
+}
+
+// LoadBalancerSpec returns the settings of a row (for the reconciler).
+func LoadBalancerSpec(row store.LoadBalancer) (*v1.LoadBalancer, error) { return unmarshalSpec(row.Spec) }
+
+// loadBalancerProto is the tenant's view of a row.
+func loadBalancerProto(row store.LoadBalancer) (*v1.LoadBalancer, error) {
+	lb, err := unmarshalSpec(row.Spec)
+	if err != nil {
+		return nil, err
+	}
+	lb.Id, lb.TenantId, lb.ProjectId, lb.PoolId, lb.AccountId = row.ID, row.TenantID, row.ProjectID, row.PoolID, row.AccountID
+	lb.Name, lb.Description, lb.Scope, lb.Region, lb.SubnetId = row.Name, row.Description, row.Scope, row.Region, row.SubnetID
+	lb.State, lb.Address, lb.AddressV6, lb.LastError = row.State, row.Address, row.AddressV6, row.LastError
+	lb.ReachedInstanceIds = row.ReachedInstanceIDs
+	lb.CreateTime, lb.UpdateTime = timestamppb.New(row.CreatedAt), timestamppb.New(row.UpdatedAt)
+	lb.ReadyTime, lb.DeleteTime = tsOrNil(row.ReadyAt), tsOrNil(row.DeletedAt)
+	return lb, nil
+}
+
+// requestHash digests a create request deterministically for idempotency.
+func requestHash(m proto.Message) ([]byte, error) {
+	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)
+	if err != nil {
+		return nil, apierr.InternalErr(err)
+	}
+	return store.HashRequest(b), nil
+}

@@ -1,0 +1,214 @@
+package core
+
+import (
+	"context"
+	"slices"
+
+	"better-compute.dev/compute/apierr"
+	"better-compute.dev/compute/authz"
+	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
+	"better-compute.dev/compute/store"
+)
+
+// lbPlacement is what a load balancer's scope, region, pool and subnet fix at create time.
+type lbPlacement struct {
+	TenantID  string
+	Scope     string
+	Region    string
+	SubnetID  string // "" = the account's default network
+	AccountID string
+	PoolID    string
+	// SubnetFixed: the subnet is settled (update, or create with subnetId): named instances must be
+	// on it. Otherwise (create without subnetId) the instances' shared subnet becomes the subnet.
+	SubnetFixed bool
+}
+
+// lbRefs are the rows a load balancer's settings refer to.
+type lbRefs struct {
+	InstanceIDs    []string
+	LoadBalancerID []string
+	CertificateIDs []string
+}
+
+// checkInstanceAccess decides, outside any transaction, the seed's rules that depend on the
+// caller's credential: another tenant's instance is ACCESS_DENIED, and each named instance needs
+// compute:instances:update.
+func (s *Service) checkInstanceAccess(ctx context.Context, c Caller, tenantID string, instanceIDs []string) error {
+	if len(instanceIDs) == 0 {
+		return nil
+	}
+	rows, err := store.GetInstances(ctx, s.DB.Q(), instanceIDs)
+	if err != nil {
+		return apierr.InternalErr(err)
+	}
+	byID := map[string]store.Instance{}
+	for _, r := range rows {
+		byID[r.ID] = r
+	}
+	var objs []authz.Object
+	for i, id := range instanceIDs {
+		in, ok := byID[id]
+		switch {
+		case !ok:
+			return &apierr.Error{Code: apierr.NotFound, Field: fieldIndex("targets.instanceIds", i), Message: "instance " + id + " not found"}
+		case in.TenantID != tenantID:
+			return &apierr.Error{Code: apierr.AccessDenied, Field: fieldIndex("targets.instanceIds", i), Message: "instance " + id + " belongs to another tenant"}
+		}
+		objs = append(objs, authz.Object{Type: authz.TypeInstance, ID: id, Tenant: in.TenantID})
+	}
+	ok, err := s.filterVisible(ctx, c, authz.InstancesUpdate, objs)
+	if err != nil {
+		return err
+	}
+	for i, granted := range ok {
+		if !granted {
+			return &apierr.Error{Code: apierr.AccessDenied, Field: fieldIndex("targets.instanceIds", i),
+				Message: "compute:instances:update on instance " + instanceIDs[i] + " is not granted"}
+		}
+	}
+	return nil
+}
+
+// resolveTargets checks targets against the tenant's rows inside the transaction and returns the
+// placement (with the subnet settled) and the references to record.
+func resolveTargets(ctx context.Context, q store.Querier, p lbPlacement, t *v1.LoadBalancerTargets) (lbPlacement, []string, []string, error) {
+	switch {
+	case p.Scope == "global":
+		if len(t.GetLoadBalancerIds()) == 0 {
+			return p, nil, nil, apierr.Invalid("targets.loadBalancerIds", "a global load balancer targets loadBalancerIds")
+		}
+		rows, err := store.GetLoadBalancers(ctx, q, t.GetLoadBalancerIds())
+		if err != nil {
+			return p, nil, nil, err
+		}
+		byID := map[string]store.LoadBalancer{}
+		for _, r := range rows {
+			byID[r.ID] = r
+		}
+		for i, id := range t.GetLoadBalancerIds() {
+			lb, ok := byID[id]
+			field := fieldIndex("targets.loadBalancerIds", i)
+			if !ok || lb.TenantID != p.TenantID || lb.State == "deleted" {
+				return p, nil, nil, &apierr.Error{Code: apierr.NotFound, Field: field, Message: "load balancer " + id + " not found"}
+			}
+			if lb.Scope != "regional" {
+				return p, nil, nil, apierr.Invalid(field, "load balancer %s is not regional", id)
+			}
+			if lb.AccountID != p.AccountID {
+				return p, nil, nil, apierr.Invalid(field, "load balancer %s is on another account", id)
+			}
+			if lb.State == "deleting" {
+				return p, nil, nil, apierr.Invalid(field, "load balancer %s is being deleted", id)
+			}
+		}
+		return p, nil, t.GetLoadBalancerIds(), nil
+	case len(t.GetLoadBalancerIds()) > 0:
+		return p, nil, nil, apierr.Invalid("targets.loadBalancerIds", "a regional load balancer targets pool or instanceIds")
+	case t.GetPool():
+		return p, nil, nil, nil
+	}
+	rows, err := store.GetInstances(ctx, q, t.GetInstanceIds())
+	if err != nil {
+		return p, nil, nil, err
+	}
+	byID := map[string]store.Instance{}
+	for _, r := range rows {
+		byID[r.ID] = r
+	}
+	var subnets []string
+	for i, id := range t.GetInstanceIds() {
+		in, ok := byID[id]
+		field := fieldIndex("targets.instanceIds", i)
+		switch {
+		case !ok || in.State == "deleted":
+			return p, nil, nil, &apierr.Error{Code: apierr.NotFound, Field: field, Message: "instance " + id + " not found"}
+		case in.TenantID != p.TenantID:
+			return p, nil, nil, &apierr.Error{Code: apierr.AccessDenied, Field: field, Message: "instance " + id + " belongs to another tenant"}
+		case in.Region != p.Region:
+			return p, nil, nil, apierr.Invalid(field, "instance %s is in region %s, not %s", id, in.Region, p.Region)
+		case in.AccountID != p.AccountID:
+			return p, nil, nil, apierr.Invalid(field, "instance %s is on another account", id)
+		}
+		if !slices.Contains(subnets, in.SubnetID) {
+			subnets = append(subnets, in.SubnetID)
+		}
+	}
+	if p.SubnetFixed {
+		for i, id := range t.GetInstanceIds() {
+			if byID[id].SubnetID != p.SubnetID {
+				if p.SubnetID == "" {
+					return p, nil, nil, apierr.Invalid(fieldIndex("targets.instanceIds", i), "instance %s is on a tenant network; this load balancer reaches only instances on no tenant network", id)
+				}
+				return p, nil, nil, apierr.Invalid(fieldIndex("targets.instanceIds", i), "instance %s is not on subnet %s", id, p.SubnetID)
+			}
+		}
+	} else {
+		if len(subnets) > 1 {
+			return p, nil, nil, apierr.Invalid("targets.instanceIds", "the named instances are on %d subnets; name instances of one subnet", len(subnets))
+		}
+		p.SubnetID, p.SubnetFixed = subnets[0], true
+	}
+	return p, t.GetInstanceIds(), nil, nil
+}
+
+// checkSubnet loads the subnet a load balancer names: another tenant's is NOT_FOUND, another
+// region or account INVALID_INPUT.
+func checkSubnet(ctx context.Context, q store.Querier, p lbPlacement) error {
+	sn, err := store.GetSubnet(ctx, q, p.SubnetID)
+	if err != nil || sn.TenantID != p.TenantID || sn.State == "deleted" || sn.State == "deleting" {
+		return &apierr.Error{Code: apierr.NotFound, Field: "subnetId", Message: "subnet " + p.SubnetID + " not found"}
+	}
+	if sn.Region != p.Region {
+		return apierr.Invalid("subnetId", "subnet %s is in region %s, not %s", sn.ID, sn.Region, p.Region)
+	}
+	if sn.AccountID != p.AccountID {
+		return apierr.Invalid("subnetId", "subnet %s is on another account", sn.ID)
+	}
+	return nil
+}
+
+// checkCertificates resolves every certificateId of the rules and domains: another tenant's is
+// NOT_FOUND, another account's INVALID_INPUT. It returns the distinct ids.
+func checkCertificates(ctx context.Context, q store.Querier, p lbPlacement, rules []*v1.ForwardingRule, domains []*v1.Domain) ([]string, error) {
+	type ref struct{ id, field string }
+	var refs []ref
+	for i, r := range rules {
+		if r.GetCertificateId() != "" {
+			refs = append(refs, ref{r.GetCertificateId(), fieldIndex("forwarding", i) + ".certificateId"})
+		}
+	}
+	for i, d := range domains {
+		if d.GetCertificateId() != "" {
+			refs = append(refs, ref{d.GetCertificateId(), fieldIndex("domains", i) + ".certificateId"})
+		}
+	}
+	var out []string
+	for _, r := range refs {
+		ce, err := store.GetCertificate(ctx, q, r.id)
+		if err != nil || ce.TenantID != p.TenantID || ce.State == "deleted" || ce.State == "deleting" {
+			return nil, &apierr.Error{Code: apierr.NotFound, Field: r.field, Message: "certificate " + r.id + " not found"}
+		}
+		if ce.AccountID != p.AccountID {
+			return nil, apierr.Invalid(r.field, "certificate %s is on another account", r.id)
+		}
+		if !slices.Contains(out, r.id) {
+			out = append(out, r.id)
+		}
+	}
+	return out, nil
+}
+
+func fieldIndex(path string, i int) string {
+	return path + "[" + itoa(i) + "]"
+}
+
+func itoa(i int) string {
+	if i == 0 {
+		return "0"
+	}
+	var b []byte
+	for ; i > 0; i /= 10 {
+		b = append([]byte{byte('0' + i%10)}, b...)
+	}
+	return string(b)
+}

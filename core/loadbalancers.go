@@ -1,0 +1,414 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"slices"
+
+	"github.com/jackc/pgx/v5"
+	"google.golang.org/protobuf/proto"
+
+	"better-compute.dev/compute/apierr"
+	"better-compute.dev/compute/authz"
+	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
+	"better-compute.dev/compute/ids"
+	"better-compute.dev/compute/store"
+)
+
+// Event types of load balancers.
+const (
+	EventLBCreated = "providerLoadBalancer.created"
+	EventLBReady   = "providerLoadBalancer.ready"
+	EventLBError   = "providerLoadBalancer.error"
+	EventLBUpdated = "providerLoadBalancer.updated"
+	EventLBDeleted = "providerLoadBalancer.deleted"
+)
+
+// MeterLoadBalancerHours is the billing meter of load balancers, from ready until deleted.
+const MeterLoadBalancerHours = "vps.load-balancer.hours"
+
+// QuotaLoadBalancers is the quota resource a load balancer books on its pool.
+const QuotaLoadBalancers = "loadBalancers"
+
+const opCreateLoadBalancer = "loadBalancers.create"
+
+// CreateLoadBalancer records a load balancer, pending, books one loadBalancers quota on the pool,
+// publishes providerLoadBalancer.created and queues the reconciler, all in one transaction.
+func (s *Service) CreateLoadBalancer(ctx context.Context, r *v1.CreateLoadBalancerRequest) (*v1.LoadBalancer, error) {
+	c, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.authorizeTenant(ctx, c, authz.LoadBalancersManage, r.GetTenantId()); err != nil {
+		return nil, err
+	}
+	hash, err := requestHash(r)
+	if err != nil {
+		return nil, err
+	}
+	if lb, done, err := s.replayCreate(ctx, r, hash); done {
+		return lb, err
+	}
+	if err := s.checkInstanceAccess(ctx, c, r.GetTenantId(), r.GetTargets().GetInstanceIds()); err != nil {
+		return nil, err
+	}
+	var row store.LoadBalancer
+	err = store.ExecuteTx(ctx, s.DB, func(tx pgx.Tx) error {
+		var err error
+		row, err = s.createLoadBalancerTx(ctx, tx, r, hash)
+		return err
+	})
+	if errors.Is(err, store.ErrConflict) && store.ConstraintName(err) == "idempotency_keys_pkey" {
+		// A concurrent twin with the same key committed first: answer as it did.
+		if lb, done, err := s.replayCreate(ctx, r, hash); done {
+			return lb, err
+		}
+	}
+	if err != nil {
+		return nil, storeErr(err, "load balancer")
+	}
+	return loadBalancerProto(row)
+}
+
+// replayCreate answers a create whose idempotency key was seen: the same request returns the
+// same load balancer; another request with that key is INVALID_INPUT.
+func (s *Service) replayCreate(ctx context.Context, r *v1.CreateLoadBalancerRequest, hash []byte) (*v1.LoadBalancer, bool, error) {
+	rec, err := store.GetIdempotency(ctx, s.DB.Q(), r.GetTenantId(), opCreateLoadBalancer, r.GetIdempotencyKey())
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, true, apierr.InternalErr(err)
+	}
+	if string(rec.RequestHash) != string(hash) {
+		return nil, true, apierr.Invalid("idempotencyKey", "idempotencyKey %s was used with a different request", r.GetIdempotencyKey())
+	}
+	row, err := store.GetLoadBalancer(ctx, s.DB.Q(), rec.ResourceID)
+	if err != nil {
+		return nil, true, storeErr(err, "load balancer")
+	}
+	lb, err := loadBalancerProto(row)
+	return lb, true, err
+}
+
+func (s *Service) createLoadBalancerTx(ctx context.Context, tx pgx.Tx, r *v1.CreateLoadBalancerRequest, hash []byte) (store.LoadBalancer, error) {
+	var none store.LoadBalancer
+	pool, _, err := visiblePool(ctx, tx, r.GetTenantId(), r.GetPoolId())
+	if err != nil {
+		if apierr.CodeOf(err) == apierr.NotFound {
+			return none, &apierr.Error{Code: apierr.NotFound, Field: "poolId", Message: "pool " + r.GetPoolId() + " not found"}
+		}
+		return none, err
+	}
+	p := lbPlacement{TenantID: r.GetTenantId(), Scope: r.GetScope(), Region: r.GetRegion(), SubnetID: r.GetSubnetId(),
+		AccountID: pool.AccountID, PoolID: pool.ID, SubnetFixed: r.GetSubnetId() != ""}
+	if p.Scope == "" {
+		p.Scope = "regional"
+	}
+	if p.Scope == "regional" {
+		if p.Region == "" {
+			if len(pool.Regions) != 1 {
+				return none, apierr.Invalid("region", "pool %s offers %d regions: name one", pool.ID, len(pool.Regions))
+			}
+			p.Region = pool.Regions[0]
+		}
+		if !slices.Contains(pool.Regions, p.Region) {
+			return none, apierr.Invalid("region", "pool %s does not offer region %s", pool.ID, p.Region)
+		}
+		if p.SubnetFixed {
+			if err := checkSubnet(ctx, tx, p); err != nil {
+				return none, err
+			}
+		}
+	}
+	if r.GetProjectId() != "" {
+		if _, err := store.GetProject(ctx, tx, r.GetTenantId(), r.GetProjectId()); err != nil {
+			return none, &apierr.Error{Code: apierr.NotFound, Field: "projectId", Message: "project " + r.GetProjectId() + " not found"}
+		}
+	}
+	p, instanceIDs, lbIDs, err := resolveTargets(ctx, tx, p, r.GetTargets())
+	if err != nil {
+		return none, err
+	}
+	certIDs, err := checkCertificates(ctx, tx, p, r.GetForwarding(), r.GetDomains())
+	if err != nil {
+		return none, err
+	}
+	booked, err := store.BookQuota(ctx, tx, pool.ID, r.GetTenantId(), QuotaLoadBalancers)
+	if err != nil {
+		return none, err
+	}
+	if !booked {
+		return none, apierr.Quota("no loadBalancers quota left on pool %s for tenant %s", pool.ID, r.GetTenantId())
+	}
+	spec, err := marshalSpec(&v1.LoadBalancer{
+		Targets: r.GetTargets(), Forwarding: r.GetForwarding(), HealthCheck: r.GetHealthCheck(), StickySessions: r.GetStickySessions(),
+		SourceRanges: r.GetSourceRanges(), RedirectHttpToHttps: r.GetRedirectHttpToHttps(), Domains: r.GetDomains(),
+	})
+	if err != nil {
+		return none, err
+	}
+	row, err := store.InsertLoadBalancer(ctx, tx, store.LoadBalancer{
+		ID: ids.New(ids.LoadBalancer), TenantID: r.GetTenantId(), ProjectID: r.GetProjectId(), PoolID: pool.ID, AccountID: pool.AccountID,
+		Name: r.GetName(), Description: r.GetDescription(), Scope: p.Scope, Region: p.Region, SubnetID: p.SubnetID, Spec: spec,
+	})
+	if err != nil {
+		return none, err
+	}
+	if err := store.ReplaceLoadBalancerTargets(ctx, tx, row.ID, instanceIDs, lbIDs, certIDs); err != nil {
+		return none, err
+	}
+	if err := store.PutIdempotency(ctx, tx, store.IdempotencyRecord{
+		TenantID: r.GetTenantId(), Operation: opCreateLoadBalancer, Key: r.GetIdempotencyKey(), RequestHash: hash, ResourceID: row.ID,
+	}); err != nil {
+		return none, err
+	}
+	if err := appendEvent(ctx, tx, row, EventLBCreated, map[string]any{
+		"name": row.Name, "scope": row.Scope, "region": row.Region, "poolId": row.PoolID, "subnetId": row.SubnetID,
+	}); err != nil {
+		return none, err
+	}
+	return row, store.Enqueue(ctx, tx, ReconcileKind, row.ID, nil)
+}
+
+// GetLoadBalancer returns one load balancer.
+func (s *Service) GetLoadBalancer(ctx context.Context, r *v1.GetLoadBalancerRequest) (*v1.LoadBalancer, error) {
+	c, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	obj, err := s.lbObject(ctx, r.GetTenantId(), r.GetLoadBalancerId())
+	if err != nil {
+		return nil, err
+	}
+	if err := s.authorize(ctx, c, authz.LoadBalancersRead, obj, "", "load balancer"); err != nil {
+		return nil, err
+	}
+	row, err := store.GetLoadBalancer(ctx, s.DB.Q(), obj.ID)
+	if err != nil {
+		return nil, storeErr(err, "load balancer")
+	}
+	return loadBalancerProto(row)
+}
+
+// ListLoadBalancers returns the tenant's load balancers in creation order: the tenant is checked,
+// then each item.
+func (s *Service) ListLoadBalancers(ctx context.Context, r *v1.ListLoadBalancersRequest) ([]*v1.LoadBalancer, error) {
+	c, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.authorizeTenant(ctx, c, authz.LoadBalancersRead, r.GetTenantId()); err != nil {
+		return nil, err
+	}
+	rows, err := store.ListLoadBalancers(ctx, s.DB.Q(), store.ListLoadBalancersParams{
+		TenantID: r.GetTenantId(), PoolID: r.GetPoolId(), ProjectID: r.GetProjectId(), IncludeDeleted: r.GetIncludeDeleted(), Limit: 1000,
+	})
+	if err != nil {
+		return nil, storeErr(err, "load balancer")
+	}
+	objs := make([]authz.Object, len(rows))
+	for i, row := range rows {
+		objs[i] = authz.Object{Type: authz.TypeProviderLoadBalancer, ID: row.ID, Tenant: row.TenantID}
+	}
+	ok, err := s.filterVisible(ctx, c, authz.LoadBalancersRead, objs)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*v1.LoadBalancer, 0, len(rows))
+	for i, row := range rows {
+		if !ok[i] {
+			continue
+		}
+		lb, err := loadBalancerProto(row)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, lb)
+	}
+	return out, nil
+}
+
+// UpdateLoadBalancer replaces each part given, returns it updating and publishes
+// providerLoadBalancer.updated naming what changed.
+func (s *Service) UpdateLoadBalancer(ctx context.Context, r *v1.UpdateLoadBalancerRequest) (*v1.LoadBalancer, error) {
+	c, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	obj, err := s.lbObject(ctx, r.GetTenantId(), r.GetLoadBalancerId())
+	if err != nil {
+		return nil, err
+	}
+	if err := s.authorize(ctx, c, authz.LoadBalancersManage, obj, authz.LoadBalancersRead, "load balancer"); err != nil {
+		return nil, err
+	}
+	if err := s.checkInstanceAccess(ctx, c, r.GetTenantId(), r.GetTargets().GetInstanceIds()); err != nil {
+		return nil, err
+	}
+	var row store.LoadBalancer
+	err = store.ExecuteTx(ctx, s.DB, func(tx pgx.Tx) error {
+		var err error
+		row, err = s.updateLoadBalancerTx(ctx, tx, r)
+		return err
+	})
+	if err != nil {
+		return nil, storeErr(err, "load balancer")
+	}
+	return loadBalancerProto(row)
+}
+
+func (s *Service) updateLoadBalancerTx(ctx context.Context, tx pgx.Tx, r *v1.UpdateLoadBalancerRequest) (store.LoadBalancer, error) {
+	row, err := store.GetLoadBalancerForUpdate(ctx, tx, r.GetLoadBalancerId())
+	if err != nil {
+		return row, err
+	}
+	switch row.State {
+	case "deleted":
+		return row, apierr.NotFoundf("load balancer %s not found", row.ID)
+	case "deleting":
+		return row, apierr.State("deleting", "load balancer %s is being deleted", row.ID)
+	}
+	cur, err := unmarshalSpec(row.Spec)
+	if err != nil {
+		return row, err
+	}
+	next := proto.Clone(cur).(*v1.LoadBalancer)
+	var changed []string
+	set := func(name string, given bool, apply func()) {
+		if !given {
+			return
+		}
+		before := proto.Clone(next)
+		apply()
+		if !proto.Equal(before, next) {
+			changed = append(changed, name)
+		}
+	}
+	set("targets", r.Targets != nil, func() { next.Targets = r.GetTargets() })
+	set("forwarding", len(r.GetForwarding()) > 0, func() { next.Forwarding = r.GetForwarding() })
+	set("healthCheck", r.HealthCheck != nil, func() { next.HealthCheck = r.GetHealthCheck() })
+	set("stickySessions", r.StickySessions != nil, func() { next.StickySessions = r.GetStickySessions() })
+	set("sourceRanges", r.SourceRanges != nil, func() { next.SourceRanges = r.GetSourceRanges() })
+	set("redirectHttpToHttps", r.RedirectHttpToHttps != nil, func() { next.RedirectHttpToHttps = r.GetRedirectHttpToHttps() })
+	set("domains", len(r.GetDomains()) > 0, func() { next.Domains = r.GetDomains() })
+	if len(r.GetDomains()) > 0 && row.Scope != "global" {
+		return row, apierr.Invalid("domains", "domains are for global load balancers only")
+	}
+	// Scope, region, pool and subnet never change: targets are checked against the ones fixed at create.
+	p := lbPlacement{TenantID: row.TenantID, Scope: row.Scope, Region: row.Region, SubnetID: row.SubnetID,
+		AccountID: row.AccountID, PoolID: row.PoolID, SubnetFixed: true}
+	_, instanceIDs, lbIDs, err := resolveTargets(ctx, tx, p, next.GetTargets())
+	if err != nil {
+		return row, err
+	}
+	certIDs, err := checkCertificates(ctx, tx, p, next.GetForwarding(), next.GetDomains())
+	if err != nil {
+		return row, err
+	}
+	if len(changed) == 0 {
+		return row, nil
+	}
+	spec, err := marshalSpec(next)
+	if err != nil {
+		return row, err
+	}
+	state := "updating"
+	if row.State == "pending" {
+		state = "pending" // not at the provider yet: the create will carry the new settings
+	}
+	if row, err = store.UpdateLoadBalancerSpec(ctx, tx, row.ID, spec, state); err != nil {
+		return row, err
+	}
+	if err := store.ReplaceLoadBalancerTargets(ctx, tx, row.ID, instanceIDs, lbIDs, certIDs); err != nil {
+		return row, err
+	}
+	if err := appendEvent(ctx, tx, row, EventLBUpdated, map[string]any{"changed": toAny(changed)}); err != nil {
+		return row, err
+	}
+	return row, store.Enqueue(ctx, tx, ReconcileKind, row.ID, nil)
+}
+
+// DeleteLoadBalancer marks the load balancer deleting; the reconciler deletes it at the provider,
+// refunds the quota and publishes providerLoadBalancer.deleted. A regional one that a live global
+// one targets is INVALID_STATE inUse.
+func (s *Service) DeleteLoadBalancer(ctx context.Context, r *v1.DeleteLoadBalancerRequest) (*v1.LoadBalancer, error) {
+	c, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	obj, err := s.lbObject(ctx, r.GetTenantId(), r.GetLoadBalancerId())
+	if err != nil {
+		return nil, err
+	}
+	if err := s.authorize(ctx, c, authz.LoadBalancersManage, obj, authz.LoadBalancersRead, "load balancer"); err != nil {
+		return nil, err
+	}
+	var row store.LoadBalancer
+	err = store.ExecuteTx(ctx, s.DB, func(tx pgx.Tx) error {
+		var err error
+		if row, err = store.GetLoadBalancerForUpdate(ctx, tx, obj.ID); err != nil {
+			return err
+		}
+		if row.State == "deleting" || row.State == "deleted" {
+			return nil // already asked: deleting twice is no error
+		}
+		if row.Scope == "regional" {
+			globals, err := store.GlobalsTargeting(ctx, tx, row.ID)
+			if err != nil {
+				return err
+			}
+			if len(globals) > 0 {
+				return apierr.State("inUse", "load balancer %s is targeted by global load balancer %s", row.ID, globals[0])
+			}
+		}
+		if row, err = store.SetLoadBalancerState(ctx, tx, row.ID, "deleting"); err != nil {
+			return err
+		}
+		return store.Enqueue(ctx, tx, ReconcileKind, row.ID, nil)
+	})
+	if err != nil {
+		return nil, storeErr(err, "load balancer")
+	}
+	return loadBalancerProto(row)
+}
+
+// touchLoadBalancer queues a load balancer whose reach changed (an instance went away), marking
+// it updating until the provider has the new machine list.
+func (s *Service) touchLoadBalancer(ctx context.Context, tx pgx.Tx, id, why string) error {
+	row, err := store.GetLoadBalancerForUpdate(ctx, tx, id)
+	if err != nil {
+		return err
+	}
+	state := row.State
+	if state == "ready" || state == "error" {
+		state = "updating"
+	}
+	if _, err := store.SetLoadBalancerState(ctx, tx, id, state); err != nil {
+		return err
+	}
+	return store.Enqueue(ctx, tx, ReconcileKind, id, nil)
+}
+
+// lbObject finds the load balancer's tenant in the database for the authorization check; a load
+// balancer of another tenant is NOT_FOUND, exactly like one that does not exist.
+func (s *Service) lbObject(ctx context.Context, tenantID, id string) (authz.Object, error) {
+	owner, err := s.ownerOf(ctx, authz.TypeProviderLoadBalancer, id)
+	if err != nil || owner != tenantID {
+		return authz.Object{}, &apierr.Error{Code: apierr.NotFound, Field: "loadBalancerId", Message: "load balancer " + id + " not found"}
+	}
+	return authz.Object{Type: authz.TypeProviderLoadBalancer, ID: id, Tenant: owner}, nil
+}
+
+func appendEvent(ctx context.Context, tx pgx.Tx, row store.LoadBalancer, typ string, data map[string]any) error {
+	_, err := store.AppendEvent(ctx, tx, store.Event{TenantID: row.TenantID, ID: ids.New(ids.Event), Type: typ, ResourceID: row.ID, Data: data})
+	return err
+}
+
+func toAny(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
+}

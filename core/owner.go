@@ -1,0 +1,35 @@
+package core
+
+import (
+	"context"
+	"errors"
+
+	"better-compute.dev/compute/authz"
+	"better-compute.dev/compute/store"
+)
+
+// tableOf maps an authorization object type to the table that records its tenant.
+var tableOf = map[string]string{
+	authz.TypeProviderLoadBalancer: "load_balancers",
+	authz.TypeInstance:             "instances",
+	authz.TypePool:                 "pools",
+	authz.TypeProject:              "projects",
+	authz.TypeNetwork:              "networks",
+	authz.TypeSubnet:               "subnets",
+	authz.TypeCertificate:          "certificates",
+	authz.TypeProviderAccount:      "provider_accounts",
+	authz.TypeMetalNode:            "metal_nodes",
+}
+
+// ownerOf returns the tenant the database says owns an object.
+func (s *Service) ownerOf(ctx context.Context, objectType, id string) (string, error) {
+	table, ok := tableOf[objectType]
+	if !ok {
+		return "", store.ErrNotFound
+	}
+	return store.OwnerOf(ctx, s.DB.Q(), table, id)
+}
+
+func errorsIsInvalid(err error) bool {
+	return errors.Is(err, authz.ErrInvalid) || errors.Is(err, authz.ErrUnknownPermission)
+}

@@ -1,0 +1,491 @@
+package core
+
+import (
+	"context"
+	"slices"
+
+	"github.com/jackc/pgx/v5"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"better-compute.dev/compute/apierr"
+	"better-compute.dev/compute/authz"
+	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
+	"better-compute.dev/compute/ids"
+	"better-compute.dev/compute/seal"
+	"better-compute.dev/compute/store"
+)
+
+// tenantAccount loads an account the tenant owns (else NOT_FOUND).
+func tenantAccount(ctx context.Context, q store.Querier, tenantID, accountID string) (store.Account, error) {
+	a, err := store.GetAccount(ctx, q, accountID)
+	if err != nil || a.TenantID != tenantID {
+		return a, apierr.NotFoundf("provider account %s not found", accountID)
+	}
+	return a, nil
+}
+
+// CreateNetwork makes a tenant network on one of its accounts.
+func (s *Service) CreateNetwork(ctx context.Context, r *v1.CreateNetworkRequest) (*v1.Network, error) {
+	c, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.authorizeTenant(ctx, c, authz.NetworksManage, r.GetTenantId()); err != nil {
+		return nil, err
+	}
+	if _, err := tenantAccount(ctx, s.DB.Q(), r.GetTenantId(), r.GetAccountId()); err != nil {
+		return nil, err
+	}
+	n, err := store.InsertNetwork(ctx, s.DB.Q(), store.Network{ID: ids.New(ids.Network), TenantID: r.GetTenantId(), AccountID: r.GetAccountId(), Name: r.GetName()})
+	if err != nil {
+		return nil, storeErr(err, "network")
+	}
+	return networkProto(n), nil
+}
+
+// GetNetwork returns one network.
+func (s *Service) GetNetwork(ctx context.Context, r *v1.GetNetworkRequest) (*v1.Network, error) {
+	c, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	n, err := store.GetNetwork(ctx, s.DB.Q(), r.GetNetworkId())
+	if err != nil || n.TenantID != r.GetTenantId() {
+		return nil, apierr.NotFoundf("network %s not found", r.GetNetworkId())
+	}
+	if err := s.authorize(ctx, c, authz.NetworksRead, authz.Object{Type: authz.TypeNetwork, ID: n.ID, Tenant: n.TenantID}, "", "network"); err != nil {
+		return nil, err
+	}
+	return networkProto(n), nil
+}
+
+// ListNetworks returns the tenant's networks the caller may read.
+func (s *Service) ListNetworks(ctx context.Context, r *v1.ListNetworksRequest) ([]*v1.Network, error) {
+	c, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.authorizeTenant(ctx, c, authz.NetworksRead, r.GetTenantId()); err != nil {
+		return nil, err
+	}
+	ns, err := store.ListNetworks(ctx, s.DB.Q(), r.GetTenantId())
+	if err != nil {
+		return nil, storeErr(err, "network")
+	}
+	return filterList(ctx, s, c, authz.NetworksRead, ns, func(n store.Network) authz.Object {
+		return authz.Object{Type: authz.TypeNetwork, ID: n.ID, Tenant: n.TenantID}
+	}, networkProto)
+}
+
+// CreateSubnet makes a subnet (a VPC at the provider) and queues its reconciler.
+func (s *Service) CreateSubnet(ctx context.Context, r *v1.CreateSubnetRequest) (*v1.Subnet, error) {
+	c, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.authorizeTenant(ctx, c, authz.NetworksManage, r.GetTenantId()); err != nil {
+		return nil, err
+	}
+	var out store.Subnet
+	err = store.ExecuteTx(ctx, s.DB, func(tx pgx.Tx) error {
+		n, err := store.GetNetwork(ctx, tx, r.GetNetworkId())
+		if err != nil || n.TenantID != r.GetTenantId() {
+			return apierr.NotFoundf("network %s not found", r.GetNetworkId())
+		}
+		out, err = store.InsertSubnet(ctx, tx, store.Subnet{
+			ID: ids.New(ids.Subnet), TenantID: n.TenantID, NetworkID: n.ID, AccountID: n.AccountID,
+			Name: r.GetName(), Region: r.GetRegion(), IPRange: r.GetIpRange(),
+		})
+		if err != nil {
+			return err
+		}
+		return store.Enqueue(ctx, tx, ReconcileKind, out.ID, nil)
+	})
+	if err != nil {
+		return nil, storeErr(err, "subnet")
+	}
+	return subnetProto(out), nil
+}
+
+// GetSubnet returns one subnet.
+func (s *Service) GetSubnet(ctx context.Context, r *v1.GetSubnetRequest) (*v1.Subnet, error) {
+	c, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	sn, err := store.GetSubnet(ctx, s.DB.Q(), r.GetSubnetId())
+	if err != nil || sn.TenantID != r.GetTenantId() {
+		return nil, apierr.NotFoundf("subnet %s not found", r.GetSubnetId())
+	}
+	if err := s.authorize(ctx, c, authz.NetworksRead, authz.Object{Type: authz.TypeSubnet, ID: sn.ID, Tenant: sn.TenantID}, "", "subnet"); err != nil {
+		return nil, err
+	}
+	return subnetProto(sn), nil
+}
+
+// ListSubnets returns the tenant's subnets the caller may read.
+func (s *Service) ListSubnets(ctx context.Context, r *v1.ListSubnetsRequest) ([]*v1.Subnet, error) {
+	c, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.authorizeTenant(ctx, c, authz.NetworksRead, r.GetTenantId()); err != nil {
+		return nil, err
+	}
+	ss, err := store.ListSubnets(ctx, s.DB.Q(), r.GetTenantId(), r.GetNetworkId())
+	if err != nil {
+		return nil, storeErr(err, "subnet")
+	}
+	return filterList(ctx, s, c, authz.NetworksRead, ss, func(sn store.Subnet) authz.Object {
+		return authz.Object{Type: authz.TypeSubnet, ID: sn.ID, Tenant: sn.TenantID}
+	}, subnetProto)
+}
+
+// DeleteSubnet marks a subnet no instance or load balancer uses for deletion.
+func (s *Service) DeleteSubnet(ctx context.Context, r *v1.DeleteSubnetRequest) (*v1.Subnet, error) {
+	c, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	owner, err := s.ownerOf(ctx, authz.TypeSubnet, r.GetSubnetId())
+	if err != nil || owner != r.GetTenantId() {
+		return nil, apierr.NotFoundf("subnet %s not found", r.GetSubnetId())
+	}
+	obj := authz.Object{Type: authz.TypeSubnet, ID: r.GetSubnetId(), Tenant: owner}
+	if err := s.authorize(ctx, c, authz.NetworksManage, obj, authz.NetworksRead, "subnet"); err != nil {
+		return nil, err
+	}
+	var out store.Subnet
+	err = store.ExecuteTx(ctx, s.DB, func(tx pgx.Tx) error {
+		inUse, err := store.SubnetInUse(ctx, tx, r.GetSubnetId())
+		if err != nil {
+			return err
+		}
+		if inUse {
+			return apierr.State("inUse", "subnet %s has instances or load balancers", r.GetSubnetId())
+		}
+		if err := store.SetSubnetState(ctx, tx, r.GetSubnetId(), "deleting", "", ""); err != nil {
+			return err
+		}
+		if out, err = store.GetSubnet(ctx, tx, r.GetSubnetId()); err != nil {
+			return err
+		}
+		return store.Enqueue(ctx, tx, ReconcileKind, out.ID, nil)
+	})
+	if err != nil {
+		return nil, storeErr(err, "subnet")
+	}
+	return subnetProto(out), nil
+}
+
+// CreateCertificate stores a custom (PEM, key sealed) or managed certificate, pending.
+func (s *Service) CreateCertificate(ctx context.Context, r *v1.CreateCertificateRequest) (*v1.Certificate, error) {
+	c, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.authorizeTenant(ctx, c, authz.CertificatesManage, r.GetTenantId()); err != nil {
+		return nil, err
+	}
+	row := store.Certificate{ID: ids.New(ids.Certificate), TenantID: r.GetTenantId(), AccountID: r.GetAccountId(), Name: r.GetName()}
+	if m := r.GetManaged(); m != nil {
+		row.Kind, row.DNSNames = "managed", m.GetDnsNames()
+	} else {
+		cu := r.GetCustom()
+		sealed, err := s.Keyring.SealSecret(seal.Secret(cu.GetPrivateKey()), []byte(row.ID))
+		if err != nil {
+			return nil, apierr.InternalErr(err)
+		}
+		row.Kind, row.PrivateKeySealed = "custom", []byte(sealed)
+		row.LeafCertificate, row.CertificateChain = cu.GetLeafCertificate(), cu.GetCertificateChain()
+	}
+	err = store.ExecuteTx(ctx, s.DB, func(tx pgx.Tx) error {
+		if _, err := tenantAccount(ctx, tx, r.GetTenantId(), r.GetAccountId()); err != nil {
+			return err
+		}
+		var err error
+		if row, err = store.InsertCertificate(ctx, tx, row); err != nil {
+			return err
+		}
+		return store.Enqueue(ctx, tx, ReconcileKind, row.ID, nil)
+	})
+	if err != nil {
+		return nil, storeErr(err, "certificate")
+	}
+	return certificateProto(row), nil
+}
+
+// GetCertificate returns one certificate (never its key).
+func (s *Service) GetCertificate(ctx context.Context, r *v1.GetCertificateRequest) (*v1.Certificate, error) {
+	c, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ce, err := store.GetCertificate(ctx, s.DB.Q(), r.GetCertificateId())
+	if err != nil || ce.TenantID != r.GetTenantId() {
+		return nil, apierr.NotFoundf("certificate %s not found", r.GetCertificateId())
+	}
+	if err := s.authorize(ctx, c, authz.CertificatesRead, authz.Object{Type: authz.TypeCertificate, ID: ce.ID, Tenant: ce.TenantID}, "", "certificate"); err != nil {
+		return nil, err
+	}
+	return certificateProto(ce), nil
+}
+
+// ListCertificates returns the tenant's certificates the caller may read.
+func (s *Service) ListCertificates(ctx context.Context, r *v1.ListCertificatesRequest) ([]*v1.Certificate, error) {
+	c, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.authorizeTenant(ctx, c, authz.CertificatesRead, r.GetTenantId()); err != nil {
+		return nil, err
+	}
+	cs, err := store.ListCertificates(ctx, s.DB.Q(), r.GetTenantId())
+	if err != nil {
+		return nil, storeErr(err, "certificate")
+	}
+	return filterList(ctx, s, c, authz.CertificatesRead, cs, func(ce store.Certificate) authz.Object {
+		return authz.Object{Type: authz.TypeCertificate, ID: ce.ID, Tenant: ce.TenantID}
+	}, certificateProto)
+}
+
+// DeleteCertificate marks a certificate no load balancer names for deletion.
+func (s *Service) DeleteCertificate(ctx context.Context, r *v1.DeleteCertificateRequest) (*v1.Certificate, error) {
+	c, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	owner, err := s.ownerOf(ctx, authz.TypeCertificate, r.GetCertificateId())
+	if err != nil || owner != r.GetTenantId() {
+		return nil, apierr.NotFoundf("certificate %s not found", r.GetCertificateId())
+	}
+	obj := authz.Object{Type: authz.TypeCertificate, ID: r.GetCertificateId(), Tenant: owner}
+	if err := s.authorize(ctx, c, authz.CertificatesManage, obj, authz.CertificatesRead, "certificate"); err != nil {
+		return nil, err
+	}
+	var out store.Certificate
+	err = store.ExecuteTx(ctx, s.DB, func(tx pgx.Tx) error {
+		inUse, err := store.CertificateInUse(ctx, tx, r.GetCertificateId())
+		if err != nil {
+			return err
+		}
+		if inUse {
+			return apierr.State("inUse", "certificate %s is named by a load balancer", r.GetCertificateId())
+		}
+		if err := store.SetCertificateState(ctx, tx, r.GetCertificateId(), "deleting", "", ""); err != nil {
+			return err
+		}
+		if out, err = store.GetCertificate(ctx, tx, r.GetCertificateId()); err != nil {
+			return err
+		}
+		return store.Enqueue(ctx, tx, ReconcileKind, out.ID, nil)
+	})
+	if err != nil {
+		return nil, storeErr(err, "certificate")
+	}
+	return certificateProto(out), nil
+}
+
+// visiblePool loads a pool the tenant may use: its own, or one where it holds a quota row.
+func visiblePool(ctx context.Context, q store.Querier, tenantID, poolID string) (store.Pool, *v1.PoolPolicy, error) {
+	p, err := store.GetPool(ctx, q, poolID)
+	if err != nil {
+		return p, nil, apierr.NotFoundf("pool %s not found", poolID)
+	}
+	if p.TenantID != tenantID {
+		qs, err := store.ListQuotas(ctx, q, tenantID, poolID)
+		if err != nil {
+			return p, nil, err
+		}
+		if len(qs) == 0 {
+			return p, nil, apierr.NotFoundf("pool %s not found", poolID)
+		}
+	}
+	if p.State == "archived" {
+		return p, nil, apierr.State("archived", "pool %s is archived", poolID)
+	}
+	policy := &v1.PoolPolicy{}
+	if err := protojson.Unmarshal(p.Policy, policy); err != nil {
+		return p, nil, apierr.InternalErr(err)
+	}
+	return p, policy, nil
+}
+
+// CreateInstance makes an instance in a pool and region, books an instances quota and queues it.
+func (s *Service) CreateInstance(ctx context.Context, r *v1.CreateInstanceRequest) (*v1.Instance, error) {
+	c, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.authorizeTenant(ctx, c, authz.InstancesManage, r.GetTenantId()); err != nil {
+		return nil, err
+	}
+	var out store.Instance
+	err = store.ExecuteTx(ctx, s.DB, func(tx pgx.Tx) error {
+		pool, policy, err := visiblePool(ctx, tx, r.GetTenantId(), r.GetPoolId())
+		if err != nil {
+			return err
+		}
+		if !slices.Contains(pool.Regions, r.GetRegion()) {
+			return apierr.Invalid("region", "pool %s does not offer region %s", pool.ID, r.GetRegion())
+		}
+		if !slices.ContainsFunc(policy.GetFlavors(), func(f *v1.Flavor) bool { return f.GetName() == r.GetFlavor() }) {
+			return apierr.Invalid("flavor", "pool %s does not offer flavor %s", pool.ID, r.GetFlavor())
+		}
+		if r.GetSubnetId() != "" {
+			sn, err := store.GetSubnet(ctx, tx, r.GetSubnetId())
+			if err != nil || sn.TenantID != r.GetTenantId() || sn.State == "deleted" {
+				return apierr.NotFoundf("subnet %s not found", r.GetSubnetId())
+			}
+			if sn.Region != r.GetRegion() || sn.AccountID != pool.AccountID {
+				return apierr.Invalid("subnetId", "subnet %s is in another region or account", sn.ID)
+			}
+		}
+		if r.GetProjectId() != "" {
+			if _, err := store.GetProject(ctx, tx, r.GetTenantId(), r.GetProjectId()); err != nil {
+				return apierr.NotFoundf("project %s not found", r.GetProjectId())
+			}
+		}
+		ok, err := store.BookQuota(ctx, tx, pool.ID, r.GetTenantId(), "instances")
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return apierr.Quota("no instances quota left on pool %s", pool.ID)
+		}
+		out, err = store.InsertInstance(ctx, tx, store.Instance{
+			ID: ids.New(ids.Instance), TenantID: r.GetTenantId(), ProjectID: r.GetProjectId(), PoolID: pool.ID,
+			AccountID: pool.AccountID, Name: r.GetName(), Region: r.GetRegion(), SubnetID: r.GetSubnetId(), Flavor: r.GetFlavor(),
+		})
+		if err != nil {
+			return err
+		}
+		return store.Enqueue(ctx, tx, ReconcileKind, out.ID, nil)
+	})
+	if err != nil {
+		return nil, storeErr(err, "instance")
+	}
+	return instanceProto(out), nil
+}
+
+// GetInstance returns one instance.
+func (s *Service) GetInstance(ctx context.Context, r *v1.GetInstanceRequest) (*v1.Instance, error) {
+	c, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	in, err := store.GetInstance(ctx, s.DB.Q(), r.GetInstanceId())
+	if err != nil || in.TenantID != r.GetTenantId() {
+		return nil, apierr.NotFoundf("instance %s not found", r.GetInstanceId())
+	}
+	if err := s.authorize(ctx, c, authz.InstancesRead, authz.Object{Type: authz.TypeInstance, ID: in.ID, Tenant: in.TenantID}, "", "instance"); err != nil {
+		return nil, err
+	}
+	return instanceProto(in), nil
+}
+
+// ListInstances returns the tenant's instances the caller may read.
+func (s *Service) ListInstances(ctx context.Context, r *v1.ListInstancesRequest) ([]*v1.Instance, error) {
+	c, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.authorizeTenant(ctx, c, authz.InstancesRead, r.GetTenantId()); err != nil {
+		return nil, err
+	}
+	is, err := store.ListInstances(ctx, s.DB.Q(), r.GetTenantId(), r.GetPoolId(), r.GetIncludeDeleted())
+	if err != nil {
+		return nil, storeErr(err, "instance")
+	}
+	return filterList(ctx, s, c, authz.InstancesRead, is, func(in store.Instance) authz.Object {
+		return authz.Object{Type: authz.TypeInstance, ID: in.ID, Tenant: in.TenantID}
+	}, instanceProto)
+}
+
+// DeleteInstance marks an instance deleting and, in the same transaction, queues every load
+// balancer that reaches it, so they stop reaching it on their next provider write.
+func (s *Service) DeleteInstance(ctx context.Context, r *v1.DeleteInstanceRequest) (*v1.Instance, error) {
+	c, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	owner, err := s.ownerOf(ctx, authz.TypeInstance, r.GetInstanceId())
+	if err != nil || owner != r.GetTenantId() {
+		return nil, apierr.NotFoundf("instance %s not found", r.GetInstanceId())
+	}
+	obj := authz.Object{Type: authz.TypeInstance, ID: r.GetInstanceId(), Tenant: owner}
+	if err := s.authorize(ctx, c, authz.InstancesManage, obj, authz.InstancesRead, "instance"); err != nil {
+		return nil, err
+	}
+	var out store.Instance
+	err = store.ExecuteTx(ctx, s.DB, func(tx pgx.Tx) error {
+		in, err := store.GetInstance(ctx, tx, r.GetInstanceId())
+		if err != nil {
+			return err
+		}
+		if in.State == "deleting" || in.State == "deleted" {
+			out = in
+			return nil
+		}
+		if err := store.SetInstanceState(ctx, tx, in.ID, "deleting", "", ""); err != nil {
+			return err
+		}
+		lbs, err := store.LoadBalancersReaching(ctx, tx, in)
+		if err != nil {
+			return err
+		}
+		for _, id := range lbs {
+			if err := s.touchLoadBalancer(ctx, tx, id, "instance "+in.ID+" deleted"); err != nil {
+				return err
+			}
+		}
+		if out, err = store.GetInstance(ctx, tx, in.ID); err != nil {
+			return err
+		}
+		return store.Enqueue(ctx, tx, ReconcileKind, in.ID, nil)
+	})
+	if err != nil {
+		return nil, storeErr(err, "instance")
+	}
+	return instanceProto(out), nil
+}
+
+// filterList batch-checks each item and converts the visible ones.
+func filterList[R any, P any](ctx context.Context, s *Service, c Caller, perm authz.Permission, rows []R, obj func(R) authz.Object, conv func(R) P) ([]P, error) {
+	objs := make([]authz.Object, len(rows))
+	for i, r := range rows {
+		objs[i] = obj(r)
+	}
+	ok, err := s.filterVisible(ctx, c, perm, objs)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]P, 0, len(rows))
+	for i, r := range rows {
+		if ok[i] {
+			out = append(out, conv(r))
+		}
+	}
+	return out, nil
+}
+
+func networkProto(n store.Network) *v1.Network {
+	return &v1.Network{Id: n.ID, TenantId: n.TenantID, AccountId: n.AccountID, Name: n.Name, CreateTime: timestamppb.New(n.CreatedAt)}
+}
+
+func subnetProto(s store.Subnet) *v1.Subnet {
+	return &v1.Subnet{Id: s.ID, TenantId: s.TenantID, NetworkId: s.NetworkID, AccountId: s.AccountID, Name: s.Name, Region: s.Region,
+		IpRange: s.IPRange, State: s.State, LastError: s.LastError, CreateTime: timestamppb.New(s.CreatedAt)}
+}
+
+func certificateProto(c store.Certificate) *v1.Certificate {
+	return &v1.Certificate{Id: c.ID, TenantId: c.TenantID, AccountId: c.AccountID, Name: c.Name, Kind: c.Kind, DnsNames: c.DNSNames,
+		State: c.State, LastError: c.LastError, CreateTime: timestamppb.New(c.CreatedAt)}
+}
+
+func instanceProto(i store.Instance) *v1.Instance {
+	return &v1.Instance{Id: i.ID, TenantId: i.TenantID, ProjectId: i.ProjectID, PoolId: i.PoolID, AccountId: i.AccountID, Name: i.Name,
+		Region: i.Region, SubnetId: i.SubnetID, Flavor: i.Flavor, MachineId: i.MachineID, State: i.State, LastError: i.LastError,
+		CreateTime: timestamppb.New(i.CreatedAt)}
+}

@@ -1,0 +1,73 @@
+// Package core holds the rules of the seed: target resolution, quota booking, idempotency, state
+// transitions, events and billing. Every mutation runs in one database transaction that writes the
+// row, the quota, the event, the work item and the idempotency record together; core never calls
+// a provider (the reconcilers do, from the work queue).
+package core
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+
+	"better-compute.dev/compute/apierr"
+	"better-compute.dev/compute/authz"
+	"better-compute.dev/compute/seal"
+	"better-compute.dev/compute/store"
+)
+
+// ReconcileKind is the work-queue kind of the vps.provider-resources reconciler; its resource ids
+// carry their type prefix (plb_, inst_, snet_, pcert_).
+const ReconcileKind = "vps.provider-resources"
+
+// Service is the use-case layer the Connect handlers call.
+type Service struct {
+	DB      *store.DB
+	Authz   authz.Authorizer
+	Keyring *seal.Keyring
+	Log     *slog.Logger
+}
+
+// Caller is the authenticated principal of a request.
+type Caller struct {
+	PrincipalID   string
+	TenantID      string // the principal's home tenant; empty for platform principals
+	PlatformAdmin bool
+}
+
+type callerKey struct{}
+
+// WithCaller returns ctx carrying the caller.
+func WithCaller(ctx context.Context, c Caller) context.Context {
+	return context.WithValue(ctx, callerKey{}, c)
+}
+
+// CallerFrom returns the request's caller.
+func CallerFrom(ctx context.Context) (Caller, bool) {
+	c, ok := ctx.Value(callerKey{}).(Caller)
+	return c, ok && c.PrincipalID != ""
+}
+
+func caller(ctx context.Context) (Caller, error) {
+	c, ok := CallerFrom(ctx)
+	if !ok {
+		return Caller{}, &apierr.Error{Code: apierr.Unauthenticated, Message: "a bearer token is required"}
+	}
+	return c, nil
+}
+
+// storeErr maps store sentinels onto platform errors in one place.
+func storeErr(err error, what string) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, store.ErrNotFound):
+		return apierr.NotFoundf("%s not found", what)
+	case errors.Is(err, store.ErrConflict):
+		return &apierr.Error{Code: apierr.InvalidInput, Field: "name", Message: what + " with that name already exists", Cause: err}
+	}
+	var pe *apierr.Error
+	if errors.As(err, &pe) {
+		return pe
+	}
+	return apierr.InternalErr(err)
+}

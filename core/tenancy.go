@@ -1,0 +1,349 @@
+package core
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base32"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"better-compute.dev/compute/apierr"
+	"better-compute.dev/compute/authz"
+	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
+	"better-compute.dev/compute/ids"
+	"better-compute.dev/compute/store"
+)
+
+// tokenPrefix marks the platform's bearer secrets so leaked ones are easy to find and revoke.
+const tokenPrefix = "bct_"
+
+// HashSecret is how a bearer secret is stored: SHA-256 suffices for 256-bit random secrets.
+func HashSecret(secret string) []byte {
+	h := sha256.Sum256([]byte(secret))
+	return h[:]
+}
+
+func newSecret() string {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b)
+	return tokenPrefix + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b))
+}
+
+// Authenticate resolves a bearer secret to its caller.
+func (s *Service) Authenticate(ctx context.Context, secret string) (Caller, error) {
+	if !strings.HasPrefix(secret, tokenPrefix) || len(secret) > 200 {
+		return Caller{}, &apierr.Error{Code: apierr.Unauthenticated, Message: "unknown or expired token"}
+	}
+	p, err := store.AuthenticateToken(ctx, s.DB.Q(), HashSecret(secret))
+	if err != nil {
+		if apierr.CodeOf(storeErr(err, "token")) == apierr.NotFound {
+			return Caller{}, &apierr.Error{Code: apierr.Unauthenticated, Message: "unknown or expired token"}
+		}
+		return Caller{}, apierr.InternalErr(err)
+	}
+	return Caller{PrincipalID: p.ID, TenantID: p.TenantID, PlatformAdmin: p.PlatformAdmin}, nil
+}
+
+// BootstrapAdmin makes a platform admin principal and a token for it; dev mode prints the secret.
+func (s *Service) BootstrapAdmin(ctx context.Context, name string) (principalID, secret string, err error) {
+	secret = newSecret()
+	principalID = ids.New(ids.Principal)
+	err = store.ExecuteTx(ctx, s.DB, func(tx pgx.Tx) error {
+		if _, err := store.InsertPrincipal(ctx, tx, store.Principal{ID: principalID, Kind: "serviceAccount", DisplayName: name, PlatformAdmin: true}); err != nil {
+			return err
+		}
+		_, err := store.InsertToken(ctx, tx, store.Token{ID: ids.New(ids.Token), PrincipalID: principalID, SecretHash: HashSecret(secret)})
+		return err
+	})
+	return principalID, secret, err
+}
+
+// CreateTenant makes a tenant (platform admins).
+func (s *Service) CreateTenant(ctx context.Context, r *v1.CreateTenantRequest) (*v1.Tenant, error) {
+	c, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := requirePlatformAdmin(c); err != nil {
+		return nil, err
+	}
+	t, err := store.InsertTenant(ctx, s.DB.Q(), store.Tenant{ID: r.GetTenantId(), DisplayName: r.GetDisplayName()})
+	if err != nil {
+		if apierr.CodeOf(storeErr(err, "tenant")) == apierr.InvalidInput {
+			return nil, apierr.Invalid("tenantId", "tenant %s already exists", r.GetTenantId())
+		}
+		return nil, storeErr(err, "tenant")
+	}
+	return tenantProto(t), nil
+}
+
+// GetTenant returns a tenant the caller may read.
+func (s *Service) GetTenant(ctx context.Context, r *v1.GetTenantRequest) (*v1.Tenant, error) {
+	c, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !c.PlatformAdmin {
+		if err := s.authorizeTenant(ctx, c, authz.TenantsRead, r.GetTenantId()); err != nil {
+			return nil, err
+		}
+	}
+	t, err := store.GetTenant(ctx, s.DB.Q(), r.GetTenantId())
+	if err != nil {
+		return nil, storeErr(err, "tenant")
+	}
+	return tenantProto(t), nil
+}
+
+// ListTenants returns every tenant (platform admins).
+func (s *Service) ListTenants(ctx context.Context) ([]*v1.Tenant, error) {
+	c, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := requirePlatformAdmin(c); err != nil {
+		return nil, err
+	}
+	ts, err := store.ListTenants(ctx, s.DB.Q())
+	if err != nil {
+		return nil, storeErr(err, "tenant")
+	}
+	out := make([]*v1.Tenant, len(ts))
+	for i, t := range ts {
+		out[i] = tenantProto(t)
+	}
+	return out, nil
+}
+
+// authorizeTenantAdmin lets platform admins and the tenant's admins manage its principals and grants.
+func (s *Service) authorizeTenantAdmin(ctx context.Context, tenantID string) (Caller, error) {
+	c, err := caller(ctx)
+	if err != nil {
+		return c, err
+	}
+	if c.PlatformAdmin {
+		if _, err := store.GetTenant(ctx, s.DB.Q(), tenantID); err != nil {
+			return c, storeErr(err, "tenant")
+		}
+		return c, nil
+	}
+	return c, s.authorizeTenant(ctx, c, authz.TenantsManage, tenantID)
+}
+
+// CreatePrincipal makes a user or service account of a tenant.
+func (s *Service) CreatePrincipal(ctx context.Context, r *v1.CreatePrincipalRequest) (*v1.Principal, error) {
+	if _, err := s.authorizeTenantAdmin(ctx, r.GetTenantId()); err != nil {
+		return nil, err
+	}
+	p, err := store.InsertPrincipal(ctx, s.DB.Q(), store.Principal{
+		ID: ids.New(ids.Principal), TenantID: r.GetTenantId(), Kind: r.GetKind(), DisplayName: r.GetDisplayName(),
+	})
+	if err != nil {
+		return nil, storeErr(err, "principal")
+	}
+	return principalProto(p), nil
+}
+
+// ListPrincipals returns a tenant's principals.
+func (s *Service) ListPrincipals(ctx context.Context, r *v1.ListPrincipalsRequest) ([]*v1.Principal, error) {
+	if _, err := s.authorizeTenantAdmin(ctx, r.GetTenantId()); err != nil {
+		return nil, err
+	}
+	ps, err := store.ListPrincipals(ctx, s.DB.Q(), r.GetTenantId())
+	if err != nil {
+		return nil, storeErr(err, "principal")
+	}
+	out := make([]*v1.Principal, len(ps))
+	for i, p := range ps {
+		out[i] = principalProto(p)
+	}
+	return out, nil
+}
+
+// tenantPrincipal loads a principal and checks it belongs to the tenant (else NOT_FOUND).
+func (s *Service) tenantPrincipal(ctx context.Context, tenantID, principalID string) (store.Principal, error) {
+	p, err := store.GetPrincipal(ctx, s.DB.Q(), principalID)
+	if err != nil || p.TenantID != tenantID {
+		return p, apierr.NotFoundf("principal %s not found", principalID)
+	}
+	return p, nil
+}
+
+// CreateToken issues a bearer token; the secret is returned once.
+func (s *Service) CreateToken(ctx context.Context, r *v1.CreateTokenRequest) (*v1.Token, string, error) {
+	if _, err := s.authorizeTenantAdmin(ctx, r.GetTenantId()); err != nil {
+		return nil, "", err
+	}
+	if _, err := s.tenantPrincipal(ctx, r.GetTenantId(), r.GetPrincipalId()); err != nil {
+		return nil, "", err
+	}
+	var expires *time.Time
+	if r.TtlSeconds != nil {
+		t := time.Now().Add(time.Duration(r.GetTtlSeconds()) * time.Second)
+		expires = &t
+	}
+	secret := newSecret()
+	t, err := store.InsertToken(ctx, s.DB.Q(), store.Token{
+		ID: ids.New(ids.Token), PrincipalID: r.GetPrincipalId(), SecretHash: HashSecret(secret), ExpiresAt: expires,
+	})
+	if err != nil {
+		return nil, "", storeErr(err, "token")
+	}
+	return tokenProto(t), secret, nil
+}
+
+// RevokeToken revokes a token of the tenant's principals.
+func (s *Service) RevokeToken(ctx context.Context, r *v1.RevokeTokenRequest) (*v1.Token, error) {
+	if _, err := s.authorizeTenantAdmin(ctx, r.GetTenantId()); err != nil {
+		return nil, err
+	}
+	t, err := store.GetToken(ctx, s.DB.Q(), r.GetTokenId())
+	if err != nil {
+		return nil, storeErr(err, "token")
+	}
+	if _, err := s.tenantPrincipal(ctx, r.GetTenantId(), t.PrincipalID); err != nil {
+		return nil, apierr.NotFoundf("token %s not found", r.GetTokenId())
+	}
+	t, err = store.RevokeToken(ctx, s.DB.Q(), t.ID)
+	if err != nil {
+		return nil, storeErr(err, "token")
+	}
+	return tokenProto(t), nil
+}
+
+// GrantRole grants a tenant role or a direct grant on one object of the tenant.
+func (s *Service) GrantRole(ctx context.Context, r *v1.GrantRoleRequest) error {
+	return s.changeGrant(ctx, r, true)
+}
+
+// RevokeRole takes a grant back.
+func (s *Service) RevokeRole(ctx context.Context, r *v1.GrantRoleRequest) error {
+	return s.changeGrant(ctx, r, false)
+}
+
+func (s *Service) changeGrant(ctx context.Context, r *v1.GrantRoleRequest, grant bool) error {
+	if _, err := s.authorizeTenantAdmin(ctx, r.GetTenantId()); err != nil {
+		return err
+	}
+	// Grantees are principals of the tenant: a tenant admin cannot hand its objects to outsiders.
+	if _, err := s.tenantPrincipal(ctx, r.GetTenantId(), r.GetPrincipalId()); err != nil {
+		return err
+	}
+	var err error
+	if r.GetObjectType() == "" {
+		role := authz.Role(r.GetRole())
+		if grant {
+			err = s.Authz.GrantTenantRole(ctx, r.GetTenantId(), r.GetPrincipalId(), role)
+		} else {
+			err = s.Authz.RevokeTenantRole(ctx, r.GetTenantId(), r.GetPrincipalId(), role)
+		}
+	} else {
+		owner, oerr := s.ownerOf(ctx, r.GetObjectType(), r.GetObjectId())
+		if oerr != nil || owner != r.GetTenantId() {
+			return apierr.NotFoundf("%s %s not found", r.GetObjectType(), r.GetObjectId())
+		}
+		obj := authz.Object{Type: r.GetObjectType(), ID: r.GetObjectId(), Tenant: owner}
+		if grant {
+			err = s.Authz.GrantObject(ctx, obj, r.GetPrincipalId(), authz.Level(r.GetRole()))
+		} else {
+			err = s.Authz.RevokeObject(ctx, obj, r.GetPrincipalId(), authz.Level(r.GetRole()))
+		}
+	}
+	if err != nil {
+		if errorsIsInvalid(err) {
+			return apierr.Invalid("objectType", "objectType %s does not take grants", r.GetObjectType())
+		}
+		return authzErr(err)
+	}
+	return nil
+}
+
+// CreateProject makes a project.
+func (s *Service) CreateProject(ctx context.Context, r *v1.CreateProjectRequest) (*v1.Project, error) {
+	c, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.authorizeTenant(ctx, c, authz.ProjectsManage, r.GetTenantId()); err != nil {
+		return nil, err
+	}
+	p, err := store.InsertProject(ctx, s.DB.Q(), store.Project{ID: ids.New(ids.Project), TenantID: r.GetTenantId(), Name: r.GetName()})
+	if err != nil {
+		return nil, storeErr(err, "project")
+	}
+	return projectProto(p), nil
+}
+
+// GetProject returns one project.
+func (s *Service) GetProject(ctx context.Context, r *v1.GetProjectRequest) (*v1.Project, error) {
+	c, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	p, err := store.GetProject(ctx, s.DB.Q(), r.GetTenantId(), r.GetProjectId())
+	if err != nil {
+		return nil, storeErr(err, "project")
+	}
+	obj := authz.Object{Type: authz.TypeProject, ID: p.ID, Tenant: p.TenantID}
+	if err := s.authorize(ctx, c, authz.ProjectsRead, obj, "", "project"); err != nil {
+		return nil, err
+	}
+	return projectProto(p), nil
+}
+
+// ListProjects returns the tenant's projects the caller may read.
+func (s *Service) ListProjects(ctx context.Context, r *v1.ListProjectsRequest) ([]*v1.Project, error) {
+	c, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.authorizeTenant(ctx, c, authz.ProjectsRead, r.GetTenantId()); err != nil {
+		return nil, err
+	}
+	ps, err := store.ListProjects(ctx, s.DB.Q(), r.GetTenantId())
+	if err != nil {
+		return nil, storeErr(err, "project")
+	}
+	objs := make([]authz.Object, len(ps))
+	for i, p := range ps {
+		objs[i] = authz.Object{Type: authz.TypeProject, ID: p.ID, Tenant: p.TenantID}
+	}
+	ok, err := s.filterVisible(ctx, c, authz.ProjectsRead, objs)
+	if err != nil {
+		return nil, err
+	}
+	var out []*v1.Project
+	for i, p := range ps {
+		if ok[i] {
+			out = append(out, projectProto(p))
+		}
+	}
+	return out, nil
+}
+
+func tenantProto(t store.Tenant) *v1.Tenant {
+	return &v1.Tenant{Id: t.ID, DisplayName: t.DisplayName, CreateTime: timestamppb.New(t.CreatedAt)}
+}
+
+func principalProto(p store.Principal) *v1.Principal {
+	return &v1.Principal{Id: p.ID, TenantId: p.TenantID, Kind: p.Kind, DisplayName: p.DisplayName, CreateTime: timestamppb.New(p.CreatedAt)}
+}
+
+func tokenProto(t store.Token) *v1.Token {
+	return &v1.Token{Id: t.ID, PrincipalId: t.PrincipalID, ExpireTime: tsOrNil(t.ExpiresAt), RevokeTime: tsOrNil(t.RevokedAt), CreateTime: timestamppb.New(t.CreatedAt)}
+}
+
+func projectProto(p store.Project) *v1.Project {
+	return &v1.Project{Id: p.ID, TenantId: p.TenantID, Name: p.Name, CreateTime: timestamppb.New(p.CreatedAt)}
+}
+
+func tsOrNil(t *time.Time) *timestamppb.Timestamp {
+	if t == nil {
+		return nil
+	}
+	return timestamppb.New(*t)
+}

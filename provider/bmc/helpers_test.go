@@ -1,0 +1,40 @@
+package bmc
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"better-compute.dev/compute/provider/bmc/redfishsim"
+	"better-compute.dev/compute/seal"
+)
+
+const testPassword = "sim-password-1"
+
+// newSim starts a simulator with the given initial power and returns a target for it. The
+// target trusts the simulator's certificate, so TLS is verified as in production.
+func newSim(t *testing.T, power string, password string) (*redfishsim.Server, Target) {
+	t.Helper()
+	sim := redfishsim.New(redfishsim.Config{Username: "operator", Password: password, PowerState: power})
+	t.Cleanup(sim.Close)
+	return sim, Target{
+		Address: sim.Host(), Port: sim.Port(), Protocol: Redfish,
+		Username: "operator", Password: seal.Secret(password), CACertPEM: sim.CertPEM(),
+	}
+}
+
+func testCtx(t *testing.T) context.Context {
+	t.Helper()
+	// A bound so a broken simulator cannot hang the suite; nothing asserts on time.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func stepNames(r Report) []Step {
+	out := make([]Step, len(r.Steps))
+	for i, s := range r.Steps {
+		out[i] = s.Step
+	}
+	return out
+}

@@ -1,0 +1,119 @@
+package bmc
+
+import (
+	"github.com/bmc-toolbox/common"
+
+	"better-compute.dev/compute/metal"
+)
+
+// Step is one action of a workflow at the BMC.
+type Step string
+
+// The steps. Every run starts with StepOpen and StepPowerState.
+const (
+	StepOpen       Step = "open"        // log in (one session for the whole run)
+	StepPowerState Step = "power-state" // read and normalise the power state
+	StepPowerOn    Step = "power-on"
+	StepPowerOff   Step = "power-off"   // hard off: a released machine must not keep running
+	StepBootPXE    Step = "boot-pxe"    // one-time network boot override
+	StepBootDisk   Step = "boot-disk"   // persistent boot from disk (PXE off)
+	StepReboot     Step = "power-cycle" // cycle if on, power on if off
+	StepInventory  Step = "inventory"   // read hardware inventory (commissioning's "tests")
+)
+
+// StepResult is one step done, with what was done for it ("cycle", "already off", ...).
+type StepResult struct {
+	Step   Step   `json:"step"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// Inventory summarises what bmclib read of the hardware.
+type Inventory struct {
+	Vendor      string `json:"vendor,omitempty"`
+	Model       string `json:"model,omitempty"`
+	Serial      string `json:"serial,omitempty"`
+	CPUModel    string `json:"cpuModel,omitempty"`
+	CPUs        int    `json:"cpus"`
+	CPUCores    int    `json:"cpuCores"`
+	CPUThreads  int    `json:"cpuThreads"`
+	MemoryBytes int64  `json:"memoryBytes"`
+	DIMMs       int    `json:"dimms"`
+	NICs        int    `json:"nics"`
+	Drives      int    `json:"drives"`
+	BIOSVersion string `json:"biosVersion,omitempty"`
+	BMCFirmware string `json:"bmcFirmware,omitempty"`
+}
+
+// Report is what a run did and saw. It holds no credential: every text in it came from the
+// BMC or a driver and was scrubbed. It is safe to store with the node (a failure state keeps
+// the reason and the BMC's last answer) and to return in the API.
+type Report struct {
+	Workflow metal.Workflow `json:"workflow"`
+	Target   string         `json:"target"` // protocol://address:port
+	Steps    []StepResult   `json:"steps"`  // steps done, in order
+	// FailedStep is the step that failed; empty when the run succeeded.
+	FailedStep  Step       `json:"failedStep,omitempty"`
+	PowerBefore PowerState `json:"powerBefore,omitempty"` // as read at the start
+	PowerAfter  PowerState `json:"powerAfter,omitempty"`  // as read at the end, when it could be
+	// RawPower is the driver's power string as last read ("On", "Chassis Power is on").
+	RawPower  string     `json:"rawPower,omitempty"`
+	Inventory *Inventory `json:"inventory,omitempty"`
+	// Provider is the bmclib driver that answered (GetMetadata().SuccessfulProvider).
+	Provider string `json:"provider,omitempty"`
+	// LastAnswer is the BMC's last answer, "<call>: <answer or error>", scrubbed and bounded.
+	LastAnswer string `json:"lastAnswer,omitempty"`
+}
+
+func (r *Report) done(step Step, detail string) {
+	r.Steps = append(r.Steps, StepResult{Step: step, Detail: detail})
+}
+
+// summarise reduces bmclib's device to the fields the metal view shows.
+func summarise(d *common.Device) *Inventory {
+	if d == nil {
+		return nil
+	}
+	inv := &Inventory{Vendor: d.Vendor, Model: d.Model, Serial: d.Serial, NICs: len(d.NICs), Drives: len(d.Drives)}
+	if inv.Vendor == "" || inv.Model == "" || inv.Serial == "" {
+		// bmclib fills these from the system only when all three are set; fall back to the
+		// chassis, which most BMCs describe too.
+		for _, e := range d.Enclosures {
+			if e == nil {
+				continue
+			}
+			inv.Vendor = firstNonEmpty(inv.Vendor, e.Vendor)
+			inv.Model = firstNonEmpty(inv.Model, e.Model)
+			inv.Serial = firstNonEmpty(inv.Serial, e.Serial)
+		}
+	}
+	for _, c := range d.CPUs {
+		if c == nil {
+			continue
+		}
+		inv.CPUs++
+		inv.CPUCores += c.Cores
+		inv.CPUThreads += c.Threads
+		inv.CPUModel = firstNonEmpty(inv.CPUModel, c.Model)
+	}
+	for _, m := range d.Memory {
+		if m == nil {
+			continue
+		}
+		inv.DIMMs++
+		inv.MemoryBytes += m.SizeBytes
+	}
+	if d.BIOS != nil && d.BIOS.Firmware != nil {
+		inv.BIOSVersion = d.BIOS.Firmware.Installed
+	}
+	if d.BMC != nil && d.BMC.Firmware != nil {
+		inv.BMCFirmware = d.BMC.Firmware.Installed
+	}
+	return inv
+}
+
+func firstNonEmpty(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}

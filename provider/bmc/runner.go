@@ -1,0 +1,232 @@
+package bmc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"better-compute.dev/compute/metal"
+)
+
+// plans are the steps of each workflow, after the power state has been read. Commissioning's
+// hardware tests are simulated by an inventory read; the image write of a deploy happens in
+// the booted installer, outside the BMC, between its PXE boot and the switch to disk.
+var plans = map[metal.Workflow][]Step{
+	metal.WorkflowInspect:    {StepPowerOn, StepBootPXE, StepReboot, StepInventory, StepPowerOff},
+	metal.WorkflowCommission: {StepBootPXE, StepReboot, StepInventory, StepPowerOff},
+	metal.WorkflowDeploy:     {StepBootPXE, StepReboot, StepBootDisk},
+	metal.WorkflowRescue:     {StepBootPXE, StepReboot},
+	metal.WorkflowUnrescue:   {StepBootDisk, StepReboot},
+	metal.WorkflowRelease:    {StepPowerOff, StepBootDisk},
+	metal.WorkflowRetire:     {StepPowerOff},
+}
+
+// Plan returns the steps Run takes for a workflow after reading the power state (nil for
+// WorkflowNone or an unknown workflow).
+func Plan(w metal.Workflow) []Step { return slices.Clone(plans[w]) }
+
+// needsKnownPower: steps that must not run unless the power state read as on or off.
+func needsKnownPower(step Step) bool { return step == StepPowerOn || step == StepReboot }
+
+// DefaultStepTimeout bounds each BMC call (login included) when Runner.StepTimeout is zero.
+const DefaultStepTimeout = 2 * time.Minute
+
+// Runner executes workflows. The zero value works; it holds no per-node state and is safe for
+// concurrent use (each Run builds its own bmclib client).
+type Runner struct {
+	// Logger receives one record per step and per outcome, with the target's address and
+	// never its credential. Nil discards.
+	Logger *slog.Logger
+	// StepTimeout bounds each BMC call; zero means DefaultStepTimeout. The whole run is bounded
+	// by ctx (the reconciler gives it what is left of the state's deadline).
+	StepTimeout time.Duration
+}
+
+func (r *Runner) logger() *slog.Logger {
+	if r.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return r.Logger
+}
+
+func (r *Runner) timeout() time.Duration {
+	if r.StepTimeout > 0 {
+		return r.StepTimeout
+	}
+	return DefaultStepTimeout
+}
+
+// Run executes the workflow of a transient state against t. It returns the report of what
+// was done even when it fails; the error is an *Error (classified, scrubbed). WorkflowNone
+// does nothing and succeeds.
+func (r *Runner) Run(ctx context.Context, t Target, w metal.Workflow) (Report, error) {
+	rep := Report{Workflow: w, Target: t.String()}
+	if w == metal.WorkflowNone {
+		return rep, nil
+	}
+	plan, ok := plans[w]
+	if !ok {
+		return rep, r.fail(ctx, t, &rep, &Error{Step: StepOpen, Kind: ErrUnsupported, msg: fmt.Sprintf("unknown workflow %q", w)})
+	}
+	scrub := newScrubber(t.Username, t.Password)
+	if err := t.Validate(); err != nil {
+		return rep, r.fail(ctx, t, &rep, &Error{Step: StepOpen, Kind: ErrInvalidTarget, msg: scrub.clean(err.Error())})
+	}
+	log := r.logger().With(slog.Any("bmc", t), slog.String("workflow", string(w)))
+	log.LogAttrs(ctx, slog.LevelInfo, "bmc workflow started")
+
+	sess, err := open(ctx, t, r.timeout(), scrub, &rep)
+	if err != nil {
+		return rep, r.fail(ctx, t, &rep, r.classified(StepOpen, err, scrub))
+	}
+	defer sess.close(ctx)
+	rep.done(StepOpen, "")
+
+	power, err := sess.powerState(ctx)
+	if err != nil {
+		return rep, r.fail(ctx, t, &rep, r.classified(StepPowerState, err, scrub))
+	}
+	rep.PowerBefore = power
+	rep.done(StepPowerState, string(power))
+	if err := checkPower(StepPowerState, power, slices.ContainsFunc(plan, needsKnownPower)); err != nil {
+		return rep, r.fail(ctx, t, &rep, err)
+	}
+
+	for _, step := range plan {
+		detail, err := r.step(ctx, sess, t, step, &power, &rep)
+		if err != nil {
+			var e *Error
+			if !errors.As(err, &e) {
+				e = r.classified(step, err, scrub)
+			}
+			return rep, r.fail(ctx, t, &rep, e)
+		}
+		rep.done(step, detail)
+		log.LogAttrs(ctx, slog.LevelDebug, "bmc step done", slog.String("step", string(step)),
+			slog.String("detail", detail), slog.String("provider", rep.Provider))
+	}
+	if after, err := sess.powerState(ctx); err == nil {
+		rep.PowerAfter = after
+	}
+	log.LogAttrs(ctx, slog.LevelInfo, "bmc workflow finished", slog.String("provider", rep.Provider),
+		slog.String("powerAfter", string(rep.PowerAfter)))
+	return rep, nil
+}
+
+// step runs one step; power is what this run last knew of the machine's power.
+func (r *Runner) step(ctx context.Context, s *session, t Target, step Step, power *PowerState, rep *Report) (string, error) {
+	efi := !t.LegacyBoot
+	mode := "uefi"
+	if !efi {
+		mode = "legacy"
+	}
+	switch step {
+	case StepPowerOn:
+		if *power == PowerOn {
+			return "already on", nil
+		}
+		if err := s.setPower(ctx, "on"); err != nil {
+			return "", err
+		}
+		*power = PowerOn
+		return "on", nil
+	case StepPowerOff:
+		if *power == PowerOff {
+			return "already off", nil
+		}
+		if err := s.setPower(ctx, "off"); err != nil {
+			return "", err
+		}
+		*power = PowerOff
+		return "off", nil
+	case StepReboot:
+		// Read again: the machine may have changed since the run began, and a Redfish cycle
+		// of a machine that is off is refused, so the action depends on the fresh answer.
+		p, err := s.powerState(ctx)
+		if err != nil {
+			return "", err
+		}
+		if err := checkPower(step, p, true); err != nil {
+			return "", err
+		}
+		action := "cycle"
+		if p == PowerOff {
+			action = "on"
+		}
+		if err := s.setPower(ctx, action); err != nil {
+			return "", err
+		}
+		*power = PowerOn
+		return action, nil
+	case StepBootPXE:
+		return "pxe once " + mode, s.setBoot(ctx, "pxe", false, efi)
+	case StepBootDisk:
+		return "disk persistent " + mode, s.setBoot(ctx, "disk", true, efi)
+	case StepInventory:
+		d, err := s.inventory(ctx)
+		if err != nil {
+			return "", err
+		}
+		rep.Inventory = summarise(d)
+		return fmt.Sprintf("%d cpus, %d dimms", rep.Inventory.CPUs, rep.Inventory.DIMMs), nil
+	}
+	return "", &Error{Step: step, Kind: ErrUnsupported, msg: "unknown step"}
+}
+
+// checkPower refuses to go on when the power state is not on or off and the plan would power
+// the machine on or cycle it: a transition in progress is retryable, anything else is not.
+func checkPower(step Step, p PowerState, needKnown bool) *Error {
+	if !needKnown || p == PowerOn || p == PowerOff {
+		return nil
+	}
+	if p == PowerTransitioning {
+		return &Error{Step: step, Kind: ErrBusy, Retryable: true, msg: "power state is changing; not powering on or cycling"}
+	}
+	return &Error{Step: step, Kind: ErrPowerUnknown, msg: "power state unknown; not powering on or cycling"}
+}
+
+func (r *Runner) classified(step Step, err error, scrub scrubber) *Error {
+	if errors.Is(err, ErrInvalidTarget) {
+		return &Error{Step: step, Kind: ErrInvalidTarget, msg: scrub.clean(err.Error())}
+	}
+	if errors.Is(err, errNoDriver) {
+		return &Error{Step: step, Kind: ErrUnsupported, msg: scrub.clean(err.Error())}
+	}
+	return newError(step, err, scrub)
+}
+
+// fail records the failed step in the report and logs the scrubbed error.
+func (r *Runner) fail(ctx context.Context, t Target, rep *Report, e *Error) *Error {
+	rep.FailedStep = e.Step
+	r.logger().LogAttrs(ctx, slog.LevelWarn, "bmc workflow failed", slog.Any("bmc", t),
+		slog.String("workflow", string(rep.Workflow)), slog.String("step", string(e.Step)),
+		slog.Bool("retryable", e.Retryable), slog.String("error", e.Error()))
+	return e
+}
+
+// Probe logs in, reads the power state and logs out: the check that an enrolled node's BMC
+// address and credentials work, and the periodic power sync. An unknown power state is
+// reported, not an error.
+func (r *Runner) Probe(ctx context.Context, t Target) (Report, error) {
+	rep := Report{Target: t.String()}
+	scrub := newScrubber(t.Username, t.Password)
+	if err := t.Validate(); err != nil {
+		return rep, r.fail(ctx, t, &rep, &Error{Step: StepOpen, Kind: ErrInvalidTarget, msg: scrub.clean(err.Error())})
+	}
+	sess, err := open(ctx, t, r.timeout(), scrub, &rep)
+	if err != nil {
+		return rep, r.fail(ctx, t, &rep, r.classified(StepOpen, err, scrub))
+	}
+	defer sess.close(ctx)
+	rep.done(StepOpen, "")
+	power, err := sess.powerState(ctx)
+	if err != nil {
+		return rep, r.fail(ctx, t, &rep, r.classified(StepPowerState, err, scrub))
+	}
+	rep.PowerBefore, rep.PowerAfter = power, power
+	rep.done(StepPowerState, string(power))
+	return rep, nil
+}

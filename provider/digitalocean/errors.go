@@ -1,0 +1,93 @@
+package digitalocean
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/digitalocean/godo"
+
+	"better-compute.dev/compute/provider"
+)
+
+// callError is what every method returns on failure: a message built here (and scrubbed of
+// the token) that wraps the provider sentinel and the underlying cause for errors.Is/As.
+type callError struct {
+	msg  string
+	errs []error
+}
+
+func (e *callError) Error() string   { return e.msg }
+func (e *callError) Unwrap() []error { return e.errs }
+
+// fail maps an error from godo to the provider's vocabulary, in one place:
+//
+//	404                         -> provider.ErrNotFound
+//	400, 401, 422, other 4xx    -> provider.ErrInvalid (the same request cannot succeed)
+//	403 "previous actions", 409 -> provider.ErrBusy (retry once the resource settles)
+//	other 403                   -> provider.ErrInvalid
+//	429, client-side limit      -> *provider.RateLimitedError
+//	408, 5xx, network, timeout  -> provider.ErrTransient
+func (p *client) fail(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var resp *godo.ErrorResponse
+	var limited *provider.RateLimitedError
+	switch {
+	case errors.As(err, &resp) && resp.Response != nil:
+		return p.failResponse(op, resp)
+	case errors.As(err, &limited):
+		return p.wrap(fmt.Sprintf("digitalocean: %s: client-side rate limit: %s", op, limited.Error()), limited, err)
+	default:
+		return p.wrap(fmt.Sprintf("digitalocean: %s: %v: %s", op, err, provider.ErrTransient.Error()), provider.ErrTransient, err)
+	}
+}
+
+func (p *client) failResponse(op string, resp *godo.ErrorResponse) error {
+	status := resp.Response.StatusCode
+	message := resp.Message
+	if message == "" {
+		message = http.StatusText(status)
+	}
+	var kind error
+	switch {
+	case status == http.StatusNotFound:
+		kind = provider.ErrNotFound
+	case status == http.StatusTooManyRequests:
+		kind = &provider.RateLimitedError{RetryAfter: retryAfter(resp.Response.Header, time.Now())}
+	case status == http.StatusRequestTimeout || status >= 500:
+		kind = provider.ErrTransient
+	case status == http.StatusConflict:
+		kind = provider.ErrBusy
+	case status == http.StatusForbidden && strings.Contains(strings.ToLower(message), "previous actions"):
+		kind = provider.ErrBusy
+	default:
+		kind = provider.ErrInvalid
+	}
+	text := fmt.Sprintf("digitalocean: %s: %d %s", op, status, message)
+	if resp.RequestID != "" {
+		text += " (request " + resp.RequestID + ")"
+	}
+	return p.wrap(text+": "+kind.Error(), kind, resp)
+}
+
+// invalid reports a request refused before it was sent (a malformed id or spec).
+func (p *client) invalid(op, format string, args ...any) error {
+	return p.wrap(fmt.Sprintf("digitalocean: %s: %s: %s", op, fmt.Sprintf(format, args...), provider.ErrInvalid.Error()), provider.ErrInvalid)
+}
+
+// wrap builds a callError whose text never carries the token, whatever a server echoed.
+func (p *client) wrap(text string, errs ...error) error {
+	if p.token != "" {
+		text = strings.ReplaceAll(text, p.token, "[redacted]")
+	}
+	return &callError{msg: text, errs: errs}
+}
+
+// validID rejects ids that would change the request path.
+func validID(id string) bool {
+	return id != "" && !strings.ContainsAny(id, "/?#% ")
+}

@@ -1,0 +1,35 @@
+package digitalocean
+
+import (
+	"context"
+
+	"github.com/digitalocean/godo"
+)
+
+// maxPages bounds a scan so a server that always answers "next" cannot loop a call forever.
+const maxPages = 1000
+
+// findPaged walks a list page by page and returns the first item match accepts, stopping at
+// the page that holds it.
+func findPaged[T any](ctx context.Context, pageSize int,
+	list func(context.Context, *godo.ListOptions) ([]T, *godo.Response, error), match func(T) bool,
+) (T, bool, error) {
+	var zero T
+	opt := &godo.ListOptions{Page: 1, PerPage: pageSize}
+	for range maxPages {
+		items, resp, err := list(ctx, opt)
+		if err != nil {
+			return zero, false, err
+		}
+		for _, it := range items {
+			if match(it) {
+				return it, true, nil
+			}
+		}
+		if len(items) == 0 || resp == nil || resp.Links == nil || resp.Links.IsLastPage() {
+			return zero, false, nil
+		}
+		opt.Page++
+	}
+	return zero, false, nil
+}

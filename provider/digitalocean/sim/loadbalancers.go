@@ -1,0 +1,232 @@
+package sim
+
+import (
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/digitalocean/godo"
+)
+
+// lbRecord is a stored load balancer. lb holds its settings; status and addresses are derived
+// from the timestamps when it is read.
+type lbRecord struct {
+	seq       int
+	lb        godo.LoadBalancer
+	ip, ipv6  string
+	activeAt  time.Time // status turns from new to active
+	ipAt      time.Time // ip and ipv6 become visible
+	busyUntil time.Time // an update is still being applied
+	errored   bool
+}
+
+// busy reports whether the load balancer still processes an earlier action.
+func (r *lbRecord) busy(now time.Time) bool {
+	return !r.errored && (now.Before(r.activeAt) || now.Before(r.busyUntil))
+}
+
+// view is the load balancer as the API reports it at now.
+func (a *account) lbView(r *lbRecord, now time.Time) godo.LoadBalancer {
+	v := r.lb
+	switch {
+	case r.errored:
+		v.Status = "errored"
+	case now.Before(r.activeAt):
+		v.Status = "new"
+	default:
+		v.Status = "active"
+	}
+	if !now.Before(r.ipAt) {
+		v.IP, v.IPv6 = r.ip, r.ipv6
+	}
+	if v.Tag != "" {
+		// A tag-based load balancer reports the droplets the tag selects right now.
+		v.DropletIDs = nil
+		for _, d := range sortedBySeq(a.droplets, func(d *dropletRecord) int { return d.seq }) {
+			if slices.Contains(d.d.Tags, v.Tag) && d.d.Region.Slug == v.Region.Slug && d.d.VPCUUID == v.VPCUUID {
+				v.DropletIDs = append(v.DropletIDs, d.d.ID)
+			}
+		}
+	}
+	return v
+}
+
+type lbRoot struct {
+	LoadBalancer godo.LoadBalancer `json:"load_balancer"`
+}
+
+type lbsRoot struct {
+	LoadBalancers []godo.LoadBalancer `json:"load_balancers"`
+	Links         *godo.Links         `json:"links"`
+	Meta          *godo.Meta          `json:"meta"`
+}
+
+type dropletIDsBody struct {
+	DropletIDs []int `json:"droplet_ids"`
+}
+
+func (s *Server) routeLoadBalancers() {
+	s.route("POST /v2/load_balancers", s.createLB)
+	s.route("GET /v2/load_balancers", s.listLBs)
+	s.route("GET /v2/load_balancers/{id}", s.getLB)
+	s.route("PUT /v2/load_balancers/{id}", s.updateLB)
+	s.route("DELETE /v2/load_balancers/{id}", s.deleteLB)
+	s.route("POST /v2/load_balancers/{id}/droplets", s.addLBDroplets)
+	s.route("DELETE /v2/load_balancers/{id}/droplets", s.removeLBDroplets)
+}
+
+// createLB answers 202 with the load balancer in status new. Names need not be unique, as at
+// DigitalOcean: a second create with the same name makes a second load balancer.
+func (s *Server) createLB(c *call) reply {
+	var req godo.LoadBalancerRequest
+	if err := c.decode(&req); err != nil {
+		return fail(err)
+	}
+	lb, err := c.normalizeLB(&req, nil)
+	if err != nil {
+		return fail(err)
+	}
+	lb.ID = newUUID()
+	lb.Created = stamp(c.now)
+	lb.Tags = slices.Clone(req.Tags)
+	rec := &lbRecord{lb: lb,
+		activeAt: c.now.Add(s.opts.LoadBalancerActiveDelay),
+		ipAt:     c.now.Add(s.opts.LoadBalancerIPDelay),
+	}
+	if req.ValidateOnly {
+		return ok(http.StatusOK, lbRoot{c.acct.lbView(rec, c.now)})
+	}
+	rec.seq = c.acct.next()
+	rec.ip, rec.ipv6 = s.allocAddrsLocked()
+	c.acct.loadBalancers[lb.ID] = rec
+	return ok(http.StatusAccepted, lbRoot{c.acct.lbView(rec, c.now)})
+}
+
+// listLBs pages through the account's load balancers in creation order, filtered by the
+// names and uuids parameters godo's ListByNames and ListByUUIDs send.
+func (s *Server) listLBs(c *call) reply {
+	q := c.r.URL.Query()
+	names, uuids := q["names"], q["uuids"]
+	var all []godo.LoadBalancer
+	for _, r := range sortedBySeq(c.acct.loadBalancers, func(r *lbRecord) int { return r.seq }) {
+		if len(names) > 0 && !slices.Contains(names, r.lb.Name) {
+			continue
+		}
+		if len(uuids) > 0 && !slices.Contains(uuids, r.lb.ID) {
+			continue
+		}
+		all = append(all, c.acct.lbView(r, c.now))
+	}
+	p, err := paginate(c.r, len(all))
+	if err != nil {
+		return fail(err)
+	}
+	page := all[p.lo:p.hi]
+	if page == nil {
+		page = []godo.LoadBalancer{}
+	}
+	return ok(http.StatusOK, lbsRoot{LoadBalancers: page, Links: p.links, Meta: p.meta})
+}
+
+func (s *Server) getLB(c *call) reply {
+	r := c.acct.loadBalancers[c.r.PathValue("id")]
+	if r == nil {
+		return fail(errNotFound())
+	}
+	return ok(http.StatusOK, lbRoot{c.acct.lbView(r, c.now)})
+}
+
+// updateLB replaces the whole load balancer (absent fields reset to defaults). It is refused
+// with 403 while an earlier action is still being processed.
+func (s *Server) updateLB(c *call) reply {
+	r := c.acct.loadBalancers[c.r.PathValue("id")]
+	if r == nil {
+		return fail(errNotFound())
+	}
+	if r.busy(c.now) {
+		return fail(errForbidden(busyMessage))
+	}
+	var req godo.LoadBalancerRequest
+	if err := c.decode(&req); err != nil {
+		return fail(err)
+	}
+	lb, err := c.normalizeLB(&req, r)
+	if err != nil {
+		return fail(err)
+	}
+	lb.ID, lb.Created, lb.Tags = r.lb.ID, r.lb.Created, r.lb.Tags
+	r.lb = lb
+	r.busyUntil = c.now.Add(s.opts.LoadBalancerUpdateDelay)
+	return ok(http.StatusOK, lbRoot{c.acct.lbView(r, c.now)})
+}
+
+// deleteLB removes a load balancer at once. One that a global load balancer targets is
+// refused with 409, so a dangling global target shows up as an error instead of silently.
+func (s *Server) deleteLB(c *call) reply {
+	id := c.r.PathValue("id")
+	r := c.acct.loadBalancers[id]
+	if r == nil {
+		return fail(errNotFound())
+	}
+	for _, g := range c.acct.loadBalancers {
+		if slices.Contains(g.lb.TargetLoadBalancerIDs, id) {
+			return fail(errConflict("load balancer %s is a target of global load balancer %s", id, g.lb.ID))
+		}
+	}
+	delete(c.acct.loadBalancers, id)
+	return ok(http.StatusNoContent, nil)
+}
+
+// dropletChange loads the load balancer and the droplet ids of an add/remove request, with
+// the checks both share.
+func (s *Server) dropletChange(c *call) (*lbRecord, []int, *apiError) {
+	r := c.acct.loadBalancers[c.r.PathValue("id")]
+	if r == nil {
+		return nil, nil, errNotFound()
+	}
+	var body dropletIDsBody
+	if err := c.decode(&body); err != nil {
+		return nil, nil, err
+	}
+	switch {
+	case len(body.DropletIDs) == 0:
+		return nil, nil, errInvalid("droplet_ids is required")
+	case r.lb.Type == godo.LoadBalancerTypeGlobal:
+		return nil, nil, errInvalid("GLOBAL load balancers have no droplets")
+	case r.lb.Tag != "":
+		return nil, nil, errInvalid("droplets cannot be changed on a load balancer that selects them by tag")
+	case r.busy(c.now):
+		return nil, nil, errForbidden(busyMessage)
+	}
+	return r, body.DropletIDs, nil
+}
+
+func (s *Server) addLBDroplets(c *call) reply {
+	r, ids, err := s.dropletChange(c)
+	if err != nil {
+		return fail(err)
+	}
+	ids, err = c.checkDroplets(ids, r.lb.Region.Slug, r.lb.VPCUUID)
+	if err != nil {
+		return fail(err)
+	}
+	merged := slices.Clone(r.lb.DropletIDs)
+	for _, id := range ids {
+		if !slices.Contains(merged, id) {
+			merged = append(merged, id)
+		}
+	}
+	r.lb.DropletIDs = merged
+	r.busyUntil = c.now.Add(s.opts.LoadBalancerUpdateDelay)
+	return ok(http.StatusNoContent, nil)
+}
+
+func (s *Server) removeLBDroplets(c *call) reply {
+	r, ids, err := s.dropletChange(c)
+	if err != nil {
+		return fail(err)
+	}
+	r.lb.DropletIDs = slices.DeleteFunc(slices.Clone(r.lb.DropletIDs), func(id int) bool { return slices.Contains(ids, id) })
+	r.busyUntil = c.now.Add(s.opts.LoadBalancerUpdateDelay)
+	return ok(http.StatusNoContent, nil)
+}

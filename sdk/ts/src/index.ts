@@ -1,0 +1,30 @@
+// @better-compute/sdk: typed clients for the Better Compute control plane, for browsers and Node.
+
+export { createComputeClient, clientsFor, sdkInterceptors } from "./client.js";
+export type { ComputeClient, ComputeClientOptions, WireProtocol } from "./client.js";
+export { bearerAuth } from "./interceptors.js";
+export { withPlatformErrors } from "./platform-client.js";
+export type { TokenSource } from "./interceptors.js";
+export {
+  PLATFORM_ERROR_CODES,
+  PLATFORM_ERROR_DOMAIN,
+  PlatformError,
+  isPlatformError,
+  toPlatformError,
+} from "./errors.js";
+export type { PlatformErrorCode, PlatformErrorOptions } from "./errors.js";
+export { ErrorInfoSchema } from "./error-info.js";
+export type { ErrorInfo } from "./error-info.js";
+export { services } from "./services.js";
+export type { ServiceName } from "./services.js";
+
+// The messages, enums and service descriptors, so callers can type requests and use create().
+export * from "./gen/bettercompute/compute/v1/certificates_pb.js";
+export * from "./gen/bettercompute/compute/v1/errors_pb.js";
+export * from "./gen/bettercompute/compute/v1/events_pb.js";
+export * from "./gen/bettercompute/compute/v1/instances_pb.js";
+export * from "./gen/bettercompute/compute/v1/load_balancers_pb.js";
+export * from "./gen/bettercompute/compute/v1/networks_pb.js";
+export * from "./gen/bettercompute/compute/v1/pools_pb.js";
+export * from "./gen/bettercompute/compute/v1/tenancy_pb.js";
+export * from "./gen/bettercompute/compute/v1/usage_pb.js";

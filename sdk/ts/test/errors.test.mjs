@@ -1,0 +1,158 @@
+// Unit tests of the SDK's own logic, without a server: reading PlatformError from ConnectError
+// details, the fallbacks, and the interceptors over an in-memory Connect router.
+import { describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { create, toBinary } from "@bufbuild/protobuf";
+import { Code, ConnectError, createRouterTransport } from "@connectrpc/connect";
+import {
+  clientsFor,
+  ErrorInfoSchema,
+  LoadBalancerService,
+  PLATFORM_ERROR_DOMAIN,
+  PlatformError,
+  sdkInterceptors,
+  toPlatformError,
+} from "../dist/index.js";
+
+/** errorInfo encodes an ErrorInfo detail the way it arrives from the wire. */
+function errorInfo(reason, metadata = {}, domain = PLATFORM_ERROR_DOMAIN) {
+  return {
+    type: "google.rpc.ErrorInfo",
+    value: toBinary(ErrorInfoSchema, create(ErrorInfoSchema, { reason, domain, metadata })),
+  };
+}
+
+describe("toPlatformError", () => {
+  const cases = [
+    {
+      reason: "ErrorInfo reason and field metadata are read",
+      err: new ConnectError("bad name", Code.InvalidArgument, undefined, [errorInfo("INVALID_INPUT", { field: "name" })]),
+      want: { code: "INVALID_INPUT", field: "name", stateReason: undefined, connectCode: Code.InvalidArgument },
+    },
+    {
+      reason: "stateReason metadata is read",
+      err: new ConnectError("in use", Code.FailedPrecondition, undefined, [
+        errorInfo("INVALID_STATE", { stateReason: "inUse" }),
+      ]),
+      want: { code: "INVALID_STATE", field: undefined, stateReason: "inUse", connectCode: Code.FailedPrecondition },
+    },
+    {
+      reason: "the ErrorInfo reason wins over the transport code",
+      err: new ConnectError("no room", Code.FailedPrecondition, undefined, [errorInfo("QUOTA_EXCEEDED")]),
+      want: { code: "QUOTA_EXCEEDED", field: undefined, stateReason: undefined, connectCode: Code.FailedPrecondition },
+    },
+    {
+      reason: "an ErrorInfo of another domain is ignored in favour of the code",
+      err: new ConnectError("nope", Code.PermissionDenied, undefined, [errorInfo("SOMETHING", {}, "example.com")]),
+      want: { code: "ACCESS_DENIED", field: undefined, stateReason: undefined, connectCode: Code.PermissionDenied },
+    },
+    {
+      reason: "an unknown reason falls back to the transport code",
+      err: new ConnectError("huh", Code.NotFound, undefined, [errorInfo("NOT_A_REASON")]),
+      want: { code: "NOT_FOUND", field: undefined, stateReason: undefined, connectCode: Code.NotFound },
+    },
+    {
+      reason: "no detail and an unmapped code is INTERNAL",
+      err: new ConnectError("boom", Code.Internal),
+      want: { code: "INTERNAL", field: undefined, stateReason: undefined, connectCode: Code.Internal },
+    },
+    {
+      reason: "no detail and unavailable is UNAVAILABLE",
+      err: new ConnectError("down", Code.Unavailable),
+      want: { code: "UNAVAILABLE", field: undefined, stateReason: undefined, connectCode: Code.Unavailable },
+    },
+  ];
+  for (const c of cases) {
+    test(c.reason, () => {
+      const got = toPlatformError(c.err);
+      assert.ok(got instanceof PlatformError);
+      assert.ok(got instanceof Error);
+      assert.deepEqual(
+        { code: got.code, field: got.field, stateReason: got.stateReason, connectCode: got.connectCode },
+        c.want,
+      );
+      assert.equal(got.cause, c.err);
+      assert.match(got.message, new RegExp(`^\\[${c.want.code}\\] `));
+    });
+  }
+
+  const notPlatform = [
+    { reason: "a cancelled call is the caller's doing", err: new ConnectError("stop", Code.Canceled) },
+    { reason: "a passed deadline is the caller's doing", err: new ConnectError("late", Code.DeadlineExceeded) },
+    { reason: "a plain Error is not a call failure", err: new TypeError("bug") },
+    { reason: "a non-error value", err: "string" },
+  ];
+  for (const c of notPlatform) {
+    test(`${c.reason}: undefined`, () => {
+      assert.equal(toPlatformError(c.err), undefined);
+    });
+  }
+
+  test("a PlatformError is returned as it is", () => {
+    const err = new PlatformError("NOT_FOUND", "gone");
+    assert.equal(toPlatformError(err), err);
+  });
+});
+
+describe("interceptors", () => {
+  // An in-memory router: the server side of these tests, to see what the client sends and what it
+  // makes of what comes back.
+  function transport(token) {
+    const seen = [];
+    const t = createRouterTransport(
+      ({ service }) => {
+        service(LoadBalancerService, {
+          getLoadBalancer(req, ctx) {
+            seen.push(ctx.requestHeader.get("authorization"));
+            if (req.loadBalancerId === "missing") {
+              throw new ConnectError("not found", Code.NotFound, undefined, [errorInfo("NOT_FOUND")]);
+            }
+            return { loadBalancer: { id: req.loadBalancerId, tenantId: req.tenantId } };
+          },
+        });
+      },
+      { transport: { interceptors: sdkInterceptors(token) } },
+    );
+    return { seen, client: clientsFor(t) };
+  }
+
+  test("the bearer token is sent", async () => {
+    const { seen, client } = transport("secret-1");
+    const res = await client.loadBalancers.getLoadBalancer({ tenantId: "t1", loadBalancerId: "plb_x" });
+    assert.equal(res.loadBalancer?.id, "plb_x");
+    assert.deepEqual(seen, ["Bearer secret-1"]);
+  });
+
+  test("a token function is asked on every call", async () => {
+    let n = 0;
+    const { seen, client } = transport(async () => `rotated-${++n}`);
+    await client.loadBalancers.getLoadBalancer({ tenantId: "t1", loadBalancerId: "plb_x" });
+    await client.loadBalancers.getLoadBalancer({ tenantId: "t1", loadBalancerId: "plb_x" });
+    assert.deepEqual(seen, ["Bearer rotated-1", "Bearer rotated-2"]);
+  });
+
+  test("a failed call rejects with a PlatformError", async () => {
+    const { client } = transport("secret-1");
+    await assert.rejects(client.loadBalancers.getLoadBalancer({ tenantId: "t1", loadBalancerId: "missing" }), (err) => {
+      assert.ok(err instanceof PlatformError);
+      assert.equal(err.code, "NOT_FOUND");
+      return true;
+    });
+  });
+
+  test("every service of the SDK has a client", () => {
+    const { client } = transport("x");
+    assert.deepEqual(Object.keys(client).sort(), [
+      "certificates",
+      "events",
+      "instances",
+      "loadBalancers",
+      "networks",
+      "pools",
+      "projects",
+      "providerAccounts",
+      "tenants",
+      "usage",
+    ]);
+  });
+});

@@ -1,0 +1,135 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"time"
+
+	"buf.build/go/protovalidate"
+	"connectrpc.com/connect"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/protobuf/proto"
+
+	"better-compute.dev/compute/apierr"
+	"better-compute.dev/compute/core"
+)
+
+// interceptor runs on every Connect, gRPC and gRPC-Web call (and so on the JSON mapping, which
+// is served by the same handlers): metrics and logs, validation, authentication, then the handler,
+// whose error becomes a platform error.
+type interceptor struct {
+	svc       *core.Service
+	validator protovalidate.Validator
+	log       *slog.Logger
+	metrics   *metrics
+}
+
+func (i *interceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
+	return func(ctx context.Context, req connect.AnyRequest) (resp connect.AnyResponse, err error) {
+		start := time.Now()
+		defer func() { i.observe(ctx, req.Spec().Procedure, start, err) }()
+		ctx, err = i.admit(ctx, req.Header().Get("Authorization"), req.Any())
+		if err != nil {
+			return nil, err
+		}
+		resp, err = next(ctx, req)
+		if err != nil {
+			i.logCause(ctx, req.Spec().Procedure, err)
+			return nil, toConnect(err)
+		}
+		return resp, nil
+	}
+}
+
+func (i *interceptor) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
+	return next
+}
+
+func (i *interceptor) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
+	return func(ctx context.Context, conn connect.StreamingHandlerConn) (err error) {
+		start := time.Now()
+		defer func() { i.observe(ctx, conn.Spec().Procedure, start, err) }()
+		// Server streams carry one request: authenticate here, validate it in the handler.
+		ctx, err = i.admit(ctx, conn.RequestHeader().Get("Authorization"), nil)
+		if err != nil {
+			return err
+		}
+		if err = next(ctx, conn); err != nil {
+			i.logCause(ctx, conn.Spec().Procedure, err)
+			return toConnect(err)
+		}
+		return nil
+	}
+}
+
+// admit validates the request (bad input is INVALID_INPUT before anything else is looked at) and
+// resolves the bearer token to a caller.
+func (i *interceptor) admit(ctx context.Context, authorization string, msg any) (context.Context, error) {
+	if m, ok := msg.(proto.Message); ok {
+		if err := i.validator.Validate(m); err != nil {
+			return ctx, validationError(err)
+		}
+	}
+	token, ok := strings.CutPrefix(authorization, "Bearer ")
+	if !ok || token == "" {
+		return ctx, toConnect(&apierr.Error{Code: apierr.Unauthenticated, Message: "an Authorization: Bearer token is required"})
+	}
+	c, err := i.svc.Authenticate(ctx, strings.TrimSpace(token))
+	if err != nil {
+		return ctx, toConnect(err)
+	}
+	return core.WithCaller(ctx, c), nil
+}
+
+// observe records the call's outcome. Only the procedure, code and duration are logged: never the
+// request, whose fields may carry tokens or keys.
+func (i *interceptor) observe(ctx context.Context, procedure string, start time.Time, err error) {
+	code := "ok"
+	reason := ""
+	if err != nil {
+		code = connect.CodeOf(err).String()
+		reason = reasonOf(err)
+	}
+	elapsed := time.Since(start)
+	i.metrics.observe(procedure, code, elapsed)
+	level := slog.LevelInfo
+	if code == connect.CodeInternal.String() || code == connect.CodeUnknown.String() {
+		level = slog.LevelError
+	}
+	i.log.Log(ctx, level, "rpc", "procedure", procedure, "code", code, "reason", reason, "duration_ms", float64(elapsed.Microseconds())/1000)
+}
+
+// logCause logs the hidden cause of an INTERNAL error: the caller sees only "internal error".
+// Causes are store and engine errors, which never quote request values (store strips DETAIL).
+func (i *interceptor) logCause(ctx context.Context, procedure string, err error) {
+	var pe *apierr.Error
+	if errors.As(err, &pe) && pe.Code == apierr.Internal && pe.Cause != nil {
+		i.log.ErrorContext(ctx, "internal error", "procedure", procedure, "cause", pe.Cause.Error())
+	}
+}
+
+// reasonOf returns the platform reason an error carries in its ErrorInfo.
+func reasonOf(err error) string {
+	var ce *connect.Error
+	if !errors.As(err, &ce) {
+		return ""
+	}
+	for _, d := range ce.Details() {
+		if v, derr := d.Value(); derr == nil {
+			if info, ok := v.(*errdetails.ErrorInfo); ok {
+				return info.GetReason()
+			}
+		}
+	}
+	return ""
+}
+
+// validateMessage validates a message outside the interceptor (the stream's request).
+func (i *interceptor) validateMessage(m proto.Message) error {
+	if err := i.validator.Validate(m); err != nil {
+		return validationError(err)
+	}
+	return nil
+}

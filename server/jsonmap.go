@@ -1,0 +1,203 @@
+package server
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/protobuf/proto"
+
+	"better-compute.dev/compute/apierr"
+	c "better-compute.dev/compute/gen/go/bettercompute/compute/v1/computev1connect"
+)
+
+// JSONPrefix is where the JSON mapping lives: POST /api/compute/<group>/<method>.
+const JSONPrefix = "/api/compute/"
+
+// jsonRoutes maps the seed's paths onto Connect procedures. Every unary method is here; streams
+// (events/watch) are served over Connect, gRPC and gRPC-Web only.
+var jsonRoutes = map[string]string{
+	"loadBalancers/create": c.LoadBalancerServiceCreateLoadBalancerProcedure,
+	"loadBalancers/list":   c.LoadBalancerServiceListLoadBalancersProcedure,
+	"loadBalancers/get":    c.LoadBalancerServiceGetLoadBalancerProcedure,
+	"loadBalancers/update": c.LoadBalancerServiceUpdateLoadBalancerProcedure,
+	"loadBalancers/delete": c.LoadBalancerServiceDeleteLoadBalancerProcedure,
+
+	"tenants/create":    c.TenantServiceCreateTenantProcedure,
+	"tenants/get":       c.TenantServiceGetTenantProcedure,
+	"tenants/list":      c.TenantServiceListTenantsProcedure,
+	"principals/create": c.TenantServiceCreatePrincipalProcedure,
+	"principals/list":   c.TenantServiceListPrincipalsProcedure,
+	"tokens/create":     c.TenantServiceCreateTokenProcedure,
+	"tokens/revoke":     c.TenantServiceRevokeTokenProcedure,
+	"roles/grant":       c.TenantServiceGrantRoleProcedure,
+	"roles/revoke":      c.TenantServiceRevokeRoleProcedure,
+
+	"projects/create": c.ProjectServiceCreateProjectProcedure,
+	"projects/get":    c.ProjectServiceGetProjectProcedure,
+	"projects/list":   c.ProjectServiceListProjectsProcedure,
+
+	"providerAccounts/create": c.ProviderAccountServiceCreateProviderAccountProcedure,
+	"providerAccounts/get":    c.ProviderAccountServiceGetProviderAccountProcedure,
+	"providerAccounts/list":   c.ProviderAccountServiceListProviderAccountsProcedure,
+
+	"pools/create":  c.PoolServiceCreatePoolProcedure,
+	"pools/get":     c.PoolServiceGetPoolProcedure,
+	"pools/list":    c.PoolServiceListPoolsProcedure,
+	"pools/update":  c.PoolServiceUpdatePoolProcedure,
+	"pools/archive": c.PoolServiceArchivePoolProcedure,
+	"quotas/set":    c.PoolServiceSetQuotaProcedure,
+	"quotas/list":   c.PoolServiceListQuotasProcedure,
+
+	"networks/create": c.NetworkServiceCreateNetworkProcedure,
+	"networks/get":    c.NetworkServiceGetNetworkProcedure,
+	"networks/list":   c.NetworkServiceListNetworksProcedure,
+	"subnets/create":  c.NetworkServiceCreateSubnetProcedure,
+	"subnets/get":     c.NetworkServiceGetSubnetProcedure,
+	"subnets/list":    c.NetworkServiceListSubnetsProcedure,
+	"subnets/delete":  c.NetworkServiceDeleteSubnetProcedure,
+
+	"certificates/create": c.CertificateServiceCreateCertificateProcedure,
+	"certificates/get":    c.CertificateServiceGetCertificateProcedure,
+	"certificates/list":   c.CertificateServiceListCertificatesProcedure,
+	"certificates/delete": c.CertificateServiceDeleteCertificateProcedure,
+
+	"instances/create": c.InstanceServiceCreateInstanceProcedure,
+	"instances/get":    c.InstanceServiceGetInstanceProcedure,
+	"instances/list":   c.InstanceServiceListInstancesProcedure,
+	"instances/delete": c.InstanceServiceDeleteInstanceProcedure,
+
+	"events/list": c.EventServiceListEventsProcedure,
+	"usage/list":  c.UsageServiceListUsageProcedure,
+}
+
+// httpStatus of each platform reason on the JSON mapping.
+var httpStatus = map[apierr.Code]int{
+	apierr.InvalidInput:    http.StatusBadRequest,
+	apierr.Unauthenticated: http.StatusUnauthorized,
+	apierr.AccessDenied:    http.StatusForbidden,
+	apierr.NotFound:        http.StatusNotFound,
+	apierr.InvalidState:    http.StatusConflict,
+	apierr.QuotaExceeded:   http.StatusTooManyRequests,
+	apierr.Unavailable:     http.StatusServiceUnavailable,
+	apierr.Internal:        http.StatusInternalServerError,
+}
+
+// JSONError is the body of a failed call on the JSON mapping: the reason as a plain string.
+type JSONError struct {
+	Code        apierr.Code `json:"code"`
+	Message     string      `json:"message"`
+	Field       string      `json:"field,omitempty"`
+	StateReason string      `json:"stateReason,omitempty"`
+}
+
+// jsonMapping serves POST /api/compute/<group>/<method> by handing the call to the Connect
+// handler of that procedure as a Connect unary JSON call (so validation, authentication and
+// authorization are the very same), then rewriting a Connect error into a JSONError.
+func jsonMapping(connectMux http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		procedure, ok := jsonRoutes[strings.TrimPrefix(r.URL.Path, JSONPrefix)]
+		if !ok {
+			writeJSONError(w, JSONError{Code: apierr.NotFound, Message: "no such method: " + r.URL.Path})
+			return
+		}
+		if r.Method != http.MethodPost {
+			w.Header().Set("Allow", http.MethodPost)
+			writeJSONErrorStatus(w, http.StatusMethodNotAllowed, JSONError{Code: apierr.InvalidInput, Message: "use POST"})
+			return
+		}
+		inner := r.Clone(r.Context())
+		inner.URL.Path = procedure
+		inner.URL.RawPath = ""
+		inner.RequestURI = ""
+		// Plain curl sends -d as a form; the body is JSON whatever the client claims.
+		inner.Header.Set("Content-Type", "application/json")
+		inner.Header.Del("Connect-Protocol-Version")
+		inner.Header.Del("Content-Encoding")
+		rec := &errorCapture{ResponseWriter: w}
+		connectMux.ServeHTTP(rec, inner)
+		if rec.status != 0 && rec.status != http.StatusOK {
+			writeJSONError(w, translateConnectError(rec.body.Bytes()))
+		}
+	})
+}
+
+// errorCapture passes successful responses through and holds back error bodies for rewriting.
+type errorCapture struct {
+	http.ResponseWriter
+	status int
+	body   bytes.Buffer
+}
+
+func (e *errorCapture) WriteHeader(status int) {
+	e.status = status
+	if status == http.StatusOK {
+		e.ResponseWriter.WriteHeader(status)
+	}
+}
+
+func (e *errorCapture) Write(b []byte) (int, error) {
+	if e.status == 0 {
+		e.WriteHeader(http.StatusOK)
+	}
+	if e.status != http.StatusOK {
+		return e.body.Write(b)
+	}
+	return e.ResponseWriter.Write(b)
+}
+
+// connectErrorBody is the Connect protocol's unary error body.
+type connectErrorBody struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Details []struct {
+		Type  string `json:"type"`
+		Value string `json:"value"`
+	} `json:"details"`
+}
+
+// translateConnectError reads the platform reason back out of a Connect error body. Errors raised
+// by the Connect layer itself (a body that is not JSON, an unknown field) carry no ErrorInfo:
+// they are the caller's bad input.
+func translateConnectError(body []byte) JSONError {
+	var ce connectErrorBody
+	if err := json.Unmarshal(body, &ce); err != nil {
+		return JSONError{Code: apierr.Internal, Message: "internal error"}
+	}
+	for _, d := range ce.Details {
+		if d.Type != "google.rpc.ErrorInfo" {
+			continue
+		}
+		raw, err := base64.RawStdEncoding.DecodeString(strings.TrimRight(d.Value, "="))
+		if err != nil {
+			continue
+		}
+		info := &errdetails.ErrorInfo{}
+		if proto.Unmarshal(raw, info) == nil && info.GetDomain() == apierr.Domain {
+			return JSONError{Code: apierr.Code(info.GetReason()), Message: ce.Message,
+				Field: info.GetMetadata()["field"], StateReason: info.GetMetadata()["stateReason"]}
+		}
+	}
+	switch ce.Code {
+	case "invalid_argument", "unimplemented":
+		return JSONError{Code: apierr.InvalidInput, Message: "the body is not a valid request: " + ce.Message}
+	case "unauthenticated":
+		return JSONError{Code: apierr.Unauthenticated, Message: ce.Message}
+	case "unavailable", "deadline_exceeded", "canceled":
+		return JSONError{Code: apierr.Unavailable, Message: ce.Message}
+	}
+	return JSONError{Code: apierr.Internal, Message: "internal error"}
+}
+
+func writeJSONError(w http.ResponseWriter, e JSONError) {
+	writeJSONErrorStatus(w, httpStatus[e.Code], e)
+}
+
+func writeJSONErrorStatus(w http.ResponseWriter, status int, e JSONError) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(e)
+}

@@ -1,0 +1,81 @@
+// Package server serves the control plane over one HTTP listener: Connect, gRPC and gRPC-Web for
+// every service, the JSON mapping at /api/compute/<group>/<method>, gRPC health and reflection,
+// Prometheus metrics and CORS. Handlers are thin; the rules live in core.
+package server
+
+import (
+	"log/slog"
+	"net/http"
+
+	"buf.build/go/protovalidate"
+	"connectrpc.com/connect"
+	"connectrpc.com/grpchealth"
+	"connectrpc.com/grpcreflect"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"better-compute.dev/compute/core"
+	c "better-compute.dev/compute/gen/go/bettercompute/compute/v1/computev1connect"
+)
+
+// Options configure the handler.
+type Options struct {
+	Service *core.Service
+	Logger  *slog.Logger
+	// CORSOrigins are the browser origins allowed; "*" allows any (bearer tokens, no cookies).
+	CORSOrigins []string
+	// Registry receives the metrics; nil makes a private one.
+	Registry *prometheus.Registry
+}
+
+// ServiceNames lists every service, for health and reflection.
+var ServiceNames = []string{
+	c.LoadBalancerServiceName, c.TenantServiceName, c.ProjectServiceName, c.ProviderAccountServiceName,
+	c.PoolServiceName, c.NetworkServiceName, c.CertificateServiceName, c.InstanceServiceName,
+	c.EventServiceName, c.UsageServiceName,
+}
+
+// New builds the whole HTTP handler.
+func New(opts Options) (http.Handler, error) {
+	validator, err := protovalidate.New()
+	if err != nil {
+		return nil, err
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	reg := opts.Registry
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	ic := &interceptor{svc: opts.Service, validator: validator, log: log, metrics: newMetrics(reg)}
+	ho := []connect.HandlerOption{
+		connect.WithInterceptors(ic), connect.WithReadMaxBytes(4 << 20),
+		connect.WithCodec(strictJSON{"json"}), connect.WithCodec(strictJSON{"json; charset=utf-8"}),
+	}
+	svc := opts.Service
+
+	api := http.NewServeMux()
+	mount := func(path string, h http.Handler) { api.Handle(path, h) }
+	mount(c.NewLoadBalancerServiceHandler(loadBalancers{svc}, ho...))
+	mount(c.NewTenantServiceHandler(tenants{svc}, ho...))
+	mount(c.NewProjectServiceHandler(projects{svc}, ho...))
+	mount(c.NewProviderAccountServiceHandler(accounts{svc}, ho...))
+	mount(c.NewPoolServiceHandler(pools{svc}, ho...))
+	mount(c.NewNetworkServiceHandler(networks{svc}, ho...))
+	mount(c.NewCertificateServiceHandler(certificates{svc}, ho...))
+	mount(c.NewInstanceServiceHandler(instances{svc}, ho...))
+	mount(c.NewEventServiceHandler(events{svc, ic}, ho...))
+	mount(c.NewUsageServiceHandler(usage{svc}, ho...))
+
+	root := http.NewServeMux()
+	root.Handle("/", api)
+	root.Handle(JSONPrefix, jsonMapping(api))
+	root.Handle(grpchealth.NewHandler(grpchealth.NewStaticChecker(ServiceNames...)))
+	reflector := grpcreflect.NewStaticReflector(ServiceNames...)
+	root.Handle(grpcreflect.NewHandlerV1(reflector))
+	root.Handle(grpcreflect.NewHandlerV1Alpha(reflector))
+	root.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	return withCORS(opts.CORSOrigins, root), nil
+}

@@ -1,0 +1,221 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// LoadBalancer is a row of load_balancers. Spec is protojson of the tenant's settings.
+type LoadBalancer struct {
+	ID                 string
+	TenantID           string
+	ProjectID          string
+	PoolID             string
+	AccountID          string
+	Name               string
+	Description        string
+	Scope              string
+	Region             string
+	SubnetID           string
+	Spec               []byte
+	SpecVersion        int64
+	AppliedVersion     int64
+	State              string
+	Address            string
+	AddressV6          string
+	ProviderID         string
+	CreatePendingAt    *time.Time
+	ReachedInstanceIDs []string
+	ReachedMachineIDs  []string
+	LastError          string
+	CreatedAt          time.Time
+	UpdatedAt          time.Time
+	ReadyAt            *time.Time
+	DeletedAt          *time.Time
+}
+
+const loadBalancerCols = `id, tenant_id, coalesce(project_id, ''), pool_id, account_id, name, description, scope, region,
+	coalesce(subnet_id, ''), spec, spec_version, applied_version, state, address, address_v6, provider_id,
+	create_pending_at, reached_instance_ids, reached_machine_ids, last_error, created_at, updated_at, ready_at, deleted_at`
+
+func scanLoadBalancer(r pgx.Row) (LoadBalancer, error) {
+	var l LoadBalancer
+	err := r.Scan(&l.ID, &l.TenantID, &l.ProjectID, &l.PoolID, &l.AccountID, &l.Name, &l.Description, &l.Scope,
+		&l.Region, &l.SubnetID, &l.Spec, &l.SpecVersion, &l.AppliedVersion, &l.State, &l.Address, &l.AddressV6,
+		&l.ProviderID, &l.CreatePendingAt, &l.ReachedInstanceIDs, &l.ReachedMachineIDs, &l.LastError,
+		&l.CreatedAt, &l.UpdatedAt, &l.ReadyAt, &l.DeletedAt)
+	return l, err
+}
+
+// InsertLoadBalancer adds a load balancer, pending.
+func InsertLoadBalancer(ctx context.Context, q Querier, l LoadBalancer) (LoadBalancer, error) {
+	return one(ctx, q, scanLoadBalancer,
+		`INSERT INTO load_balancers (id, tenant_id, project_id, pool_id, account_id, name, description, scope, region,
+		        subnet_id, spec, state)
+		 VALUES ($1, $2, nullif($3, ''), $4, $5, $6, $7, $8, $9, nullif($10, ''), $11, 'pending')
+		 RETURNING `+loadBalancerCols,
+		l.ID, l.TenantID, l.ProjectID, l.PoolID, l.AccountID, l.Name, l.Description, l.Scope, l.Region, l.SubnetID, l.Spec)
+}
+
+// GetLoadBalancer reads a load balancer by id alone; callers compare its tenant.
+func GetLoadBalancer(ctx context.Context, q Querier, id string) (LoadBalancer, error) {
+	return one(ctx, q, scanLoadBalancer, `SELECT `+loadBalancerCols+` FROM load_balancers WHERE id = $1`, id)
+}
+
+// GetLoadBalancerForUpdate reads a load balancer and locks its row for the transaction.
+func GetLoadBalancerForUpdate(ctx context.Context, q Querier, id string) (LoadBalancer, error) {
+	return one(ctx, q, scanLoadBalancer, `SELECT `+loadBalancerCols+` FROM load_balancers WHERE id = $1 FOR UPDATE`, id)
+}
+
+// GetLoadBalancers reads load balancers by id.
+func GetLoadBalancers(ctx context.Context, q Querier, ids []string) ([]LoadBalancer, error) {
+	return collect(ctx, q, scanLoadBalancer,
+		`SELECT `+loadBalancerCols+` FROM load_balancers WHERE id = ANY($1) ORDER BY id`, ids)
+}
+
+// ListLoadBalancersParams filters ListLoadBalancers.
+type ListLoadBalancersParams struct {
+	TenantID       string
+	PoolID         string
+	ProjectID      string
+	IncludeDeleted bool
+	Limit          int
+}
+
+// ListLoadBalancers returns a tenant's load balancers in creation order (ids are time-ordered).
+func ListLoadBalancers(ctx context.Context, q Querier, p ListLoadBalancersParams) ([]LoadBalancer, error) {
+	if p.Limit <= 0 || p.Limit > 1000 {
+		p.Limit = 1000
+	}
+	return collect(ctx, q, scanLoadBalancer,
+		`SELECT `+loadBalancerCols+` FROM load_balancers
+		  WHERE tenant_id = $1 AND ($2 = '' OR pool_id = $2) AND ($3 = '' OR coalesce(project_id, '') = $3)
+		    AND ($4 OR state <> 'deleted')
+		  ORDER BY created_at, id LIMIT $5`,
+		p.TenantID, p.PoolID, p.ProjectID, p.IncludeDeleted, p.Limit)
+}
+
+// UpdateLoadBalancerSpec replaces the settings, bumps the spec version and sets the state.
+func UpdateLoadBalancerSpec(ctx context.Context, q Querier, id string, spec []byte, state string) (LoadBalancer, error) {
+	return one(ctx, q, scanLoadBalancer,
+		`UPDATE load_balancers SET spec = $2, spec_version = spec_version + 1, state = $3, updated_at = now()
+		  WHERE id = $1 RETURNING `+loadBalancerCols, id, spec, state)
+}
+
+// SetLoadBalancerState sets the state alone (e.g. deleting) and bumps the spec version so the
+// reconciler sees there is work.
+func SetLoadBalancerState(ctx context.Context, q Querier, id, state string) (LoadBalancer, error) {
+	return one(ctx, q, scanLoadBalancer,
+		`UPDATE load_balancers SET state = $2, spec_version = spec_version + 1, updated_at = now()
+		  WHERE id = $1 RETURNING `+loadBalancerCols, id, state)
+}
+
+// LoadBalancerObservation is what a reconciler writes after talking to the provider.
+type LoadBalancerObservation struct {
+	ID                 string
+	State              string
+	ProviderID         string
+	Address            string
+	AddressV6          string
+	AppliedVersion     int64
+	ReachedInstanceIDs []string
+	ReachedMachineIDs  []string
+	LastError          string
+	MarkReady          bool // set ready_at if it is not set yet
+	MarkDeleted        bool // set deleted_at
+}
+
+// RecordLoadBalancerObservation writes a reconciler's result.
+func RecordLoadBalancerObservation(ctx context.Context, q Querier, o LoadBalancerObservation) (LoadBalancer, error) {
+	if o.ReachedInstanceIDs == nil {
+		o.ReachedInstanceIDs = []string{}
+	}
+	if o.ReachedMachineIDs == nil {
+		o.ReachedMachineIDs = []string{}
+	}
+	return one(ctx, q, scanLoadBalancer,
+		`UPDATE load_balancers SET state = $2, provider_id = $3, address = $4, address_v6 = $5,
+		        applied_version = greatest(applied_version, $6), reached_instance_ids = $7, reached_machine_ids = $8,
+		        last_error = $9, updated_at = now(),
+		        ready_at = CASE WHEN $10 AND ready_at IS NULL THEN now() ELSE ready_at END,
+		        deleted_at = CASE WHEN $11 THEN now() ELSE deleted_at END,
+		        create_pending_at = CASE WHEN $3 <> '' THEN NULL ELSE create_pending_at END
+		  WHERE id = $1 RETURNING `+loadBalancerCols,
+		o.ID, o.State, o.ProviderID, o.Address, o.AddressV6, o.AppliedVersion, o.ReachedInstanceIDs,
+		o.ReachedMachineIDs, o.LastError, o.MarkReady, o.MarkDeleted)
+}
+
+// MarkLoadBalancerCreatePending records, before the provider is asked to create, that a create
+// may be in flight: whoever finds the mark adopts by name instead of creating again.
+func MarkLoadBalancerCreatePending(ctx context.Context, q Querier, id string) error {
+	_, err := exec(ctx, q,
+		`UPDATE load_balancers SET create_pending_at = coalesce(create_pending_at, now()) WHERE id = $1`, id)
+	return err
+}
+
+// SetLoadBalancerError records a provider error without changing anything else.
+func SetLoadBalancerError(ctx context.Context, q Querier, id, state, lastError string) error {
+	_, err := exec(ctx, q,
+		`UPDATE load_balancers SET state = $2, last_error = $3, updated_at = now() WHERE id = $1`, id, state, lastError)
+	return err
+}
+
+// ReplaceLoadBalancerTargets rewrites the instance, load balancer and certificate references of
+// one load balancer.
+func ReplaceLoadBalancerTargets(ctx context.Context, q Querier, id string, instanceIDs, lbIDs, certIDs []string) error {
+	for _, stmt := range []struct {
+		del, ins string
+		ids      []string
+	}{
+		{`DELETE FROM load_balancer_instance_targets WHERE load_balancer_id = $1`,
+			`INSERT INTO load_balancer_instance_targets (load_balancer_id, instance_id) SELECT $1, unnest($2::TEXT[])`, instanceIDs},
+		{`DELETE FROM load_balancer_lb_targets WHERE global_id = $1`,
+			`INSERT INTO load_balancer_lb_targets (global_id, regional_id) SELECT $1, unnest($2::TEXT[])`, lbIDs},
+		{`DELETE FROM load_balancer_certificates WHERE load_balancer_id = $1`,
+			`INSERT INTO load_balancer_certificates (load_balancer_id, certificate_id) SELECT DISTINCT $1, unnest($2::TEXT[])`, certIDs},
+	} {
+		if _, err := exec(ctx, q, stmt.del, id); err != nil {
+			return err
+		}
+		if len(stmt.ids) > 0 {
+			if _, err := exec(ctx, q, stmt.ins, id, stmt.ids); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// GlobalsTargeting returns the ids of the tenant's live global load balancers that target a
+// regional one (the inUse check).
+func GlobalsTargeting(ctx context.Context, q Querier, regionalID string) ([]string, error) {
+	return collect(ctx, q, scanString,
+		`SELECT g.id FROM load_balancer_lb_targets t JOIN load_balancers g ON g.id = t.global_id
+		  WHERE t.regional_id = $1 AND g.state NOT IN ('deleting', 'deleted') ORDER BY g.id`, regionalID)
+}
+
+// LoadBalancersReaching returns the live load balancers that may reach an instance: those naming
+// it, and { pool: true } ones of its tenant, pool and region.
+func LoadBalancersReaching(ctx context.Context, q Querier, inst Instance) ([]string, error) {
+	return collect(ctx, q, scanString,
+		`SELECT load_balancer_id FROM load_balancer_instance_targets t JOIN load_balancers l ON l.id = t.load_balancer_id
+		  WHERE t.instance_id = $1 AND l.state NOT IN ('deleting', 'deleted')
+		 UNION
+		 SELECT id FROM load_balancers
+		  WHERE tenant_id = $2 AND pool_id = $3 AND region = $4 AND scope = 'regional'
+		    AND state NOT IN ('deleting', 'deleted') AND (spec->'targets'->>'pool') = 'true'`,
+		inst.ID, inst.TenantID, inst.PoolID, inst.Region)
+}
+
+// LiveLoadBalancerIDs returns every load balancer not deleted (the periodic pass walks them).
+func LiveLoadBalancerIDs(ctx context.Context, q Querier) ([]string, error) {
+	return collect(ctx, q, scanString, `SELECT id FROM load_balancers WHERE state <> 'deleted' ORDER BY id`)
+}
+
+func scanString(r pgx.Row) (string, error) {
+	var s string
+	err := r.Scan(&s)
+	return s, err
+}

@@ -1,0 +1,9 @@
+package store
+
+import (
+	"context"
+	"io/fs"
+)
+
+// MigrateFS lets the external tests run the migration machinery on their own files.
+func (db *DB) MigrateFS(ctx context.Context, fsys fs.FS) error { return db.migrateFS(ctx, fsys) }

@@ -1,0 +1,137 @@
+package store
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Event is a row of the events outbox.
+type Event struct {
+	TenantID   string
+	Seq        int64
+	ID         string
+	Type       string
+	ResourceID string
+	Data       map[string]any
+	CreatedAt  time.Time
+}
+
+func scanEvent(r pgx.Row) (Event, error) {
+	var e Event
+	err := r.Scan(&e.TenantID, &e.Seq, &e.ID, &e.Type, &e.ResourceID, &e.Data, &e.CreatedAt)
+	return e, err
+}
+
+// AppendEvent writes an event in the caller's transaction. The tenant's counter row is bumped in
+// the same transaction, so seq order is commit order for that tenant and a cursor never skips an
+// event that commits late.
+func AppendEvent(ctx context.Context, q Querier, e Event) (Event, error) {
+	if e.Data == nil {
+		e.Data = map[string]any{}
+	}
+	data, err := json.Marshal(e.Data)
+	if err != nil {
+		return Event{}, err
+	}
+	return one(ctx, q, scanEvent,
+		`WITH s AS (UPDATE tenants SET event_seq = event_seq + 1 WHERE id = $1 RETURNING event_seq)
+		 INSERT INTO events (tenant_id, seq, id, type, resource_id, data)
+		 SELECT $1, s.event_seq, $2, $3, $4, $5 FROM s
+		 RETURNING tenant_id, seq, id, type, resource_id, data, created_at`,
+		e.TenantID, e.ID, e.Type, e.ResourceID, data)
+}
+
+// ListEvents returns a tenant's events after a cursor, oldest first.
+func ListEvents(ctx context.Context, q Querier, tenantID string, after int64, limit int, resourceID string) ([]Event, error) {
+	if limit <= 0 || limit > 1000 {
+		limit = 100
+	}
+	return collect(ctx, q, scanEvent,
+		`SELECT tenant_id, seq, id, type, resource_id, data, created_at FROM events
+		  WHERE tenant_id = $1 AND seq > $2 AND ($4 = '' OR resource_id = $4) ORDER BY seq LIMIT $3`,
+		tenantID, after, limit, resourceID)
+}
+
+// IdempotencyRecord is a row of idempotency_keys.
+type IdempotencyRecord struct {
+	TenantID    string
+	Operation   string
+	Key         string
+	RequestHash []byte
+	ResourceID  string
+}
+
+// IdempotencyTTL is how long a key is remembered (Stripe keeps them at least 24 hours).
+const IdempotencyTTL = 24 * time.Hour
+
+// HashRequest digests a canonical request encoding.
+func HashRequest(canonical []byte) []byte {
+	h := sha256.Sum256(canonical)
+	return h[:]
+}
+
+// GetIdempotency returns the live record of a key, or ErrNotFound.
+func GetIdempotency(ctx context.Context, q Querier, tenantID, operation, key string) (IdempotencyRecord, error) {
+	return one(ctx, q, func(r pgx.Row) (IdempotencyRecord, error) {
+		var rec IdempotencyRecord
+		err := r.Scan(&rec.TenantID, &rec.Operation, &rec.Key, &rec.RequestHash, &rec.ResourceID)
+		return rec, err
+	}, `SELECT tenant_id, operation, idem_key, request_hash, resource_id FROM idempotency_keys
+	     WHERE tenant_id = $1 AND operation = $2 AND idem_key = $3 AND expires_at > now()`, tenantID, operation, key)
+}
+
+// PutIdempotency records a key in the transaction that made the resource. An expired record of
+// the same key is replaced; a live one is ErrConflict (a concurrent twin won the race).
+func PutIdempotency(ctx context.Context, q Querier, rec IdempotencyRecord) error {
+	if _, err := exec(ctx, q,
+		`DELETE FROM idempotency_keys WHERE tenant_id = $1 AND operation = $2 AND idem_key = $3 AND expires_at <= now()`,
+		rec.TenantID, rec.Operation, rec.Key); err != nil {
+		return err
+	}
+	_, err := exec(ctx, q,
+		`INSERT INTO idempotency_keys (tenant_id, operation, idem_key, request_hash, resource_id, expires_at)
+		 VALUES ($1, $2, $3, $4, $5, now() + $6::INTERVAL)`,
+		rec.TenantID, rec.Operation, rec.Key, rec.RequestHash, rec.ResourceID, IdempotencyTTL.String())
+	return err
+}
+
+// UsageRecord is a row of usage_records: an interval of metered use.
+type UsageRecord struct {
+	ID         string
+	TenantID   string
+	Meter      string
+	ResourceID string
+	StartedAt  time.Time
+	EndedAt    *time.Time
+}
+
+// StartUsage opens a metering interval (once per meter and resource).
+func StartUsage(ctx context.Context, q Querier, u UsageRecord) error {
+	_, err := exec(ctx, q,
+		`INSERT INTO usage_records (id, tenant_id, meter, resource_id, started_at) VALUES ($1, $2, $3, $4, now())
+		 ON CONFLICT (meter, resource_id) DO NOTHING`, u.ID, u.TenantID, u.Meter, u.ResourceID)
+	return err
+}
+
+// StopUsage closes a metering interval if one is open.
+func StopUsage(ctx context.Context, q Querier, meter, resourceID string) error {
+	_, err := exec(ctx, q,
+		`UPDATE usage_records SET ended_at = now() WHERE meter = $1 AND resource_id = $2 AND ended_at IS NULL`,
+		meter, resourceID)
+	return err
+}
+
+// ListUsage returns a tenant's intervals overlapping [from, to).
+func ListUsage(ctx context.Context, q Querier, tenantID, meter string, from, to time.Time) ([]UsageRecord, error) {
+	return collect(ctx, q, func(r pgx.Row) (UsageRecord, error) {
+		var u UsageRecord
+		err := r.Scan(&u.ID, &u.TenantID, &u.Meter, &u.ResourceID, &u.StartedAt, &u.EndedAt)
+		return u, err
+	}, `SELECT id, tenant_id, meter, resource_id, started_at, ended_at FROM usage_records
+	     WHERE tenant_id = $1 AND ($2 = '' OR meter = $2) AND started_at < $4 AND (ended_at IS NULL OR ended_at > $3)
+	     ORDER BY started_at, id LIMIT 10000`, tenantID, meter, from, to)
+}

@@ -1,0 +1,153 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Tenant is a row of tenants.
+type Tenant struct {
+	ID          string
+	DisplayName string
+	CreatedAt   time.Time
+}
+
+func scanTenant(r pgx.Row) (Tenant, error) {
+	var t Tenant
+	err := r.Scan(&t.ID, &t.DisplayName, &t.CreatedAt)
+	return t, err
+}
+
+// InsertTenant adds a tenant; an existing id is ErrConflict.
+func InsertTenant(ctx context.Context, q Querier, t Tenant) (Tenant, error) {
+	return one(ctx, q, scanTenant,
+		`INSERT INTO tenants (id, display_name) VALUES ($1, $2) RETURNING id, display_name, created_at`,
+		t.ID, t.DisplayName)
+}
+
+// GetTenant reads a tenant.
+func GetTenant(ctx context.Context, q Querier, id string) (Tenant, error) {
+	return one(ctx, q, scanTenant, `SELECT id, display_name, created_at FROM tenants WHERE id = $1`, id)
+}
+
+// ListTenants returns every tenant in creation order.
+func ListTenants(ctx context.Context, q Querier) ([]Tenant, error) {
+	return collect(ctx, q, scanTenant, `SELECT id, display_name, created_at FROM tenants ORDER BY created_at, id LIMIT 1000`)
+}
+
+// Principal is a row of principals. TenantID is empty for platform principals.
+type Principal struct {
+	ID            string
+	TenantID      string
+	Kind          string
+	DisplayName   string
+	PlatformAdmin bool
+	CreatedAt     time.Time
+}
+
+const principalCols = `id, coalesce(tenant_id, ''), kind, display_name, platform_admin, created_at`
+
+func scanPrincipal(r pgx.Row) (Principal, error) {
+	var p Principal
+	err := r.Scan(&p.ID, &p.TenantID, &p.Kind, &p.DisplayName, &p.PlatformAdmin, &p.CreatedAt)
+	return p, err
+}
+
+// InsertPrincipal adds a principal.
+func InsertPrincipal(ctx context.Context, q Querier, p Principal) (Principal, error) {
+	return one(ctx, q, scanPrincipal,
+		`INSERT INTO principals (id, tenant_id, kind, display_name, platform_admin)
+		 VALUES ($1, nullif($2, ''), $3, $4, $5) RETURNING `+principalCols,
+		p.ID, p.TenantID, p.Kind, p.DisplayName, p.PlatformAdmin)
+}
+
+// GetPrincipal reads a principal.
+func GetPrincipal(ctx context.Context, q Querier, id string) (Principal, error) {
+	return one(ctx, q, scanPrincipal, `SELECT `+principalCols+` FROM principals WHERE id = $1`, id)
+}
+
+// ListPrincipals returns a tenant's principals in creation order.
+func ListPrincipals(ctx context.Context, q Querier, tenantID string) ([]Principal, error) {
+	return collect(ctx, q, scanPrincipal,
+		`SELECT `+principalCols+` FROM principals WHERE tenant_id = $1 ORDER BY id LIMIT 1000`, tenantID)
+}
+
+// Token is a row of tokens (never the secret).
+type Token struct {
+	ID          string
+	PrincipalID string
+	SecretHash  []byte
+	ExpiresAt   *time.Time
+	RevokedAt   *time.Time
+	CreatedAt   time.Time
+}
+
+const tokenCols = `id, principal_id, secret_hash, expires_at, revoked_at, created_at`
+
+func scanToken(r pgx.Row) (Token, error) {
+	var t Token
+	err := r.Scan(&t.ID, &t.PrincipalID, &t.SecretHash, &t.ExpiresAt, &t.RevokedAt, &t.CreatedAt)
+	return t, err
+}
+
+// InsertToken adds a token by its secret's hash.
+func InsertToken(ctx context.Context, q Querier, t Token) (Token, error) {
+	return one(ctx, q, scanToken,
+		`INSERT INTO tokens (id, principal_id, secret_hash, expires_at) VALUES ($1, $2, $3, $4) RETURNING `+tokenCols,
+		t.ID, t.PrincipalID, t.SecretHash, t.ExpiresAt)
+}
+
+// GetToken reads a token by id.
+func GetToken(ctx context.Context, q Querier, id string) (Token, error) {
+	return one(ctx, q, scanToken, `SELECT `+tokenCols+` FROM tokens WHERE id = $1`, id)
+}
+
+// AuthenticateToken returns the principal a live token (not revoked, not expired) belongs to.
+func AuthenticateToken(ctx context.Context, q Querier, secretHash []byte) (Principal, error) {
+	return one(ctx, q, scanPrincipal,
+		`SELECT p.id, coalesce(p.tenant_id, ''), p.kind, p.display_name, p.platform_admin, p.created_at
+		   FROM tokens t JOIN principals p ON p.id = t.principal_id
+		  WHERE t.secret_hash = $1 AND t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > now())`,
+		secretHash)
+}
+
+// RevokeToken marks a token revoked (idempotent).
+func RevokeToken(ctx context.Context, q Querier, id string) (Token, error) {
+	return one(ctx, q, scanToken,
+		`UPDATE tokens SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1 RETURNING `+tokenCols, id)
+}
+
+// Project is a row of projects.
+type Project struct {
+	ID        string
+	TenantID  string
+	Name      string
+	CreatedAt time.Time
+}
+
+func scanProject(r pgx.Row) (Project, error) {
+	var p Project
+	err := r.Scan(&p.ID, &p.TenantID, &p.Name, &p.CreatedAt)
+	return p, err
+}
+
+// InsertProject adds a project; a taken name is ErrConflict.
+func InsertProject(ctx context.Context, q Querier, p Project) (Project, error) {
+	return one(ctx, q, scanProject,
+		`INSERT INTO projects (id, tenant_id, name) VALUES ($1, $2, $3) RETURNING id, tenant_id, name, created_at`,
+		p.ID, p.TenantID, p.Name)
+}
+
+// GetProject reads a project of a tenant.
+func GetProject(ctx context.Context, q Querier, tenantID, id string) (Project, error) {
+	return one(ctx, q, scanProject,
+		`SELECT id, tenant_id, name, created_at FROM projects WHERE tenant_id = $1 AND id = $2`, tenantID, id)
+}
+
+// ListProjects returns a tenant's projects in creation order.
+func ListProjects(ctx context.Context, q Querier, tenantID string) ([]Project, error) {
+	return collect(ctx, q, scanProject,
+		`SELECT id, tenant_id, name, created_at FROM projects WHERE tenant_id = $1 ORDER BY id LIMIT 1000`, tenantID)
+}

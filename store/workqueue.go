@@ -1,0 +1,426 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// The work queue: one row per (kind, resource id) in work_items. A request records its change
+// and calls Enqueue in the same transaction; reconciler replicas Claim due rows under a lease,
+// work outside any transaction, and write their results in a transaction that first calls
+// CheckLease. Every write of a holder is fenced on the lease epoch (a compare-and-set): row
+// locks are best-effort on CockroachDB, so the epoch is what keeps a paused holder whose lease
+// was taken over from writing anything.
+//
+// Time-dependent statements take an optional now (zero means the database clock), so tests
+// move time without sleeping.
+
+// PeriodicResourceID is the resource id of the singleton row of a periodic pass.
+const PeriodicResourceID = "periodic"
+
+// maxLastErrorBytes bounds the stored last_error: it is shown to tenants, not a log.
+const maxLastErrorBytes = 2048
+
+// Lease is a claimed work item: the holder may work on the resource until ExpiresAt (renewing
+// extends it), and every write it makes is fenced on Epoch.
+type Lease struct {
+	// Kind is the reconciler kind, for example "vps.provider-resources".
+	Kind string
+	// ResourceID is the resource the item is about (PeriodicResourceID for a periodic pass).
+	ResourceID string
+	// Epoch is the claim's term: it grew by one when this lease was granted.
+	Epoch int64
+	// Generation is the enqueue count when claimed; a later Enqueue makes the item run again.
+	Generation int64
+	// Attempts is the number of consecutive failed attempts before this one.
+	Attempts int
+	// Holder is the replica holding the lease.
+	Holder string
+	// ExpiresAt is when the lease lapses unless renewed (database clock, or the injected now).
+	ExpiresAt time.Time
+}
+
+// WorkItem is a work row as stored, for status pages and tests.
+type WorkItem struct {
+	Kind           string
+	ResourceID     string
+	DueAt          *time.Time // nil: idle
+	Holder         string     // "": free
+	LeaseExpiresAt *time.Time
+	Epoch          int64
+	Generation     int64
+	Attempts       int
+	LastError      string
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+}
+
+const sqlEnqueue = `INSERT INTO work_items (kind, resource_id, due_at, generation, created_at, updated_at)
+VALUES ($1, $2, coalesce($3::timestamptz, now()), 1, now(), now())
+ON CONFLICT (kind, resource_id) DO UPDATE SET
+	due_at = CASE WHEN work_items.due_at IS NULL OR excluded.due_at < work_items.due_at
+		THEN excluded.due_at ELSE work_items.due_at END,
+	generation = work_items.generation + 1,
+	updated_at = now()`
+
+// Enqueue asks for kind's reconciler to run on resourceID at dueAt (nil: now), inside tx, the
+// transaction that records the change. An item already queued keeps the earlier due time and
+// its generation grows, so a replica working on it now will run it once more afterwards.
+func Enqueue(ctx context.Context, tx pgx.Tx, kind, resourceID string, dueAt *time.Time) error {
+	if _, err := tx.Exec(ctx, sqlEnqueue, kind, resourceID, dueAt); err != nil {
+		return fmt.Errorf("store: enqueue %s/%s: %w", kind, resourceID, TranslateError(err))
+	}
+	return nil
+}
+
+// ClaimParams selects and leases due work.
+type ClaimParams struct {
+	// Holder names the claiming replica; it is stored on the rows.
+	Holder string
+	// Kinds are the kinds the caller has handlers for.
+	Kinds []string
+	// Limit is the most rows to claim.
+	Limit int
+	// LeaseTTL is how long the lease lasts without renewal.
+	LeaseTTL time.Duration
+	// Now overrides the database clock (tests); zero means now().
+	Now time.Time
+}
+
+// The CTE is materialised on both engines (it locks), so LIMIT bounds the claim exactly.
+const sqlClaim = `WITH due AS (
+	SELECT kind, resource_id FROM work_items
+	WHERE kind = ANY($1::text[])
+		AND due_at <= coalesce($2::timestamptz, now())
+		AND (lease_expires_at IS NULL OR lease_expires_at <= coalesce($2::timestamptz, now()))
+	ORDER BY due_at
+	LIMIT $3
+
+)
+UPDATE work_items AS w SET
+	lease_holder = $4,
+	lease_expires_at = coalesce($2::timestamptz, now()) + $5::int8 * interval '1 microsecond',
+	epoch = w.epoch + 1,
+	updated_at = coalesce($2::timestamptz, now())
+FROM due
+WHERE w.kind = due.kind AND w.resource_id = due.resource_id
+RETURNING w.kind, w.resource_id, w.epoch, w.generation, w.attempts, w.lease_holder, w.lease_expires_at`
+
+// Claim leases up to Limit due items of Kinds whose lease is free or expired, skipping rows
+// another claimer has locked, and grows each one's epoch. It runs as one statement (its own
+// transaction): a lease must be visible to other replicas as soon as it is granted.
+func (db *DB) Claim(ctx context.Context, p ClaimParams) ([]Lease, error) {
+	if p.Holder == "" || len(p.Kinds) == 0 || p.Limit <= 0 || p.LeaseTTL <= 0 {
+		return nil, fmt.Errorf("store: claim needs a holder, kinds, a positive limit and lease TTL")
+	}
+	rows, err := db.pool.Query(ctx, sqlClaim, p.Kinds, nowArg(p.Now), p.Limit, p.Holder, p.LeaseTTL.Microseconds())
+	if err != nil {
+		return nil, fmt.Errorf("store: claim: %w", TranslateError(err))
+	}
+	leases, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Lease, error) {
+		var l Lease
+		err := row.Scan(&l.Kind, &l.ResourceID, &l.Epoch, &l.Generation, &l.Attempts, &l.Holder, &l.ExpiresAt)
+		return l, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: claim: %w", TranslateError(err))
+	}
+	return leases, nil
+}
+
+// The fence every holder write shares: the row is still ours when its epoch is the one we were
+// granted and it is still held by us (not released by an earlier write of ours).
+const fence = `WHERE kind = $1 AND resource_id = $2 AND epoch = $3 AND lease_holder = $4`
+
+// RenewParams extends a lease.
+type RenewParams struct {
+	Lease    Lease
+	LeaseTTL time.Duration
+	Now      time.Time // zero: database clock
+}
+
+const sqlRenew = `UPDATE work_items SET
+	lease_expires_at = coalesce($5::timestamptz, now()) + $6::int8 * interval '1 microsecond',
+	updated_at = coalesce($5::timestamptz, now())
+` + fence + `
+RETURNING lease_expires_at, generation`
+
+// Renew pushes the lease's expiry to now + LeaseTTL and returns the updated lease (its
+// Generation tells whether the item was enqueued again meanwhile). ErrLeaseLost: another
+// holder claimed it, or it was already released.
+func (db *DB) Renew(ctx context.Context, p RenewParams) (Lease, error) {
+	l := p.Lease
+	if p.LeaseTTL <= 0 {
+		return l, fmt.Errorf("store: renew needs a positive lease TTL")
+	}
+	err := db.pool.QueryRow(ctx, sqlRenew, l.Kind, l.ResourceID, l.Epoch, l.Holder,
+		nowArg(p.Now), p.LeaseTTL.Microseconds()).Scan(&l.ExpiresAt, &l.Generation)
+	if err != nil {
+		return p.Lease, leaseWriteError("renew", p.Lease, err)
+	}
+	return l, nil
+}
+
+// CompleteParams finishes a lease successfully.
+type CompleteParams struct {
+	Lease Lease
+	Now   time.Time // zero: database clock
+}
+
+// Complete keeps the row (idle) rather than deleting it, so epoch keeps growing across the
+// resource's life; see the migration.
+const sqlComplete = `UPDATE work_items SET
+	due_at = CASE WHEN generation = $5 THEN NULL ELSE due_at END,
+	lease_holder = NULL, lease_expires_at = NULL, attempts = 0, last_error = NULL,
+	updated_at = coalesce($6::timestamptz, now())
+` + fence
+
+// Complete records success: the item goes idle, unless it was enqueued again while the lease
+// was held (its generation moved), in which case it is released and due at once.
+// ErrLeaseLost: another holder claimed it; nothing was written.
+func (db *DB) Complete(ctx context.Context, p CompleteParams) error {
+	l := p.Lease
+	return fencedExec(ctx, db, "complete", l, sqlComplete, l.Generation, nowArg(p.Now))
+}
+
+// RequeueParams finishes a lease successfully but asks to run again later.
+type RequeueParams struct {
+	Lease Lease
+	// After is the delay from now until the item is due again.
+	After time.Duration
+	Now   time.Time // zero: database clock
+}
+
+const sqlRequeue = `UPDATE work_items SET
+	due_at = CASE WHEN generation = $5
+		THEN coalesce($6::timestamptz, now()) + $7::int8 * interval '1 microsecond'
+		ELSE least(due_at, coalesce($6::timestamptz, now()) + $7::int8 * interval '1 microsecond') END,
+	lease_holder = NULL, lease_expires_at = NULL, attempts = 0, last_error = NULL,
+	updated_at = coalesce($6::timestamptz, now())
+` + fence
+
+// Requeue records success and keeps the item due After from now (for example to poll a
+// provider until a load balancer is active, or the next run of a periodic pass); an enqueue
+// that arrived meanwhile keeps its earlier due time. ErrLeaseLost: nothing was written.
+func (db *DB) Requeue(ctx context.Context, p RequeueParams) error {
+	l := p.Lease
+	return fencedExec(ctx, db, "requeue", l, sqlRequeue, l.Generation, nowArg(p.Now), max(p.After, 0).Microseconds())
+}
+
+// RetryParams records a failed attempt.
+type RetryParams struct {
+	Lease Lease
+	// After is the delay from now until the next attempt.
+	After time.Duration
+	// Error is stored as the item's last_error; empty keeps the previous one (transient
+	// failures the tenant need not see). It must not contain secrets.
+	Error string
+	Now   time.Time // zero: database clock
+}
+
+const sqlRetry = `UPDATE work_items SET
+	due_at = coalesce($5::timestamptz, now()) + $6::int8 * interval '1 microsecond',
+	attempts = attempts + 1,
+	last_error = coalesce($7, last_error),
+	lease_holder = NULL, lease_expires_at = NULL,
+	updated_at = coalesce($5::timestamptz, now())
+` + fence
+
+// Retry records a failed attempt: attempts grows, the error is kept, and the item is released
+// and due After from now. ErrLeaseLost: another holder claimed it; nothing was written.
+func (db *DB) Retry(ctx context.Context, p RetryParams) error {
+	l := p.Lease
+	var msg *string
+	if p.Error != "" {
+		m := truncateUTF8(p.Error, maxLastErrorBytes)
+		msg = &m
+	}
+	return fencedExec(ctx, db, "retry", l, sqlRetry, nowArg(p.Now), max(p.After, 0).Microseconds(), msg)
+}
+
+// ReleaseParams gives a lease back without a verdict.
+type ReleaseParams struct {
+	Lease Lease
+	Now   time.Time // zero: database clock
+}
+
+const sqlRelease = `UPDATE work_items SET
+	lease_holder = NULL, lease_expires_at = NULL,
+	updated_at = coalesce($5::timestamptz, now())
+` + fence
+
+// Release frees the lease and leaves the item due as it was, without counting an attempt: a
+// replica shutting down hands its unfinished work to the others at once rather than after the
+// lease expires. ErrLeaseLost: nothing was written.
+func (db *DB) Release(ctx context.Context, p ReleaseParams) error {
+	l := p.Lease
+	return fencedExec(ctx, db, "release", l, sqlRelease, nowArg(p.Now))
+}
+
+// fencedExec runs a holder write whose first four parameters are the fence; no row changed
+// means the lease is gone.
+func fencedExec(ctx context.Context, db *DB, op string, l Lease, stmt string, args ...any) error {
+	all := append([]any{l.Kind, l.ResourceID, l.Epoch, l.Holder}, args...)
+	tag, err := db.pool.Exec(ctx, stmt, all...)
+	if err != nil {
+		return leaseWriteError(op, l, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return leaseWriteError(op, l, ErrLeaseLost)
+	}
+	return nil
+}
+
+// leaseWriteError names the operation and item; a missing row is a lost lease.
+func leaseWriteError(op string, l Lease, err error) error {
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = ErrLeaseLost
+	}
+	return fmt.Errorf("store: %s %s/%s epoch %d: %w", op, l.Kind, l.ResourceID, l.Epoch, TranslateError(err))
+}
+
+const sqlCheckLease = `SELECT epoch, lease_holder FROM work_items WHERE kind = $1 AND resource_id = $2 FOR UPDATE`
+
+// CheckLease is the fence of a reconciler's result transaction: call it first in the
+// (SERIALIZABLE, see ExecuteTx) transaction that writes what the reconciler learned. It fails
+// with ErrLeaseLost when the item's epoch moved or the lease was released, and the caller must
+// then write nothing. Under SERIALIZABLE the read itself is the guarantee: a claim that commits
+// between this read and the caller's commit makes one of the two transactions fail.
+func CheckLease(ctx context.Context, tx pgx.Tx, lease Lease) error {
+	var epoch int64
+	var holder *string
+	err := tx.QueryRow(ctx, sqlCheckLease, lease.Kind, lease.ResourceID).Scan(&epoch, &holder)
+	if err != nil {
+		return leaseWriteError("check lease", lease, err)
+	}
+	if epoch != lease.Epoch || holder == nil || *holder != lease.Holder {
+		return leaseWriteError("check lease", lease, ErrLeaseLost)
+	}
+	return nil
+}
+
+const sqlLastError = `SELECT coalesce(last_error, '') FROM work_items WHERE kind = $1 AND resource_id = $2`
+
+// LastError returns the last recorded failure of kind's reconciler on resourceID, or "" when
+// its last attempt succeeded or it never ran.
+func (db *DB) LastError(ctx context.Context, kind, resourceID string) (string, error) {
+	var msg string
+	err := db.pool.QueryRow(ctx, sqlLastError, kind, resourceID).Scan(&msg)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("store: last error %s/%s: %w", kind, resourceID, TranslateError(err))
+	}
+	return msg, nil
+}
+
+const sqlWorkItem = `SELECT kind, resource_id, due_at, coalesce(lease_holder, ''), lease_expires_at, epoch,
+	generation, attempts, coalesce(last_error, ''), created_at, updated_at
+FROM work_items WHERE kind = $1 AND resource_id = $2`
+
+// WorkItem returns the stored row of (kind, resourceID); ErrNotFound when there is none.
+func (db *DB) WorkItem(ctx context.Context, kind, resourceID string) (WorkItem, error) {
+	var w WorkItem
+	err := db.pool.QueryRow(ctx, sqlWorkItem, kind, resourceID).Scan(&w.Kind, &w.ResourceID, &w.DueAt,
+		&w.Holder, &w.LeaseExpiresAt, &w.Epoch, &w.Generation, &w.Attempts, &w.LastError, &w.CreatedAt, &w.UpdatedAt)
+	if err != nil {
+		return WorkItem{}, fmt.Errorf("store: work item %s/%s: %w", kind, resourceID, TranslateError(err))
+	}
+	return w, nil
+}
+
+const sqlCountDue = `SELECT count(*) FROM work_items
+WHERE kind = ANY($1::text[]) AND due_at IS NOT NULL AND due_at <= coalesce($2::timestamptz, now())`
+
+// CountDue counts items of kinds that are due at now (held ones included): zero means the
+// queue of those kinds is drained.
+func (db *DB) CountDue(ctx context.Context, kinds []string, now time.Time) (int, error) {
+	var n int
+	if err := db.pool.QueryRow(ctx, sqlCountDue, kinds, nowArg(now)).Scan(&n); err != nil {
+		return 0, fmt.Errorf("store: count due: %w", TranslateError(err))
+	}
+	return n, nil
+}
+
+// PeriodicParams declares a periodic pass.
+type PeriodicParams struct {
+	Kind     string
+	Interval time.Duration
+	Now      time.Time // zero: database clock
+}
+
+const sqlEnsurePeriodic = `INSERT INTO work_items (kind, resource_id, due_at, generation, created_at, updated_at)
+VALUES ($1, $2, coalesce($3::timestamptz, now()), 1, now(), now())
+ON CONFLICT (kind, resource_id) DO UPDATE SET
+	due_at = CASE
+		WHEN work_items.due_at IS NULL THEN excluded.due_at
+		WHEN work_items.due_at > excluded.due_at + $4::int8 * interval '1 microsecond'
+			THEN excluded.due_at + $4::int8 * interval '1 microsecond'
+		ELSE work_items.due_at END`
+
+// EnsurePeriodic makes sure the singleton row of a periodic pass exists: a new one is due now;
+// an existing one keeps its schedule, pulled in to at most one Interval away (the interval
+// may have been shortened by a deploy). Every replica calls it at start; the row's lease makes
+// one replica run each pass.
+func (db *DB) EnsurePeriodic(ctx context.Context, p PeriodicParams) error {
+	if p.Interval <= 0 {
+		return fmt.Errorf("store: periodic %s needs a positive interval", p.Kind)
+	}
+	if _, err := db.pool.Exec(ctx, sqlEnsurePeriodic, p.Kind, PeriodicResourceID, nowArg(p.Now),
+		p.Interval.Microseconds()); err != nil {
+		return fmt.Errorf("store: periodic %s: %w", p.Kind, TranslateError(err))
+	}
+	return nil
+}
+
+// PruneParams removes long-idle rows.
+type PruneParams struct {
+	// IdleFor is how long a row must have been idle; keep it far above any lease TTL (days),
+	// since a pruned row's epoch restarts if the resource is enqueued again.
+	IdleFor time.Duration
+	Now     time.Time // zero: database clock
+}
+
+const sqlPrune = `DELETE FROM work_items
+WHERE due_at IS NULL AND lease_holder IS NULL
+	AND updated_at < coalesce($1::timestamptz, now()) - $2::int8 * interval '1 microsecond'`
+
+// PruneIdle deletes rows idle for longer than IdleFor (finished work of deleted resources)
+// and reports how many went.
+func (db *DB) PruneIdle(ctx context.Context, p PruneParams) (int64, error) {
+	if p.IdleFor < time.Hour {
+		return 0, fmt.Errorf("store: prune needs an idle period of at least an hour")
+	}
+	tag, err := db.pool.Exec(ctx, sqlPrune, nowArg(p.Now), p.IdleFor.Microseconds())
+	if err != nil {
+		return 0, fmt.Errorf("store: prune work items: %w", TranslateError(err))
+	}
+	return tag.RowsAffected(), nil
+}
+
+// nowArg turns an injected time into a query argument: the zero time becomes NULL, which the
+// statements replace with the database clock.
+func nowArg(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t
+}
+
+// truncateUTF8 cuts s to at most n bytes without splitting a character.
+func truncateUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	s = s[:n]
+	for len(s) > 0 && !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s
+}
