@@ -137,6 +137,13 @@ func New(account provider.Account, opts Options) (provider.Provider, error) {
 	return &client{godo: godoClient, token: token, pageSize: opts.PageSize}, nil
 }
 
+// Open opens a provider with default options; it is a provider.Factory.
+func Open(_ context.Context, account provider.Account) (provider.Provider, error) {
+	return New(account, Options{})
+}
+
+var _ provider.Factory = Open
+
 // NewFactory returns a provider.Factory that opens providers with opts.
 func NewFactory(opts Options) provider.Factory {
 	return func(_ context.Context, account provider.Account) (provider.Provider, error) {

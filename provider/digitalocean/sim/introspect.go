@@ -75,6 +75,19 @@ func (s *Server) Snapshot(token string) (Snapshot, error) {
 	return out, err
 }
 
+// deepCopy detaches a value from the simulator's state (godo's types are plain JSON data).
+func deepCopy[T any](v T) T {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return v
+	}
+	var out T
+	if json.Unmarshal(raw, &out) != nil {
+		return v
+	}
+	return out
+}
+
 // LoadBalancerNameCounts counts the account's load balancers by name. DigitalOcean allows
 // duplicate names, so a count above one is how a control plane's double create shows.
 func (s *Server) LoadBalancerNameCounts(token string) map[string]int {
@@ -144,7 +157,7 @@ func (s *Server) CreateDroplet(token string, seed DropletSeed) (godo.Droplet, er
 		if apiErr != nil {
 			return apiErr
 		}
-		out = rec.view(s.opts.Now())
+		out = deepCopy(rec.view(s.opts.Now()))
 		return nil
 	})
 	return out, err
@@ -158,7 +171,7 @@ func (s *Server) CreateVPC(token, name, region, ipRange string) (godo.VPC, error
 		if apiErr != nil {
 			return apiErr
 		}
-		out = rec.vpc
+		out = deepCopy(rec.vpc)
 		return nil
 	})
 	return out, err

@@ -107,14 +107,15 @@ func (s *Server) createLB(c *call) reply {
 func (s *Server) listLBs(c *call) reply {
 	q := c.r.URL.Query()
 	names, uuids := q["names"], q["uuids"]
+	// Filter before sorting: a names lookup in a large account then sorts only the matches.
+	matches := map[string]*lbRecord{}
+	for id, r := range c.acct.loadBalancers {
+		if (len(names) == 0 || slices.Contains(names, r.lb.Name)) && (len(uuids) == 0 || slices.Contains(uuids, r.lb.ID)) {
+			matches[id] = r
+		}
+	}
 	var all []godo.LoadBalancer
-	for _, r := range sortedBySeq(c.acct.loadBalancers, func(r *lbRecord) int { return r.seq }) {
-		if len(names) > 0 && !slices.Contains(names, r.lb.Name) {
-			continue
-		}
-		if len(uuids) > 0 && !slices.Contains(uuids, r.lb.ID) {
-			continue
-		}
+	for _, r := range sortedBySeq(matches, func(r *lbRecord) int { return r.seq }) {
 		all = append(all, c.acct.lbView(r, c.now))
 	}
 	p, err := paginate(c.r, len(all))

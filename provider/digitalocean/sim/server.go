@@ -9,6 +9,11 @@
 //
 // Faults can be injected from Go (SetFaults) or over HTTP (POST /_sim/faults), and tests can
 // inspect an account (Snapshot, request counters) or seed it (CreateDroplet).
+//
+// Routes are Go ServeMux patterns registered through Server.route, one routeX method per
+// resource family called from New; a new family (Kubernetes clusters, say) adds its own file
+// and one call there, and its requests are authenticated, rate limited, counted and faulted
+// like the others without further wiring.
 package sim
 
 import (

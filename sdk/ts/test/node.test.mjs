@@ -93,9 +93,19 @@ describe("platform errors", () => {
       code: "NOT_FOUND",
     },
     {
-      reason: "another tenant reading in the owner's tenant is refused or finds nothing",
+      reason: "another tenant naming the owner's tenant still finds nothing: objects hide, tenants do not",
       call: () => b.client.loadBalancers.getLoadBalancer({ tenantId: a.tenantId, loadBalancerId: lb.id }),
-      code: ["NOT_FOUND", "ACCESS_DENIED"],
+      code: "NOT_FOUND",
+    },
+    {
+      reason: "another tenant listing the owner's tenant is refused",
+      call: () => b.client.loadBalancers.listLoadBalancers({ tenantId: a.tenantId }),
+      code: "ACCESS_DENIED",
+    },
+    {
+      reason: "a tenant principal may not make tenants (a platform-admin call)",
+      call: () => a.client.tenants.createTenant({ tenantId: `${a.tenantId}-x`, displayName: "x" }),
+      code: "ACCESS_DENIED",
     },
     {
       reason: "a pool without a loadBalancers quota row grants none",

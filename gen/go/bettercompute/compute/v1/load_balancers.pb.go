@@ -1516,7 +1516,7 @@ const file_bettercompute_compute_v1_load_balancers_proto_rawDesc = "" +
 	"\n" +
 	"ready_time\x18\x19 \x01(\v2\x1a.google.protobuf.TimestampR\treadyTime\x12;\n" +
 	"\vdelete_time\x18\x1a \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"deleteTime\"\xe0\f\n" +
+	"deleteTime\"\xc6\f\n" +
 	"\x19CreateLoadBalancerRequest\x12?\n" +
 	"\ttenant_id\x18\x01 \x01(\tB\"\xbaH\x1fr\x1d\x18\x80\x012\x18^[A-Za-z0-9._:-]{1,128}$R\btenantId\x12J\n" +
 	"\n" +
@@ -1538,10 +1538,10 @@ const file_bettercompute_compute_v1_load_balancers_proto_rawDesc = "" +
 	"\rsource_ranges\x18\r \x01(\v2&.bettercompute.compute.v1.SourceRangesR\fsourceRanges\x123\n" +
 	"\x16redirect_http_to_https\x18\x0e \x01(\bR\x13redirectHttpToHttps\x12D\n" +
 	"\adomains\x18\x0f \x03(\v2 .bettercompute.compute.v1.DomainB\b\xbaH\x05\x92\x01\x02\x10\x14R\adomains\x12K\n" +
-	"\x0fidempotency_key\x18\x10 \x01(\tB\"\xbaH\x1fr\x1d\x18\x80\x012\x18^[A-Za-z0-9._:-]{1,128}$R\x0eidempotencyKey:\xeb\x03\xbaH\xe7\x03\x1a\xd1\x01\n" +
-	"\x15create.global_targets\x12Za global load balancer targets loadBalancerIds; a regional one targets pool or instanceIds\x1a\\!has(this.targets) || (this.scope == 'global') == (size(this.targets.load_balancer_ids) > 0)\x1av\n" +
-	"\x15create.global_domains\x12*domains are for global load balancers only\x1a1this.scope == 'global' || size(this.domains) == 0\x1a\x98\x01\n" +
-	"\x1dcreate.global_regional_fields\x120a global load balancer has no region or subnetId\x1aEthis.scope != 'global' || (this.region == '' && this.subnet_id == '')\"i\n" +
+	"\x0fidempotency_key\x18\x10 \x01(\tB\"\xbaH\x1fr\x1d\x18\x80\x012\x18^[A-Za-z0-9._:-]{1,128}$R\x0eidempotencyKey:\xd1\x03\xbaH\xcd\x03\x1a\xc9\x01\n" +
+	"\rtargets.scope\x12Za global load balancer targets loadBalancerIds; a regional one targets pool or instanceIds\x1a\\!has(this.targets) || (this.scope == 'global') == (size(this.targets.load_balancer_ids) > 0)\x1at\n" +
+	"\x13domains.global_only\x12*domains are for global load balancers only\x1a1this.scope == 'global' || size(this.domains) == 0\x1a\x88\x01\n" +
+	"\rregion.global\x120a global load balancer has no region or subnetId\x1aEthis.scope != 'global' || (this.region == '' && this.subnet_id == '')\"i\n" +
 	"\x1aCreateLoadBalancerResponse\x12K\n" +
 	"\rload_balancer\x18\x01 \x01(\v2&.bettercompute.compute.v1.LoadBalancerR\floadBalancer\"\x97\x02\n" +
 	"\x18ListLoadBalancersRequest\x12?\n" +

@@ -1582,15 +1582,15 @@ const file_bettercompute_compute_v1_tenancy_proto_rawDesc = "" +
 	"\ttenant_id\x18\x01 \x01(\tB\"\xbaH\x1fr\x1d\x18\x80\x012\x18^[A-Za-z0-9._:-]{1,128}$R\btenantId\x12C\n" +
 	"\btoken_id\x18\x02 \x01(\tB(\xbaH%r#\x1882\x1f^tok_[0-9a-hjkmnp-tv-z]{26,52}$R\atokenId\"L\n" +
 	"\x13RevokeTokenResponse\x125\n" +
-	"\x05token\x18\x01 \x01(\v2\x1f.bettercompute.compute.v1.TokenR\x05token\"\x96\x05\n" +
+	"\x05token\x18\x01 \x01(\v2\x1f.bettercompute.compute.v1.TokenR\x05token\"\x9a\x05\n" +
 	"\x10GrantRoleRequest\x12?\n" +
 	"\ttenant_id\x18\x01 \x01(\tB\"\xbaH\x1fr\x1d\x18\x80\x012\x18^[A-Za-z0-9._:-]{1,128}$R\btenantId\x12K\n" +
 	"\fprincipal_id\x18\x02 \x01(\tB(\xbaH%r#\x1882\x1f^prn_[0-9a-hjkmnp-tv-z]{26,52}$R\vprincipalId\x12A\n" +
 	"\x04role\x18\x03 \x01(\tB-\xbaH*r(R\x05adminR\x06editorR\x06viewerR\x06readerR\amanagerR\x04role\x12A\n" +
 	"\vobject_type\x18\x04 \x01(\tB \xbaH\x1d\xd8\x01\x01r\x182\x16^compute-[a-z-]{1,40}$R\n" +
 	"objectType\x12K\n" +
-	"\tobject_id\x18\x05 \x01(\tB.\xbaH+\xd8\x01\x01r&\x18@2\"^[a-z]+_[0-9a-hjkmnp-tv-z]{26,52}$R\bobjectId:\xa0\x02\xbaH\x9c\x02\x1a\x99\x02\n" +
-	"\fgrant.target\x12ta tenant role (admin, editor, viewer) has no object; an object grant (reader, manager) names objectType and objectId\x1a\x92\x01(this.role in ['admin', 'editor', 'viewer']) ? (this.object_type == '' && this.object_id == '') : (this.object_type != '' && this.object_id != '')\"\x13\n" +
+	"\tobject_id\x18\x05 \x01(\tB.\xbaH+\xd8\x01\x01r&\x18@2\"^[a-z]+_[0-9a-hjkmnp-tv-z]{26,52}$R\bobjectId:\xa4\x02\xbaH\xa0\x02\x1a\x9d\x02\n" +
+	"\x10objectType.grant\x12ta tenant role (admin, editor, viewer) has no object; an object grant (reader, manager) names objectType and objectId\x1a\x92\x01(this.role in ['admin', 'editor', 'viewer']) ? (this.object_type == '' && this.object_id == '') : (this.object_type != '' && this.object_id != '')\"\x13\n" +
 	"\x11GrantRoleResponse\"]\n" +
 	"\x11RevokeRoleRequest\x12H\n" +
 	"\x05grant\x18\x01 \x01(\v2*.bettercompute.compute.v1.GrantRoleRequestB\x06\xbaH\x03\xc8\x01\x01R\x05grant\"\x14\n" +

@@ -1,0 +1,206 @@
+// Package apptest runs the whole control plane in process for tests and benchmarks: a fresh
+// migrated schema of the real PostgreSQL, the real OpenFGA engine (memory datastore), the real
+// Connect server on a loopback port, and helpers that make tenants, principals and pools through
+// the service itself.
+package apptest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"testing"
+	"time"
+
+	"better-compute.dev/compute/app"
+	"better-compute.dev/compute/core"
+	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
+	"better-compute.dev/compute/ids"
+	"better-compute.dev/compute/seal"
+	"better-compute.dev/compute/store"
+	"better-compute.dev/compute/store/storetest"
+)
+
+// Stack is a running replica on its own schema.
+type Stack struct {
+	App        *app.App
+	Schema     *storetest.Schema
+	AdminToken string
+	// AdminCtx calls core as the platform admin.
+	AdminCtx context.Context
+	// SimulatorURL is the api_url given to accounts NewTenant makes ("" none).
+	SimulatorURL string
+	HTTP         *http.Client
+}
+
+// Option changes Start.
+type Option func(*app.Config)
+
+// WithReconcile runs the reconcilers in the stack.
+func WithReconcile() Option { return func(c *app.Config) { c.Reconcile = true } }
+
+// Start runs a stack for the test; it stops at cleanup.
+func Start(t testing.TB, opts ...Option) *Stack {
+	t.Helper()
+	schema := storetest.NewSchema(t)
+	key, err := seal.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := app.Config{
+		Listen: "127.0.0.1:0", DatabaseURL: schema.URL, SealKey: key.Encode(), CORSOrigins: []string{"*"},
+		OpenFGADatastore: "memory", Replica: "test",
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	ctx := context.Background()
+	a, err := app.Start(ctx, cfg)
+	if err != nil {
+		t.Fatalf("apptest: start: %v", err)
+	}
+	t.Cleanup(func() {
+		c, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		a.Close(c)
+	})
+	adminID, token, err := a.Service.BootstrapAdmin(ctx, "test-admin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Stack{
+		App: a, Schema: schema, AdminToken: token,
+		AdminCtx: core.WithCaller(ctx, core.Caller{PrincipalID: adminID, PlatformAdmin: true}),
+		HTTP:     &http.Client{Timeout: 30 * time.Second},
+	}
+}
+
+// Tenant is a tenant made by NewTenant with one principal of the given role, an account, and a
+// pool in nyc3 and sfo3 (flavor small) with quotas of 10 load balancers and 10 instances.
+type Tenant struct {
+	ID          string
+	PrincipalID string
+	Token       string
+	Ctx         context.Context // calls core as that principal
+	AccountID   string
+	PoolID      string
+}
+
+// NewTenant makes a tenant through the admin API of core.
+func (s *Stack) NewTenant(t testing.TB, id, role string) Tenant {
+	t.Helper()
+	svc := s.App.Service
+	if _, err := svc.CreateTenant(s.AdminCtx, &v1.CreateTenantRequest{TenantId: id, DisplayName: id}); err != nil {
+		t.Fatalf("create tenant %s: %v", id, err)
+	}
+	tn := Tenant{ID: id}
+	tn.PrincipalID, tn.Token, tn.Ctx = s.NewPrincipal(t, id, role)
+	acct, err := svc.CreateProviderAccount(s.AdminCtx, &v1.CreateProviderAccountRequest{
+		TenantId: id, Kind: "digitalocean", Name: "main", Token: "do-token-" + id, ApiUrl: s.SimulatorURL,
+	})
+	if err != nil {
+		t.Fatalf("create account: %v", err)
+	}
+	tn.AccountID = acct.GetId()
+	tn.PoolID = s.NewPool(t, id, tn.AccountID, "main", 10)
+	return tn
+}
+
+// NewPool makes a pool in nyc3 and sfo3 with quotas of limit for both resources.
+func (s *Stack) NewPool(t testing.TB, tenantID, accountID, name string, limit int64) string {
+	t.Helper()
+	svc := s.App.Service
+	pool, err := svc.CreatePool(s.AdminCtx, &v1.CreatePoolRequest{
+		TenantId: tenantID, AccountId: accountID, Name: name, Regions: []string{"nyc3", "sfo3"},
+		Policy: &v1.PoolPolicy{Flavors: []*v1.Flavor{{Name: "small", Size: "s-1vcpu-1gb"}}},
+	})
+	if err != nil {
+		t.Fatalf("create pool: %v", err)
+	}
+	for _, res := range []string{"loadBalancers", "instances"} {
+		if _, err := svc.SetQuota(s.AdminCtx, &v1.SetQuotaRequest{TenantId: tenantID, PoolId: pool.GetId(), Resource: res, Limit: limit}); err != nil {
+			t.Fatalf("set quota: %v", err)
+		}
+	}
+	return pool.GetId()
+}
+
+// NewPrincipal makes a principal of the tenant with a tenant role ("" for none) and a token.
+func (s *Stack) NewPrincipal(t testing.TB, tenantID, role string) (id, token string, ctx context.Context) {
+	t.Helper()
+	svc := s.App.Service
+	p, err := svc.CreatePrincipal(s.AdminCtx, &v1.CreatePrincipalRequest{TenantId: tenantID, Kind: "user", DisplayName: role + " of " + tenantID})
+	if err != nil {
+		t.Fatalf("create principal: %v", err)
+	}
+	if role != "" {
+		if err := svc.GrantRole(s.AdminCtx, &v1.GrantRoleRequest{TenantId: tenantID, PrincipalId: p.GetId(), Role: role}); err != nil {
+			t.Fatalf("grant %s: %v", role, err)
+		}
+	}
+	_, secret, err := svc.CreateToken(s.AdminCtx, &v1.CreateTokenRequest{TenantId: tenantID, PrincipalId: p.GetId()})
+	if err != nil {
+		t.Fatalf("create token: %v", err)
+	}
+	return p.GetId(), secret, core.WithCaller(context.Background(), core.Caller{PrincipalID: p.GetId(), TenantID: tenantID})
+}
+
+// MachineInstance makes an instance through the API and then records, as the reconciler would,
+// that the provider made its machine (so load balancers count it) without running a provider.
+func (s *Stack) MachineInstance(t testing.TB, tn Tenant, region, subnetID string) *v1.Instance {
+	t.Helper()
+	in, err := s.App.Service.CreateInstance(tn.Ctx, &v1.CreateInstanceRequest{
+		TenantId: tn.ID, PoolId: tn.PoolID, Name: "vm", Region: region, SubnetId: subnetID, Flavor: "small",
+	})
+	if err != nil {
+		t.Fatalf("create instance: %v", err)
+	}
+	id := ids.New("")
+	machine := id[len(id)-12:]
+	if err := store.SetInstanceState(context.Background(), s.App.DB.Q(), in.GetId(), "running", "m-"+machine, ""); err != nil {
+		t.Fatal(err)
+	}
+	in.MachineId, in.State = "m-"+machine, "running"
+	return in
+}
+
+// PostJSON calls the JSON mapping and decodes the answer.
+func (s *Stack) PostJSON(t testing.TB, path, token string, body any) (int, map[string]any) {
+	t.Helper()
+	var buf []byte
+	switch b := body.(type) {
+	case string:
+		buf = []byte(b)
+	case []byte:
+		buf = b
+	default:
+		var err error
+		if buf, err = json.Marshal(body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	req, err := http.NewRequest(http.MethodPost, s.App.URL+path, bytes.NewReader(buf))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := s.HTTP.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	out := map[string]any{}
+	if len(raw) > 0 {
+		if err := json.Unmarshal(raw, &out); err != nil {
+			t.Fatalf("%s: answer is not JSON (%d): %s", path, resp.StatusCode, raw)
+		}
+	}
+	return resp.StatusCode, out
+}
