@@ -317,7 +317,7 @@ func testRevoke(t *testing.T, a Authorizer) {
 	}
 }
 
-func must(t *testing.T, err error) {
+func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)

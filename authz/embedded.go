@@ -67,7 +67,17 @@ func NewEmbedded(ctx context.Context, opts EmbeddedOptions) (*Embedded, error) {
 	default:
 		return nil, fmt.Errorf("%w: unknown datastore %q", ErrInvalid, opts.Datastore)
 	}
-	srv, err := server.NewServerWithOpts(server.WithDatastore(ds))
+	serverOpts := []server.OpenFGAServiceV1Option{server.WithDatastore(ds)}
+	var gate chan struct{}
+	if opts.Datastore == DatastorePostgres {
+		// OpenFGA's SQL iterators hold a pooled connection while a check opens
+		// more; unbounded, 50 concurrent checks of one batch exhaust the pool
+		// and wait on each other for ever. Bound checks per batch and calls in
+		// flight so that they always fit in postgresPoolSize connections.
+		serverOpts = append(serverOpts, server.WithMaxConcurrentChecksPerBatchCheck(postgresChecksPerBatch))
+		gate = make(chan struct{}, postgresCallsInFlight)
+	}
+	srv, err := server.NewServerWithOpts(serverOpts...)
 	if err != nil {
 		ds.Close()
 		if lock != nil {
@@ -75,7 +85,7 @@ func NewEmbedded(ctx context.Context, opts EmbeddedOptions) (*Embedded, error) {
 		}
 		return nil, fmt.Errorf("authz: start engine: %w", err)
 	}
-	eng := embeddedEngine{srv: srv}
+	eng := embeddedEngine{srv: srv, gate: gate}
 	c, err := newClient(ctx, eng, opts.StoreName, "", func() error { srv.Close(); return nil })
 	if lock != nil {
 		// Bootstrap is done (or failed): let the next replica start.
@@ -90,8 +100,32 @@ func NewEmbedded(ctx context.Context, opts EmbeddedOptions) (*Embedded, error) {
 	return &Embedded{client: c, srv: srv}, nil
 }
 
-// embeddedEngine calls the in-process server and classifies its errors.
-type embeddedEngine struct{ srv *server.Server }
+// Bounds of the postgres datastore (see NewEmbedded).
+const (
+	postgresPoolSize       = 30
+	postgresChecksPerBatch = 4
+	postgresCallsInFlight  = 3
+)
+
+// embeddedEngine calls the in-process server and classifies its errors. A
+// non-nil gate bounds the check and write calls in flight.
+type embeddedEngine struct {
+	srv  *server.Server
+	gate chan struct{}
+}
+
+// enter waits for a slot of the gate; the returned func gives it back.
+func (e embeddedEngine) enter(ctx context.Context) (func(), error) {
+	if e.gate == nil {
+		return func() {}, nil
+	}
+	select {
+	case e.gate <- struct{}{}:
+		return func() { <-e.gate }, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%w: %w", ErrUnavailable, ctx.Err())
+	}
+}
 
 func (e embeddedEngine) ListStores(ctx context.Context, r *openfgav1.ListStoresRequest) (*openfgav1.ListStoresResponse, error) {
 	resp, err := e.srv.ListStores(ctx, r)
@@ -119,16 +153,31 @@ func (e embeddedEngine) WriteAuthorizationModel(ctx context.Context, r *openfgav
 }
 
 func (e embeddedEngine) Check(ctx context.Context, r *openfgav1.CheckRequest) (*openfgav1.CheckResponse, error) {
+	leave, err := e.enter(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer leave()
 	resp, err := e.srv.Check(ctx, r)
 	return resp, grpcError(err)
 }
 
 func (e embeddedEngine) BatchCheck(ctx context.Context, r *openfgav1.BatchCheckRequest) (*openfgav1.BatchCheckResponse, error) {
+	leave, err := e.enter(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer leave()
 	resp, err := e.srv.BatchCheck(ctx, r)
 	return resp, grpcError(err)
 }
 
 func (e embeddedEngine) Write(ctx context.Context, r *openfgav1.WriteRequest) (*openfgav1.WriteResponse, error) {
+	leave, err := e.enter(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer leave()
 	resp, err := e.srv.Write(ctx, r)
 	return resp, grpcError(err)
 }

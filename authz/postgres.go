@@ -23,9 +23,31 @@ var schemaPattern = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 // goose, which keeps its settings in package globals.
 var migrateMu sync.Mutex
 
-// bootstrapLockKey is the advisory lock replicas hold while they migrate the
-// schema and resolve the store and model, so that they do not race each other.
-const bootstrapLockKey = 0x62632d617574687a // "bc-authz"
+// lockName names the advisory lock replicas hold while they migrate a schema
+// and resolve the store and model, so that they do not race each other.
+func lockName(schema string) string { return "better-compute.authz:" + schema }
+
+// lockSchema takes the schema's bootstrap lock by polling pg_try_advisory_lock
+// rather than blocking in pg_advisory_lock: OpenFGA's migrations build an index
+// CONCURRENTLY, which waits for every open statement of the database, including
+// a replica blocked on the lock; a blocked waiter would deadlock against the
+// holder's migration.
+func lockSchema(ctx context.Context, conn *pgx.Conn, schema string) error {
+	for {
+		var got bool
+		if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock(hashtext($1))", lockName(schema)).Scan(&got); err != nil {
+			return fmt.Errorf("%w: take bootstrap lock: %w", ErrUnavailable, err)
+		}
+		if got {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w: wait for bootstrap lock: %w", ErrUnavailable, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
 
 // openPostgres creates and migrates the schema, then opens OpenFGA's postgres
 // datastore on it. It returns holding the bootstrap advisory lock; the caller
@@ -53,7 +75,7 @@ func openPostgres(ctx context.Context, databaseURL, schema string) (ds storage.O
 	unlock = func() error {
 		uctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		_, uerr := conn.Exec(uctx, "SELECT pg_advisory_unlock($1)", int64(bootstrapLockKey))
+		_, uerr := conn.Exec(uctx, "SELECT pg_advisory_unlock(hashtext($1))", lockName(schema))
 		cerr := conn.Close(uctx)
 		if uerr != nil {
 			return fmt.Errorf("%w: release bootstrap lock: %w", ErrUnavailable, uerr)
@@ -65,8 +87,8 @@ func openPostgres(ctx context.Context, databaseURL, schema string) (ds storage.O
 			_ = unlock()
 		}
 	}()
-	if _, err = conn.Exec(ctx, "SELECT pg_advisory_lock($1)", int64(bootstrapLockKey)); err != nil {
-		return nil, nil, fmt.Errorf("%w: take bootstrap lock: %w", ErrUnavailable, err)
+	if err = lockSchema(ctx, conn, schema); err != nil {
+		return nil, nil, err
 	}
 	if _, err = conn.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{schema}.Sanitize()); err != nil {
 		return nil, nil, fmt.Errorf("%w: create schema %s: %w", ErrUnavailable, schema, err)
@@ -88,7 +110,7 @@ func openPostgres(ctx context.Context, databaseURL, schema string) (ds storage.O
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: parse database URL", ErrInvalid)
 	}
-	poolCfg.MaxConns = 10
+	poolCfg.MaxConns = postgresPoolSize
 	pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: open pool: %w", ErrUnavailable, err)

@@ -22,7 +22,7 @@ const testToken = "test-token-not-a-secret"
 // serveEngine runs a fresh in-process OpenFGA server behind OpenFGA's own HTTP
 // API (the grpc-gateway mapping, with OpenFGA's error encoding), requiring
 // testToken as bearer credential, as a cluster would.
-func serveEngine(t *testing.T) *httptest.Server {
+func serveEngine(t testing.TB) *httptest.Server {
 	t.Helper()
 	srv, err := server.NewServerWithOpts(server.WithDatastore(memory.New()))
 	if err != nil {
@@ -129,3 +129,6 @@ func TestRemoteBadToken(t *testing.T) {
 		t.Errorf("the error names the token: %v", err)
 	}
 }
+
+// serveEngineB is serveEngine for benchmarks, returning the URL.
+func serveEngineB(b *testing.B) string { return serveEngine(b).URL }

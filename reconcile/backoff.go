@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"math"
 	"math/rand/v2"
 	"time"
 )
@@ -29,7 +30,7 @@ func (e Exponential) Delay(attempt int) time.Duration {
 		return 0
 	}
 	d := e.Initial
-	for i := 1; i < attempt && (e.Max <= 0 || d < e.Max); i++ {
+	for i := 1; i < attempt && (e.Max <= 0 || d < e.Max) && d < math.MaxInt64/2; i++ {
 		d *= 2
 	}
 	if e.Max > 0 && d > e.Max {

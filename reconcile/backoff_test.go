@@ -18,6 +18,7 @@ func TestExponentialDelay(t *testing.T) {
 		{reason: "the cap holds", backoff: Exponential{Initial: time.Second, Max: time.Minute}, attempt: 30, want: time.Minute},
 		{reason: "a huge attempt count does not overflow", backoff: Exponential{Initial: time.Second, Max: time.Minute}, attempt: 1 << 20, want: time.Minute},
 		{reason: "attempt zero is treated as the first", backoff: Exponential{Initial: time.Second, Max: time.Minute}, attempt: 0, want: time.Second},
+		{reason: "no cap and a huge attempt count does not overflow", backoff: Exponential{Initial: time.Second}, attempt: 1 << 20, want: time.Second << 33},
 		{reason: "no initial delay means no wait", backoff: Exponential{}, attempt: 3, want: 0},
 	}
 	for _, tc := range cases {

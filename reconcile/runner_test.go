@@ -520,3 +520,25 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		t.Error("Every after Run accepted")
 	}
 }
+
+func TestPruneIdleWorkPass(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.enqueue("w1")
+	r := f.runner("a", reconcile.HandlerFunc(func(context.Context, store.Lease) (reconcile.Result, error) {
+		return reconcile.Result{}, nil
+	}), reconcile.Options{})
+	if err := r.Every("test.prune", time.Hour, reconcile.PruneIdleWork(f.db, time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if n := reconciletest.Drain(t, f.ctx, r); n != 2 { // w1 and the first prune pass
+		t.Fatalf("ran %d items, want 2", n)
+	}
+	// w1 finished moments ago: far from idle for an hour, so it stays.
+	if w := f.item("w1"); w.DueAt != nil {
+		t.Errorf("w1 still due: %+v", w)
+	}
+	if _, err := f.db.WorkItem(f.ctx, "test.prune", store.PeriodicResourceID); err != nil {
+		t.Errorf("the prune pass's own row: %v", err)
+	}
+}

@@ -72,6 +72,19 @@ var jsonRoutes = map[string]string{
 
 	"events/list": c.EventServiceListEventsProcedure,
 	"usage/list":  c.UsageServiceListUsageProcedure,
+
+	"metal/enroll":            c.MetalServiceEnrollNodeProcedure,
+	"metal/get":               c.MetalServiceGetNodeProcedure,
+	"metal/list":              c.MetalServiceListNodesProcedure,
+	"metal/inspect":           c.MetalServiceInspectNodeProcedure,
+	"metal/commission":        c.MetalServiceCommissionNodeProcedure,
+	"metal/deploy":            c.MetalServiceDeployNodeProcedure,
+	"metal/rescue":            c.MetalServiceRescueNodeProcedure,
+	"metal/unrescue":          c.MetalServiceUnrescueNodeProcedure,
+	"metal/release":           c.MetalServiceReleaseNodeProcedure,
+	"metal/retire":            c.MetalServiceRetireNodeProcedure,
+	"metal/abort":             c.MetalServiceAbortNodeProcedure,
+	"metal/updateCredentials": c.MetalServiceUpdateNodeCredentialsProcedure,
 }
 
 // httpStatus of each platform reason on the JSON mapping.

@@ -33,6 +33,7 @@ var ServiceNames = []string{
 	c.LoadBalancerServiceName, c.TenantServiceName, c.ProjectServiceName, c.ProviderAccountServiceName,
 	c.PoolServiceName, c.NetworkServiceName, c.CertificateServiceName, c.InstanceServiceName,
 	c.EventServiceName, c.UsageServiceName,
+	c.MetalServiceName,
 }
 
 // New builds the whole HTTP handler.
@@ -68,6 +69,7 @@ func New(opts Options) (http.Handler, error) {
 	mount(c.NewInstanceServiceHandler(instances{svc}, ho...))
 	mount(c.NewEventServiceHandler(events{svc, ic}, ho...))
 	mount(c.NewUsageServiceHandler(usage{svc}, ho...))
+	mount(c.NewMetalServiceHandler(metal{svc}, ho...))
 
 	root := http.NewServeMux()
 	root.Handle("/", api)

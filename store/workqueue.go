@@ -100,7 +100,7 @@ const sqlClaim = `WITH due AS (
 		AND (lease_expires_at IS NULL OR lease_expires_at <= coalesce($2::timestamptz, now()))
 	ORDER BY due_at
 	LIMIT $3
-
+	FOR UPDATE SKIP LOCKED
 )
 UPDATE work_items AS w SET
 	lease_holder = $4,

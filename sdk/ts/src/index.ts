@@ -24,6 +24,7 @@ export * from "./gen/bettercompute/compute/v1/errors_pb.js";
 export * from "./gen/bettercompute/compute/v1/events_pb.js";
 export * from "./gen/bettercompute/compute/v1/instances_pb.js";
 export * from "./gen/bettercompute/compute/v1/load_balancers_pb.js";
+export * from "./gen/bettercompute/compute/v1/metal_pb.js";
 export * from "./gen/bettercompute/compute/v1/networks_pb.js";
 export * from "./gen/bettercompute/compute/v1/pools_pb.js";
 export * from "./gen/bettercompute/compute/v1/tenancy_pb.js";

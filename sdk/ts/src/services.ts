@@ -5,6 +5,7 @@ import { CertificateService } from "./gen/bettercompute/compute/v1/certificates_
 import { EventService } from "./gen/bettercompute/compute/v1/events_pb.js";
 import { InstanceService } from "./gen/bettercompute/compute/v1/instances_pb.js";
 import { LoadBalancerService } from "./gen/bettercompute/compute/v1/load_balancers_pb.js";
+import { MetalService } from "./gen/bettercompute/compute/v1/metal_pb.js";
 import { NetworkService } from "./gen/bettercompute/compute/v1/networks_pb.js";
 import { PoolService, ProviderAccountService } from "./gen/bettercompute/compute/v1/pools_pb.js";
 import { ProjectService, TenantService } from "./gen/bettercompute/compute/v1/tenancy_pb.js";
@@ -22,6 +23,7 @@ export const services = {
   instances: InstanceService,
   events: EventService,
   usage: UsageService,
+  metal: MetalService,
 } as const;
 
 /** ServiceName is a property of ComputeClient. */

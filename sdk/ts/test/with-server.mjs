@@ -32,7 +32,7 @@ try {
   }
 } finally {
   try {
-    await server.stop();
+    await server.stop({ keepLog: status !== 0 });
   } catch (err) {
     console.error(String(err));
     status = status || 1;

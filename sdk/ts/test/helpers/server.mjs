@@ -3,7 +3,7 @@
 // One server serves a whole `npm test` run: with-server.mjs starts it and hands its address to the
 // test files through the environment. A test file run on its own starts its own server instead.
 import { spawn, execFileSync } from "node:child_process";
-import { mkdtempSync, openSync, readFileSync, existsSync, closeSync } from "node:fs";
+import { mkdtempSync, openSync, readFileSync, existsSync, closeSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -28,8 +28,9 @@ export function serverBinary() {
 
 /**
  * startServer starts `bc-server dev` on a free loopback port and resolves once it wrote its ready
- * file: { url, adminToken, logFile, stop() }. When BC_TEST_SERVER_URL and BC_TEST_ADMIN_TOKEN are set
- * it returns that server instead, and stop() leaves it running.
+ * file: { url, adminToken, logFile, stop({ keepLog }) }; stop removes the log unless keepLog is set.
+ * When BC_TEST_SERVER_URL and BC_TEST_ADMIN_TOKEN are set it returns that server instead, and stop()
+ * leaves it running.
  */
 export async function startServer({ binary } = {}) {
   const { BC_TEST_SERVER_URL: url, BC_TEST_ADMIN_TOKEN: adminToken } = process.env;
@@ -49,7 +50,7 @@ export async function startServer({ binary } = {}) {
   let exited = null;
   const exit = new Promise((res) => child.once("exit", (code, signal) => res((exited = { code, signal }))));
 
-  const stop = async () => {
+  const stop = async ({ keepLog = false } = {}) => {
     if (exited) return;
     child.kill("SIGTERM");
     const done = await Promise.race([exit, sleep(stopTimeoutMs, "timeout")]);
@@ -58,6 +59,7 @@ export async function startServer({ binary } = {}) {
       await exit;
       throw new Error(`bc-server did not stop within ${stopTimeoutMs} ms of SIGTERM (log: ${logFile})`);
     }
+    if (!keepLog) rmSync(dir, { recursive: true, force: true });
   };
 
   const deadline = Date.now() + readyTimeoutMs;
@@ -69,7 +71,7 @@ export async function startServer({ binary } = {}) {
     if (ready) return { ...ready, logFile, stop };
     await sleep(100);
   }
-  await stop().catch(() => {});
+  await stop({ keepLog: true }).catch(() => {});
   throw new Error(`bc-server wrote no ready file within ${readyTimeoutMs} ms:\n${tail(logFile)}`);
 }
 

@@ -1,0 +1,348 @@
+package core_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+
+	"better-compute.dev/compute/apierr"
+	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
+	"better-compute.dev/compute/internal/apptest"
+	"better-compute.dev/compute/store"
+)
+
+func boolp(b bool) *bool { return &b }
+
+func httpRule() []*v1.ForwardingRule {
+	return []*v1.ForwardingRule{{EntryProtocol: "http", EntryPort: 80, TargetProtocol: "http", TargetPort: 8080}}
+}
+
+func poolTargets() *v1.LoadBalancerTargets { return &v1.LoadBalancerTargets{Pool: boolp(true)} }
+
+var keyN int
+var keyMu sync.Mutex
+
+func newKey() string {
+	keyMu.Lock()
+	defer keyMu.Unlock()
+	keyN++
+	return fmt.Sprintf("key-%d", keyN)
+}
+
+func regional(tn apptest.Tenant, targets *v1.LoadBalancerTargets) *v1.CreateLoadBalancerRequest {
+	return &v1.CreateLoadBalancerRequest{TenantId: tn.ID, PoolId: tn.PoolID, Name: "web", Region: "nyc3",
+		Targets: targets, Forwarding: httpRule(), IdempotencyKey: newKey()}
+}
+
+// world is two tenants, each with a pool, a network with a subnet in nyc3 and one in sfo3,
+// instances with machines, and a certificate.
+type world struct {
+	s                *apptest.Stack
+	a, b             apptest.Tenant
+	aSubnet, aSubnet2 string
+	bSubnet          string
+	aCert, bCert     string
+}
+
+func newWorld(t *testing.T) *world {
+	t.Helper()
+	s := apptest.Start(t)
+	w := &world{s: s, a: s.NewTenant(t, "acme", "editor"), b: s.NewTenant(t, "globex", "editor")}
+	for _, tn := range []apptest.Tenant{w.a, w.b} {
+		for _, res := range []string{"loadBalancers", "instances"} {
+			if _, err := s.App.Service.SetQuota(s.AdminCtx, &v1.SetQuotaRequest{TenantId: tn.ID, PoolId: tn.PoolID, Resource: res, Limit: 200}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	w.aSubnet = subnet(t, s, w.a, "nyc3", "10.1.0.0/24")
+	w.aSubnet2 = subnet(t, s, w.a, "nyc3", "10.2.0.0/24")
+	w.bSubnet = subnet(t, s, w.b, "nyc3", "10.3.0.0/24")
+	w.aCert = cert(t, s, w.a, w.a.AccountID)
+	w.bCert = cert(t, s, w.b, w.b.AccountID)
+	return w
+}
+
+var netN int
+
+func subnet(t *testing.T, s *apptest.Stack, tn apptest.Tenant, region, cidr string) string {
+	t.Helper()
+	netN++
+	n, err := s.App.Service.CreateNetwork(tn.Ctx, &v1.CreateNetworkRequest{TenantId: tn.ID, AccountId: tn.AccountID, Name: fmt.Sprintf("net%d", netN)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sn, err := s.App.Service.CreateSubnet(tn.Ctx, &v1.CreateSubnetRequest{TenantId: tn.ID, NetworkId: n.GetId(), Name: "s", Region: region, IpRange: cidr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sn.GetId()
+}
+
+func cert(t *testing.T, s *apptest.Stack, tn apptest.Tenant, account string) string {
+	t.Helper()
+	netN++
+	c, err := s.App.Service.CreateCertificate(tn.Ctx, &v1.CreateCertificateRequest{TenantId: tn.ID, AccountId: account, Name: fmt.Sprintf("c%d", netN),
+		Source: &v1.CreateCertificateRequest_Managed{Managed: &v1.ManagedCertificate{DnsNames: []string{"www.example.com"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c.GetId()
+}
+
+func wantCode(t *testing.T, err error, code apierr.Code, field string) {
+	t.Helper()
+	pe := apierr.From(err)
+	if err == nil || pe.Code != code || (field != "" && pe.Field != field) {
+		t.Fatalf("got %v, want %s (field %q)", err, code, field)
+	}
+}
+
+// TestSeedSentences asserts each sentence of the seed's loadBalancers page; the case names quote it.
+func TestSeedSentences(t *testing.T) {
+	w := newWorld(t)
+	s, svc, a, b := w.s, w.s.App.Service, w.a, w.b
+	ctx := context.Background()
+	inst := func(tn apptest.Tenant, region, subnet string) string { return s.MachineInstance(t, tn, region, subnet).GetId() }
+
+	cases := []struct {
+		sentence string
+		run      func(t *testing.T)
+	}{
+		{"create returns pending", func(t *testing.T) {
+			lb, err := svc.CreateLoadBalancer(a.Ctx, regional(a, poolTargets()))
+			if err != nil || lb.GetState() != "pending" {
+				t.Fatalf("%v %v", lb, err)
+			}
+		}},
+		{"Publishes providerLoadBalancer.created", func(t *testing.T) {
+			lb, err := svc.CreateLoadBalancer(a.Ctx, regional(a, poolTargets()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			evs, _, err := svc.ListEvents(a.Ctx, &v1.ListEventsRequest{TenantId: a.ID, ResourceId: lb.GetId()})
+			if err != nil || len(evs) != 1 || evs[0].GetType() != "providerLoadBalancer.created" {
+				t.Fatalf("events %v %v", evs, err)
+			}
+		}},
+		{"A load balancer books one loadBalancers quota on the pool", func(t *testing.T) {
+			before := used(t, s, a)
+			if _, err := svc.CreateLoadBalancer(a.Ctx, regional(a, poolTargets())); err != nil {
+				t.Fatal(err)
+			}
+			if got := used(t, s, a); got != before+1 {
+				t.Fatalf("used %d -> %d", before, got)
+			}
+		}},
+		{"no quota row grants none: QUOTA_EXCEEDED", func(t *testing.T) {
+			pool := s.NewPool(t, a.ID, a.AccountID, "noquota", 0)
+			if _, err := s.App.DB.Q().Exec(ctx, "DELETE FROM quotas WHERE pool_id = $1", pool); err != nil {
+				t.Fatal(err)
+			}
+			r := regional(a, poolTargets())
+			r.PoolId = pool
+			_, err := svc.CreateLoadBalancer(a.Ctx, r)
+			wantCode(t, err, apierr.QuotaExceeded, "")
+		}},
+		{"no room is QUOTA_EXCEEDED", func(t *testing.T) {
+			pool := s.NewPool(t, a.ID, a.AccountID, "tiny", 1)
+			r := regional(a, poolTargets())
+			r.PoolId = pool
+			if _, err := svc.CreateLoadBalancer(a.Ctx, r); err != nil {
+				t.Fatal(err)
+			}
+			r.IdempotencyKey = newKey()
+			_, err := svc.CreateLoadBalancer(a.Ctx, r)
+			wantCode(t, err, apierr.QuotaExceeded, "")
+		}},
+		{"Reading takes read, everything else manage: a viewer reads but cannot create", func(t *testing.T) {
+			_, _, viewer := s.NewPrincipal(t, a.ID, "viewer")
+			lb, err := svc.CreateLoadBalancer(a.Ctx, regional(a, poolTargets()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := svc.GetLoadBalancer(viewer, &v1.GetLoadBalancerRequest{TenantId: a.ID, LoadBalancerId: lb.GetId()}); err != nil {
+				t.Fatal(err)
+			}
+			_, err = svc.CreateLoadBalancer(viewer, regional(a, poolTargets()))
+			wantCode(t, err, apierr.AccessDenied, "")
+			_, err = svc.DeleteLoadBalancer(viewer, &v1.DeleteLoadBalancerRequest{TenantId: a.ID, LoadBalancerId: lb.GetId()})
+			wantCode(t, err, apierr.AccessDenied, "")
+			_, err = svc.UpdateLoadBalancer(viewer, &v1.UpdateLoadBalancerRequest{TenantId: a.ID, LoadBalancerId: lb.GetId(), RedirectHttpToHttps: boolp(true)})
+			wantCode(t, err, apierr.AccessDenied, "")
+		}},
+		{"a regional one targets named instances of the tenant and lives on the subnet they share", func(t *testing.T) {
+			i1, i2 := inst(a, "nyc3", w.aSubnet), inst(a, "nyc3", w.aSubnet)
+			lb, err := svc.CreateLoadBalancer(a.Ctx, regional(a, &v1.LoadBalancerTargets{InstanceIds: []string{i1, i2}}))
+			if err != nil || lb.GetSubnetId() != w.aSubnet {
+				t.Fatalf("%v %v", lb, err)
+			}
+		}},
+		{"named instances on two subnets is INVALID_INPUT", func(t *testing.T) {
+			i1, i2 := inst(a, "nyc3", w.aSubnet), inst(a, "nyc3", w.aSubnet2)
+			_, err := svc.CreateLoadBalancer(a.Ctx, regional(a, &v1.LoadBalancerTargets{InstanceIds: []string{i1, i2}}))
+			wantCode(t, err, apierr.InvalidInput, "targets.instanceIds")
+		}},
+		{"named instances not on subnetId is INVALID_INPUT", func(t *testing.T) {
+			r := regional(a, &v1.LoadBalancerTargets{InstanceIds: []string{inst(a, "nyc3", w.aSubnet2)}})
+			r.SubnetId = w.aSubnet
+			_, err := svc.CreateLoadBalancer(a.Ctx, r)
+			wantCode(t, err, apierr.InvalidInput, "targets.instanceIds[0]")
+		}},
+		{"Another tenant's instance is ACCESS_DENIED", func(t *testing.T) {
+			_, err := svc.CreateLoadBalancer(a.Ctx, regional(a, &v1.LoadBalancerTargets{InstanceIds: []string{inst(b, "nyc3", "")}}))
+			wantCode(t, err, apierr.AccessDenied, "targets.instanceIds[0]")
+		}},
+		{"another region is INVALID_INPUT", func(t *testing.T) {
+			_, err := svc.CreateLoadBalancer(a.Ctx, regional(a, &v1.LoadBalancerTargets{InstanceIds: []string{inst(a, "sfo3", "")}}))
+			wantCode(t, err, apierr.InvalidInput, "targets.instanceIds[0]")
+		}},
+		{"another account is INVALID_INPUT", func(t *testing.T) {
+			acct, err := svc.CreateProviderAccount(s.AdminCtx, &v1.CreateProviderAccountRequest{TenantId: a.ID, Kind: "digitalocean", Name: "second", Token: "t2"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			other := a
+			other.PoolID = s.NewPool(t, a.ID, acct.GetId(), "second", 5)
+			i := s.MachineInstance(t, other, "nyc3", "").GetId()
+			_, err = svc.CreateLoadBalancer(a.Ctx, regional(a, &v1.LoadBalancerTargets{InstanceIds: []string{i}}))
+			wantCode(t, err, apierr.InvalidInput, "targets.instanceIds[0]")
+			r := regional(a, poolTargets())
+			r.Forwarding = []*v1.ForwardingRule{{EntryProtocol: "https", EntryPort: 443, TargetProtocol: "http", TargetPort: 80, CertificateId: cert(t, s, a, acct.GetId())}}
+			_, err = svc.CreateLoadBalancer(a.Ctx, r)
+			wantCode(t, err, apierr.InvalidInput, "forwarding[0].certificateId")
+		}},
+		{"another tenant's subnet is NOT_FOUND", func(t *testing.T) {
+			r := regional(a, poolTargets())
+			r.SubnetId = w.bSubnet
+			_, err := svc.CreateLoadBalancer(a.Ctx, r)
+			wantCode(t, err, apierr.NotFound, "subnetId")
+		}},
+		{"another tenant's certificate is NOT_FOUND", func(t *testing.T) {
+			r := regional(a, poolTargets())
+			r.Forwarding = []*v1.ForwardingRule{{EntryProtocol: "https", EntryPort: 443, TargetProtocol: "http", TargetPort: 80, CertificateId: w.bCert}}
+			_, err := svc.CreateLoadBalancer(a.Ctx, r)
+			wantCode(t, err, apierr.NotFound, "forwarding[0].certificateId")
+		}},
+		{"an https entry names a certificate of the tenant on the same account", func(t *testing.T) {
+			r := regional(a, poolTargets())
+			r.Forwarding = []*v1.ForwardingRule{{EntryProtocol: "https", EntryPort: 443, TargetProtocol: "http", TargetPort: 80, CertificateId: w.aCert}}
+			if _, err := svc.CreateLoadBalancer(a.Ctx, r); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"a global one targets the tenant's regional load balancers; another tenant's is NOT_FOUND", func(t *testing.T) {
+			mine, err := svc.CreateLoadBalancer(a.Ctx, regional(a, poolTargets()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			theirs, err := svc.CreateLoadBalancer(b.Ctx, regional(b, poolTargets()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			g := &v1.CreateLoadBalancerRequest{TenantId: a.ID, PoolId: a.PoolID, Name: "edge", Scope: "global", Forwarding: httpRule(),
+				Targets: &v1.LoadBalancerTargets{LoadBalancerIds: []string{mine.GetId()}}, Domains: []*v1.Domain{{Name: "example.com"}}, IdempotencyKey: newKey()}
+			if lb, err := svc.CreateLoadBalancer(a.Ctx, g); err != nil || lb.GetScope() != "global" {
+				t.Fatalf("%v %v", lb, err)
+			}
+			g.Targets.LoadBalancerIds, g.IdempotencyKey = []string{theirs.GetId()}, newKey()
+			_, err = svc.CreateLoadBalancer(a.Ctx, g)
+			wantCode(t, err, apierr.NotFound, "targets.loadBalancerIds[0]")
+		}},
+		{"A regional load balancer a global one of the tenant targets is INVALID_STATE (reason inUse)", func(t *testing.T) {
+			mine, _ := svc.CreateLoadBalancer(a.Ctx, regional(a, poolTargets()))
+			g := &v1.CreateLoadBalancerRequest{TenantId: a.ID, PoolId: a.PoolID, Name: "edge", Scope: "global", Forwarding: httpRule(),
+				Targets: &v1.LoadBalancerTargets{LoadBalancerIds: []string{mine.GetId()}}, IdempotencyKey: newKey()}
+			glb, err := svc.CreateLoadBalancer(a.Ctx, g)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = svc.DeleteLoadBalancer(a.Ctx, &v1.DeleteLoadBalancerRequest{TenantId: a.ID, LoadBalancerId: mine.GetId()})
+			if pe := apierr.From(err); pe.Code != apierr.InvalidState || pe.StateReason != "inUse" {
+				t.Fatalf("got %v", err)
+			}
+			// Once the global one is being deleted, the regional one may go.
+			if _, err := svc.DeleteLoadBalancer(a.Ctx, &v1.DeleteLoadBalancerRequest{TenantId: a.ID, LoadBalancerId: glb.GetId()}); err != nil {
+				t.Fatal(err)
+			}
+			if lb, err := svc.DeleteLoadBalancer(a.Ctx, &v1.DeleteLoadBalancerRequest{TenantId: a.ID, LoadBalancerId: mine.GetId()}); err != nil || lb.GetState() != "deleting" {
+				t.Fatalf("%v %v", lb, err)
+			}
+		}},
+		{"get returns settings, targets, address and addressV6 once assigned, and state", func(t *testing.T) {
+			lb, _ := svc.CreateLoadBalancer(a.Ctx, regional(a, poolTargets()))
+			if _, err := store.RecordLoadBalancerObservation(ctx, s.App.DB.Q(), store.LoadBalancerObservation{
+				ID: lb.GetId(), State: "ready", ProviderID: "p1", Address: "192.0.2.10", AddressV6: "2001:db8::10", MarkReady: true,
+			}); err != nil {
+				t.Fatal(err)
+			}
+			got, err := svc.GetLoadBalancer(a.Ctx, &v1.GetLoadBalancerRequest{TenantId: a.ID, LoadBalancerId: lb.GetId()})
+			if err != nil || got.GetAddress() != "192.0.2.10" || got.GetAddressV6() != "2001:db8::10" || got.GetState() != "ready" ||
+				!got.GetTargets().GetPool() || len(got.GetForwarding()) != 1 || got.GetReadyTime() == nil {
+				t.Fatalf("%v %v", got, err)
+			}
+		}},
+		{"update replaces each part given, returns it updating, publishes updated with what changed", func(t *testing.T) {
+			lb, _ := svc.CreateLoadBalancer(a.Ctx, regional(a, poolTargets()))
+			_, _ = store.RecordLoadBalancerObservation(ctx, s.App.DB.Q(), store.LoadBalancerObservation{ID: lb.GetId(), State: "ready", ProviderID: "p1", MarkReady: true})
+			up, err := svc.UpdateLoadBalancer(a.Ctx, &v1.UpdateLoadBalancerRequest{TenantId: a.ID, LoadBalancerId: lb.GetId(),
+				HealthCheck: &v1.HealthCheck{Protocol: "tcp", Port: 8080}, StickySessions: &v1.StickySessions{CookieName: "lb", TtlSeconds: 60}})
+			if err != nil || up.GetState() != "updating" || up.GetHealthCheck().GetProtocol() != "tcp" || !up.GetTargets().GetPool() || len(up.GetForwarding()) != 1 {
+				t.Fatalf("%v %v", up, err)
+			}
+			evs, _, _ := svc.ListEvents(a.Ctx, &v1.ListEventsRequest{TenantId: a.ID, ResourceId: lb.GetId()})
+			last := evs[len(evs)-1]
+			changed := last.GetData().GetFields()["changed"].GetListValue().AsSlice()
+			if last.GetType() != "providerLoadBalancer.updated" || !slices.Equal(changed, []any{"healthCheck", "stickySessions"}) {
+				t.Fatalf("event %v", last)
+			}
+		}},
+		{"update: named instances must be on its subnet, or without one on no tenant network", func(t *testing.T) {
+			lb, _ := svc.CreateLoadBalancer(a.Ctx, regional(a, poolTargets()))
+			_, err := svc.UpdateLoadBalancer(a.Ctx, &v1.UpdateLoadBalancerRequest{TenantId: a.ID, LoadBalancerId: lb.GetId(),
+				Targets: &v1.LoadBalancerTargets{InstanceIds: []string{inst(a, "nyc3", w.aSubnet)}}})
+			wantCode(t, err, apierr.InvalidInput, "targets.instanceIds[0]")
+			if _, err := svc.UpdateLoadBalancer(a.Ctx, &v1.UpdateLoadBalancerRequest{TenantId: a.ID, LoadBalancerId: lb.GetId(),
+				Targets: &v1.LoadBalancerTargets{InstanceIds: []string{inst(a, "nyc3", "")}}}); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"delete returns it deleting", func(t *testing.T) {
+			lb, _ := svc.CreateLoadBalancer(a.Ctx, regional(a, poolTargets()))
+			got, err := svc.DeleteLoadBalancer(a.Ctx, &v1.DeleteLoadBalancerRequest{TenantId: a.ID, LoadBalancerId: lb.GetId()})
+			if err != nil || got.GetState() != "deleting" {
+				t.Fatalf("%v %v", got, err)
+			}
+		}},
+		{"another tenant's load balancer is NOT_FOUND on get, update and delete", func(t *testing.T) {
+			theirs, _ := svc.CreateLoadBalancer(b.Ctx, regional(b, poolTargets()))
+			for _, tenant := range []string{a.ID, b.ID} {
+				_, err := svc.GetLoadBalancer(a.Ctx, &v1.GetLoadBalancerRequest{TenantId: tenant, LoadBalancerId: theirs.GetId()})
+				wantCode(t, err, apierr.NotFound, "")
+				_, err = svc.UpdateLoadBalancer(a.Ctx, &v1.UpdateLoadBalancerRequest{TenantId: tenant, LoadBalancerId: theirs.GetId(), RedirectHttpToHttps: boolp(true)})
+				wantCode(t, err, apierr.NotFound, "")
+				_, err = svc.DeleteLoadBalancer(a.Ctx, &v1.DeleteLoadBalancerRequest{TenantId: tenant, LoadBalancerId: theirs.GetId()})
+				wantCode(t, err, apierr.NotFound, "")
+			}
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.sentence, tc.run)
+	}
+}
+
+func used(t *testing.T, s *apptest.Stack, tn apptest.Tenant) int64 {
+	t.Helper()
+	qs, err := store.ListQuotas(context.Background(), s.App.DB.Q(), tn.ID, tn.PoolID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range qs {
+		if q.Resource == "loadBalancers" {
+			return q.Used
+		}
+	}
+	return -1
+}

@@ -1,0 +1,125 @@
+package provresources
+
+import (
+	"net/netip"
+	"slices"
+	"strings"
+
+	"better-compute.dev/compute/provider"
+)
+
+// lbDrift names the parts of the desired state the provider does not hold (empty: none). It
+// compares only what the reconciler sets, in a normal form: machines, targets, sources and
+// domains as sets, forwarding rules by entry port, protocols in lower case, and of a health
+// check only the fields the tenant gave (zero means the provider's default). The VPC and the
+// region are not compared: the provider cannot move a load balancer, and a PUT never tries.
+func lbDrift(want provider.LoadBalancerSpec, got provider.LoadBalancer) []string {
+	var out []string
+	add := func(part string, differs bool) {
+		if differs {
+			out = append(out, part)
+		}
+	}
+	have := got.Spec
+	if want.Scope == provider.ScopeGlobal {
+		add("targets", !sameSet(want.TargetLoadBalancerIDs, got.TargetLoadBalancerIDs))
+		add("domains", !sameSet(domainKeys(want.Domains), domainKeys(have.Domains)))
+	} else {
+		add("machines", !sameSet(want.MachineIDs, got.MachineIDs))
+	}
+	add("forwarding", !slices.Equal(ruleKeys(want.Forwarding), ruleKeys(have.Forwarding)))
+	add("healthCheck", !healthMatches(want.HealthCheck, have.HealthCheck))
+	add("stickySessions", !stickyMatches(want.StickySessions, have.StickySessions))
+	add("sourceRanges", !sameSet(sourceKeys(want.AllowSources), sourceKeys(have.AllowSources)) ||
+		!sameSet(sourceKeys(want.DenySources), sourceKeys(have.DenySources)))
+	add("redirectHttpToHttps", want.RedirectHTTPToHTTPS != have.RedirectHTTPToHTTPS)
+	return out
+}
+
+// sameSet reports whether a and b hold the same strings, ignoring order and repeats.
+func sameSet(a, b []string) bool {
+	return slices.Equal(setOf(a), setOf(b))
+}
+
+func setOf(s []string) []string {
+	out := slices.Clone(s)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// ruleKey is a forwarding rule in normal form.
+type ruleKey struct {
+	entryProto  string
+	entryPort   int
+	targetProto string
+	targetPort  int
+	certID      string
+	passthrough bool
+}
+
+func ruleKeys(rules []provider.ForwardingRule) []ruleKey {
+	out := make([]ruleKey, 0, len(rules))
+	for _, f := range rules {
+		out = append(out, ruleKey{strings.ToLower(f.EntryProtocol), f.EntryPort, strings.ToLower(f.TargetProtocol),
+			f.TargetPort, f.CertificateID, f.TLSPassthrough})
+	}
+	slices.SortFunc(out, func(a, b ruleKey) int {
+		if a.entryPort != b.entryPort {
+			return a.entryPort - b.entryPort
+		}
+		return strings.Compare(a.entryProto, b.entryProto)
+	})
+	return out
+}
+
+// healthMatches: no desired check leaves the provider's own; a desired one must match in
+// every field the tenant gave.
+func healthMatches(want, got *provider.HealthCheck) bool {
+	if want == nil {
+		return true
+	}
+	if got == nil {
+		return false
+	}
+	intOK := func(w, g int) bool { return w == 0 || w == g }
+	return strings.EqualFold(want.Protocol, got.Protocol) && intOK(want.Port, got.Port) &&
+		(want.Path == "" || want.Path == got.Path) && intOK(want.IntervalSeconds, got.IntervalSeconds) &&
+		intOK(want.TimeoutSeconds, got.TimeoutSeconds) && intOK(want.HealthyThreshold, got.HealthyThreshold) &&
+		intOK(want.UnhealthyThreshold, got.UnhealthyThreshold)
+}
+
+func stickyMatches(want, got *provider.StickySessions) bool {
+	if want == nil || got == nil {
+		return want == nil && got == nil
+	}
+	return *want == *got
+}
+
+// sourceKeys writes addresses and prefixes canonically ("10.0.0.0/8", "1.2.3.4"), dropping the
+// provider's "ip:" and "cidr:" prefixes if any are left.
+func sourceKeys(sources []string) []string {
+	out := make([]string, 0, len(sources))
+	for _, s := range sources {
+		s = strings.TrimSpace(s)
+		if v, found := strings.CutPrefix(s, "ip:"); found {
+			s = v
+		} else if v, found := strings.CutPrefix(s, "cidr:"); found {
+			s = v
+		}
+		if p, err := netip.ParsePrefix(s); err == nil {
+			s = p.String()
+		} else if a, err := netip.ParseAddr(s); err == nil {
+			s = a.String()
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func domainKeys(domains []provider.Domain) []string {
+	out := make([]string, 0, len(domains))
+	for _, d := range domains {
+		out = append(out, strings.ToLower(d.Name)+"|"+d.CertificateID)
+	}
+	return out
+}

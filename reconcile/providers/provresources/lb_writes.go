@@ -1,0 +1,177 @@
+package provresources
+
+import (
+	"slices"
+
+	"better-compute.dev/compute/core"
+	"better-compute.dev/compute/ids"
+	"better-compute.dev/compute/provider"
+	"better-compute.dev/compute/store"
+)
+
+// The fenced writes of a load balancer pass. Each re-reads the row under a lock and compares
+// it with the row the pass started from: a request that changed it meanwhile (a new spec, a
+// delete) bumped spec_version and queued the load balancer again, so the write keeps the
+// request's state and records only what the provider now holds.
+
+// current locks and reads the row and tells whether a request changed it since the pass read.
+func (w *writer) currentLB(read store.LoadBalancer) (store.LoadBalancer, bool, error) {
+	cur, err := store.GetLoadBalancerForUpdate(w.ctx, w.tx, read.ID)
+	if err != nil {
+		return cur, false, err
+	}
+	return cur, cur.SpecVersion != read.SpecVersion || cur.State != read.State, nil
+}
+
+// observation is the row as it stands, for RecordLoadBalancerObservation to write back with
+// some fields changed.
+func observation(cur store.LoadBalancer) store.LoadBalancerObservation {
+	return store.LoadBalancerObservation{
+		ID: cur.ID, State: cur.State, ProviderID: cur.ProviderID, Address: cur.Address, AddressV6: cur.AddressV6,
+		AppliedVersion: cur.AppliedVersion, ReachedInstanceIDs: cur.ReachedInstanceIDs,
+		ReachedMachineIDs: cur.ReachedMachineIDs, LastError: cur.LastError,
+	}
+}
+
+// markCreatePending is the durable mark written before the provider is asked to create.
+func (w *writer) markCreatePending(read store.LoadBalancer) error {
+	_, changed, err := w.currentLB(read)
+	if err != nil {
+		return err
+	}
+	if changed {
+		return errRowChanged
+	}
+	return store.MarkLoadBalancerCreatePending(w.ctx, w.tx, read.ID)
+}
+
+// forgetLB drops a provider id the provider no longer knows, so the next pass creates anew.
+func (w *writer) forgetLB(read store.LoadBalancer) error {
+	cur, _, err := w.currentLB(read)
+	if err != nil || cur.ProviderID != read.ProviderID {
+		return err
+	}
+	o := observation(cur)
+	o.ProviderID, o.Address, o.AddressV6, o.AppliedVersion = "", "", "", 0
+	if cur.State == "ready" || cur.State == "error" {
+		o.State = "updating"
+	}
+	_, err = store.RecordLoadBalancerObservation(w.ctx, w.tx, o)
+	return err
+}
+
+// observeLB records what the provider holds: its id, addresses, the applied version and what
+// it reaches; with ready it also moves the row to ready, publishing providerLoadBalancer.ready
+// and opening the usage when it was not ready before.
+func (w *writer) observeLB(read store.LoadBalancer, obs *provider.LoadBalancer, want desiredLB, applied int64, ready bool) error {
+	cur, changed, err := w.currentLB(read)
+	if err != nil {
+		return err
+	}
+	o := observation(cur)
+	o.ProviderID = obs.ID
+	if obs.Address != "" {
+		o.Address, o.AddressV6 = obs.Address, obs.AddressV6
+	}
+	deleting := cur.State == "deleting" || cur.State == "deleted"
+	if !deleting && !changed {
+		o.AppliedVersion = max(o.AppliedVersion, applied)
+		o.ReachedInstanceIDs, o.ReachedMachineIDs = want.instanceIDs, want.spec.MachineIDs
+		o.LastError = ""
+		if ready {
+			o.State, o.MarkReady = "ready", true
+		}
+	}
+	if sameObservation(cur, o) {
+		return nil
+	}
+	if _, err := store.RecordLoadBalancerObservation(w.ctx, w.tx, o); err != nil {
+		return err
+	}
+	if cur.ProviderID == "" && cur.Scope == string(provider.ScopeRegional) {
+		// Global load balancers that target this one waited for its provider id.
+		globals, err := store.GlobalsTargeting(w.ctx, w.tx, cur.ID)
+		if err != nil {
+			return err
+		}
+		if err := w.enqueueAll(globals); err != nil {
+			return err
+		}
+	}
+	if o.State != "ready" || cur.State == "ready" {
+		return nil
+	}
+	if err := store.StartUsage(w.ctx, w.tx, store.UsageRecord{
+		ID: ids.New(ids.UsageRecord), TenantID: cur.TenantID, Meter: core.MeterLoadBalancerHours, ResourceID: cur.ID,
+	}); err != nil {
+		return err
+	}
+	return w.event(cur.TenantID, core.EventLBReady, cur.ID, map[string]any{"address": o.Address, "addressV6": o.AddressV6})
+}
+
+// sameObservation reports whether writing o would change nothing (steady periodic passes then
+// write nothing at all).
+func sameObservation(cur store.LoadBalancer, o store.LoadBalancerObservation) bool {
+	return cur.State == o.State && cur.ProviderID == o.ProviderID && cur.Address == o.Address &&
+		cur.AddressV6 == o.AddressV6 && cur.AppliedVersion >= o.AppliedVersion && cur.LastError == o.LastError &&
+		slices.Equal(cur.ReachedInstanceIDs, o.ReachedInstanceIDs) && slices.Equal(cur.ReachedMachineIDs, o.ReachedMachineIDs) &&
+		(!o.MarkReady || cur.ReadyAt != nil) && cur.CreatePendingAt == nil
+}
+
+// errorLB puts the load balancer in error and publishes providerLoadBalancer.error, once per
+// distinct failure.
+func (w *writer) errorLB(read store.LoadBalancer, obs *provider.LoadBalancer, msg string) error {
+	cur, changed, err := w.currentLB(read)
+	if err != nil {
+		return err
+	}
+	if changed || cur.State == "deleting" || cur.State == "deleted" {
+		return errRowChanged
+	}
+	if cur.State == "error" && cur.LastError == msg && (obs == nil || cur.ProviderID == obs.ID) {
+		return nil
+	}
+	o := observation(cur)
+	o.State, o.LastError = "error", msg
+	if obs != nil {
+		o.ProviderID = obs.ID
+	}
+	if _, err := store.RecordLoadBalancerObservation(w.ctx, w.tx, o); err != nil {
+		return err
+	}
+	return w.event(cur.TenantID, core.EventLBError, cur.ID, map[string]any{"error": msg})
+}
+
+// lbLastError shows a retryable failure on the row without changing its state.
+func (w *writer) lbLastError(read store.LoadBalancer, msg string) error {
+	cur, _, err := w.currentLB(read)
+	if err != nil || cur.LastError == msg || cur.State == "deleted" {
+		return err
+	}
+	return store.SetLoadBalancerError(w.ctx, w.tx, cur.ID, cur.State, msg)
+}
+
+// deletedLB records the load balancer deleted, closes its usage, refunds its quota and
+// publishes providerLoadBalancer.deleted: once, since only a deleting row moves to deleted.
+func (w *writer) deletedLB(read store.LoadBalancer) error {
+	cur, _, err := w.currentLB(read)
+	if err != nil {
+		return err
+	}
+	if cur.State != "deleting" {
+		return errRowChanged
+	}
+	o := observation(cur)
+	o.State, o.LastError, o.MarkDeleted = "deleted", "", true
+	o.ReachedInstanceIDs, o.ReachedMachineIDs = nil, nil
+	if _, err := store.RecordLoadBalancerObservation(w.ctx, w.tx, o); err != nil {
+		return err
+	}
+	if err := store.StopUsage(w.ctx, w.tx, core.MeterLoadBalancerHours, cur.ID); err != nil {
+		return err
+	}
+	if err := store.RefundQuota(w.ctx, w.tx, cur.PoolID, cur.TenantID, core.QuotaLoadBalancers); err != nil {
+		return err
+	}
+	return w.event(cur.TenantID, core.EventLBDeleted, cur.ID, map[string]any{"name": cur.Name})
+}

@@ -1,0 +1,212 @@
+// Package provresources is the vps.provider-resources reconciler: it converges the load
+// balancers, instances, subnets and certificates the tenants recorded onto their provider
+// accounts through provider.Provider (ProviderImpl).
+//
+// One Handler serves the work kind core.ReconcileKind and dispatches on the resource id's type
+// prefix (plb_, inst_, snet_, pcert_). Every pass reads the rows, talks to the provider outside
+// any transaction, and writes what it learned only through reconcile.WriteResult, so a replica
+// whose lease was taken over writes nothing. A pass is idempotent: it observes first, then
+// creates, updates or deletes what differs, and asks to come back (Result.RequeueAfter) while
+// the provider works asynchronously.
+//
+// Creates never duplicate: provider-side names are deterministic ("bc-" and the row id), a
+// load balancer is marked create-pending in a fenced write before the provider is asked, and a
+// pass that finds the mark (or, for the other types, any resource of that name) adopts what the
+// provider has instead of creating again. The create call itself runs under a deadline well
+// inside the lease, so a replica paused between its fenced mark and the request cannot send it
+// after its lease was taken over.
+package provresources
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"better-compute.dev/compute/core"
+	"better-compute.dev/compute/ids"
+	"better-compute.dev/compute/provider"
+	"better-compute.dev/compute/reconcile"
+	"better-compute.dev/compute/seal"
+	"better-compute.dev/compute/store"
+)
+
+// PeriodicKind is the work kind of the periodic pass that queues every live load balancer.
+const PeriodicKind = core.ReconcileKind + ".periodic"
+
+// Defaults of Options.
+const (
+	DefaultProviderPoll     = 2 * time.Second
+	DefaultDependencyPoll   = 10 * time.Second
+	DefaultCreateWindow     = 10 * time.Second
+	DefaultImage            = "ubuntu-24-04-x64"
+	DefaultPeriodicInterval = time.Minute
+	// MaxPeriodicInterval is the longest periodic interval allowed: the seed promises that an
+	// instance which gained a machine is added within five minutes.
+	MaxPeriodicInterval = 5 * time.Minute
+	// periodicBatch bounds the enqueues of one periodic transaction.
+	periodicBatch = 100
+)
+
+// Options configure a Reconciler.
+type Options struct {
+	// DB holds the rows and the work queue.
+	DB *store.DB
+	// Keyring opens the sealed account tokens and certificate keys.
+	Keyring *seal.Keyring
+	// Factory opens a provider for an account (digitalocean.NewFactory).
+	Factory provider.Factory
+	// ProviderPoll is how soon a pass comes back while the provider works (a load balancer
+	// still new, its address not yet assigned, a certificate being issued). Default 2 s.
+	ProviderPoll time.Duration
+	// DependencyPoll is how soon a pass comes back while it waits for another resource (a
+	// subnet's VPC, a certificate, a target load balancer). Those resources queue their
+	// waiters when they become ready; the poll is the backstop. Default 10 s.
+	DependencyPoll time.Duration
+	// CreateWindow bounds a create request at the provider. Keep it well below the lease TTL:
+	// a replica paused between its create-pending mark and the request finds the deadline
+	// passed when it resumes and sends nothing. Default 10 s.
+	CreateWindow time.Duration
+	// Image is the image of the droplets made for instances. Default ubuntu-24-04-x64.
+	Image string
+	// Logger receives what a pass could not record. Default slog.Default().
+	Logger *slog.Logger
+}
+
+// Reconciler is the vps.provider-resources reconciler; it is safe for concurrent use.
+type Reconciler struct {
+	opts Options
+
+	mu        sync.Mutex
+	providers map[string]cachedProvider // by account id
+}
+
+// cachedProvider is an opened provider and the sealed token it was opened with: a new token
+// (the account's row changed) opens a new one.
+type cachedProvider struct {
+	tokenDigest [sha256.Size]byte
+	p           provider.Provider
+}
+
+// New checks opts and fills in the defaults.
+func New(opts Options) (*Reconciler, error) {
+	switch {
+	case opts.DB == nil:
+		return nil, errors.New("provresources: Options.DB is required")
+	case opts.Keyring == nil:
+		return nil, errors.New("provresources: Options.Keyring is required")
+	case opts.Factory == nil:
+		return nil, errors.New("provresources: Options.Factory is required")
+	}
+	if opts.ProviderPoll <= 0 {
+		opts.ProviderPoll = DefaultProviderPoll
+	}
+	if opts.DependencyPoll <= 0 {
+		opts.DependencyPoll = DefaultDependencyPoll
+	}
+	if opts.CreateWindow <= 0 {
+		opts.CreateWindow = DefaultCreateWindow
+	}
+	if opts.Image == "" {
+		opts.Image = DefaultImage
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	return &Reconciler{opts: opts, providers: map[string]cachedProvider{}}, nil
+}
+
+// Reconcile implements reconcile.Handler for core.ReconcileKind: it dispatches on the id's
+// type prefix. An id of an unknown type is a programming error, reported as the item's last
+// error.
+func (r *Reconciler) Reconcile(ctx context.Context, lease store.Lease) (reconcile.Result, error) {
+	id := lease.ResourceID
+	switch {
+	case strings.HasPrefix(id, ids.LoadBalancer):
+		return r.reconcileLoadBalancer(ctx, lease)
+	case strings.HasPrefix(id, ids.Instance):
+		return r.reconcileInstance(ctx, lease)
+	case strings.HasPrefix(id, ids.Subnet):
+		return r.reconcileSubnet(ctx, lease)
+	case strings.HasPrefix(id, ids.Certificate):
+		return r.reconcileCertificate(ctx, lease)
+	}
+	return reconcile.Result{}, fmt.Errorf("provresources: no reconciler for resource %q", id)
+}
+
+// Periodic returns the handler of the periodic pass (register it with reconcile.Runner.Every
+// under PeriodicKind): it queues every live load balancer, so that one whose instances gained
+// machines is updated and drift at the provider is repaired.
+func (r *Reconciler) Periodic() reconcile.Handler {
+	return reconcile.HandlerFunc(r.periodic)
+}
+
+func (r *Reconciler) periodic(ctx context.Context, lease store.Lease) (reconcile.Result, error) {
+	live, err := store.LiveLoadBalancerIDs(ctx, r.opts.DB.Q())
+	if err != nil {
+		return reconcile.Result{}, fmt.Errorf("provresources: periodic pass: %w", err)
+	}
+	for start := 0; start < len(live); start += periodicBatch {
+		batch := live[start:min(start+periodicBatch, len(live))]
+		if err := r.write(ctx, lease, func(w *writer) error {
+			for _, id := range batch {
+				if err := w.enqueue(id); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	return reconcile.Result{}, nil
+}
+
+// providerFor opens (or reuses) the provider of an account, unsealing its token.
+func (r *Reconciler) providerFor(ctx context.Context, accountID string) (provider.Provider, error) {
+	acct, err := store.GetAccount(ctx, r.opts.DB.Q(), accountID)
+	if err != nil {
+		return nil, fmt.Errorf("provresources: account %s: %w", accountID, err)
+	}
+	digest := sha256.Sum256(acct.TokenSealed)
+	r.mu.Lock()
+	c, ok := r.providers[accountID]
+	r.mu.Unlock()
+	if ok && c.tokenDigest == digest {
+		return c.p, nil
+	}
+	token, err := r.opts.Keyring.OpenSecret(string(acct.TokenSealed), []byte(acct.ID))
+	if err != nil {
+		// The keyring's error names no secret; the token itself is never in an error.
+		return nil, fmt.Errorf("provresources: account %s: open token: %w", accountID, err)
+	}
+	p, err := r.opts.Factory(ctx, provider.Account{ID: acct.ID, Kind: acct.Kind, Token: token.Reveal(), Endpoint: acct.APIURL})
+	if err != nil {
+		return nil, fmt.Errorf("provresources: account %s: %w", accountID, err)
+	}
+	r.mu.Lock()
+	r.providers[accountID] = cachedProvider{tokenDigest: digest, p: p}
+	r.mu.Unlock()
+	return p, nil
+}
+
+// ProviderName is the deterministic provider-side name of a resource: "bc-" and its id with
+// the type prefix's underscore turned into a dash (droplet, VPC and load balancer names take
+// letters, digits, dashes and dots only). It is the adoption key after a lost create.
+func ProviderName(id string) string {
+	return "bc-" + strings.ReplaceAll(id, "_", "-")
+}
+
+// createContext bounds a create request: see Options.CreateWindow.
+func (r *Reconciler) createContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, r.opts.CreateWindow)
+}
+
+// terminal reports whether a provider failure will not heal by retrying the same request.
+func terminal(err error) bool {
+	return errors.Is(err, provider.ErrInvalid)
+}

@@ -1,0 +1,77 @@
+package server
+
+import (
+	"context"
+
+	"connectrpc.com/connect"
+
+	"better-compute.dev/compute/core"
+	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
+	"better-compute.dev/compute/gen/go/bettercompute/compute/v1/computev1connect"
+)
+
+// metal serves MetalService: decode, call core (which authorizes and records the move), reply
+// with the node's metal view.
+type metal struct{ svc *core.Service }
+
+var _ computev1connect.MetalServiceHandler = metal{}
+
+func (h metal) EnrollNode(ctx context.Context, r *connect.Request[v1.EnrollNodeRequest]) (*connect.Response[v1.EnrollNodeResponse], error) {
+	n, err := h.svc.EnrollNode(ctx, r.Msg)
+	return reply(&v1.EnrollNodeResponse{Node: n}, err)
+}
+
+func (h metal) GetNode(ctx context.Context, r *connect.Request[v1.GetNodeRequest]) (*connect.Response[v1.GetNodeResponse], error) {
+	n, err := h.svc.GetNode(ctx, r.Msg)
+	return reply(&v1.GetNodeResponse{Node: n}, err)
+}
+
+func (h metal) ListNodes(ctx context.Context, r *connect.Request[v1.ListNodesRequest]) (*connect.Response[v1.ListNodesResponse], error) {
+	ns, err := h.svc.ListNodes(ctx, r.Msg)
+	return reply(&v1.ListNodesResponse{Nodes: ns}, err)
+}
+
+func (h metal) InspectNode(ctx context.Context, r *connect.Request[v1.InspectNodeRequest]) (*connect.Response[v1.InspectNodeResponse], error) {
+	n, err := h.svc.InspectNode(ctx, r.Msg)
+	return reply(&v1.InspectNodeResponse{Node: n}, err)
+}
+
+func (h metal) CommissionNode(ctx context.Context, r *connect.Request[v1.CommissionNodeRequest]) (*connect.Response[v1.CommissionNodeResponse], error) {
+	n, err := h.svc.CommissionNode(ctx, r.Msg)
+	return reply(&v1.CommissionNodeResponse{Node: n}, err)
+}
+
+func (h metal) DeployNode(ctx context.Context, r *connect.Request[v1.DeployNodeRequest]) (*connect.Response[v1.DeployNodeResponse], error) {
+	n, err := h.svc.DeployNode(ctx, r.Msg)
+	return reply(&v1.DeployNodeResponse{Node: n}, err)
+}
+
+func (h metal) RescueNode(ctx context.Context, r *connect.Request[v1.RescueNodeRequest]) (*connect.Response[v1.RescueNodeResponse], error) {
+	n, err := h.svc.RescueNode(ctx, r.Msg)
+	return reply(&v1.RescueNodeResponse{Node: n}, err)
+}
+
+func (h metal) UnrescueNode(ctx context.Context, r *connect.Request[v1.UnrescueNodeRequest]) (*connect.Response[v1.UnrescueNodeResponse], error) {
+	n, err := h.svc.UnrescueNode(ctx, r.Msg)
+	return reply(&v1.UnrescueNodeResponse{Node: n}, err)
+}
+
+func (h metal) ReleaseNode(ctx context.Context, r *connect.Request[v1.ReleaseNodeRequest]) (*connect.Response[v1.ReleaseNodeResponse], error) {
+	n, err := h.svc.ReleaseNode(ctx, r.Msg)
+	return reply(&v1.ReleaseNodeResponse{Node: n}, err)
+}
+
+func (h metal) RetireNode(ctx context.Context, r *connect.Request[v1.RetireNodeRequest]) (*connect.Response[v1.RetireNodeResponse], error) {
+	n, err := h.svc.RetireNode(ctx, r.Msg)
+	return reply(&v1.RetireNodeResponse{Node: n}, err)
+}
+
+func (h metal) AbortNode(ctx context.Context, r *connect.Request[v1.AbortNodeRequest]) (*connect.Response[v1.AbortNodeResponse], error) {
+	n, err := h.svc.AbortNode(ctx, r.Msg)
+	return reply(&v1.AbortNodeResponse{Node: n}, err)
+}
+
+func (h metal) UpdateNodeCredentials(ctx context.Context, r *connect.Request[v1.UpdateNodeCredentialsRequest]) (*connect.Response[v1.UpdateNodeCredentialsResponse], error) {
+	n, err := h.svc.UpdateNodeCredentials(ctx, r.Msg)
+	return reply(&v1.UpdateNodeCredentialsResponse{Node: n}, err)
+}
