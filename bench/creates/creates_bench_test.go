@@ -1,0 +1,122 @@
+// Package creates measures load balancer creates through the whole stack — JSON mapping over
+// HTTP, validation, authentication, OpenFGA, one SERIALIZABLE transaction with quota booking,
+// event and work item — against a bare pgx insert transaction measured in the same run, at 1, 8
+// and 32 concurrent clients. The figures that matter are the ratios: these machines are noisy.
+//
+//	go test -run '^$' -bench . -benchtime 400x ./bench/creates
+package creates
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
+	"better-compute.dev/compute/internal/apptest"
+	"better-compute.dev/compute/store"
+)
+
+// run spreads n operations over c workers and returns their latencies and the wall time.
+func run(n, c int, op func(i int) error) ([]time.Duration, time.Duration, error) {
+	lat := make([]time.Duration, n)
+	var next atomic.Int64
+	var firstErr atomic.Value
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range c {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				t0 := time.Now()
+				if err := op(i); err != nil {
+					firstErr.CompareAndSwap(nil, err)
+				}
+				lat[i] = time.Since(t0)
+			}
+		}()
+	}
+	wg.Wait()
+	wall := time.Since(start)
+	if e, ok := firstErr.Load().(error); ok {
+		return nil, 0, e
+	}
+	slices.Sort(lat)
+	return lat, wall, nil
+}
+
+func pct(lat []time.Duration, p float64) time.Duration { return lat[int(float64(len(lat)-1)*p)] }
+
+func BenchmarkCreate(b *testing.B) {
+	s := apptest.Start(b)
+	tn := s.NewTenant(b, "bench", "editor")
+	for _, res := range []string{"loadBalancers"} {
+		if _, err := s.App.Service.SetQuota(s.AdminCtx, &v1.SetQuotaRequest{TenantId: tn.ID, PoolId: tn.PoolID, Resource: res, Limit: 100000}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	ctx := context.Background()
+	if _, err := s.App.DB.Q().Exec(ctx, `CREATE TABLE bench_rows (id TEXT PRIMARY KEY, body JSONB NOT NULL, created_at TIMESTAMPTZ NOT NULL DEFAULT now())`); err != nil {
+		b.Fatal(err)
+	}
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: 60 * time.Second}
+	var seq atomic.Int64
+	create := func(int) error {
+		k := seq.Add(1)
+		body := fmt.Sprintf(`{"tenantId":"bench","poolId":%q,"name":"lb","region":"nyc3","targets":{"pool":true},`+
+			`"forwarding":[{"entryProtocol":"http","entryPort":80,"targetProtocol":"http","targetPort":8080}],"idempotencyKey":"b-%d"}`, tn.PoolID, k)
+		req, _ := http.NewRequest(http.MethodPost, s.App.URL+"/api/compute/loadBalancers/create", bytes.NewBufferString(body))
+		req.Header.Set("Authorization", "Bearer "+tn.Token)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("create: HTTP %d", resp.StatusCode)
+		}
+		return nil
+	}
+	bare := func(int) error {
+		k := seq.Add(1)
+		return store.ExecuteTx(ctx, s.App.DB, func(tx pgx.Tx) error {
+			_, err := tx.Exec(ctx, `INSERT INTO bench_rows (id, body) VALUES ($1, '{"name":"lb"}')`, fmt.Sprintf("r-%d", k))
+			return err
+		})
+	}
+	for _, c := range []int{1, 8, 32} {
+		b.Run(fmt.Sprintf("clients=%d", c), func(b *testing.B) {
+			n := max(b.N, c)
+			base, baseWall, err := run(n, c, bare)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			full, fullWall, err := run(n, c, create)
+			b.StopTimer()
+			if err != nil {
+				b.Fatal(err)
+			}
+			fullRate, baseRate := float64(n)/fullWall.Seconds(), float64(n)/baseWall.Seconds()
+			b.ReportMetric(fullRate, "creates/s")
+			b.ReportMetric(float64(pct(full, 0.5).Microseconds())/1000, "p50-ms")
+			b.ReportMetric(float64(pct(full, 0.99).Microseconds())/1000, "p99-ms")
+			b.ReportMetric(fullRate/baseRate, "throughput-ratio-vs-pgx")
+			b.ReportMetric(float64(pct(full, 0.5))/float64(pct(base, 0.5)), "p50-ratio-vs-pgx")
+			b.ReportMetric(float64(pct(full, 0.99))/float64(pct(base, 0.99)), "p99-ratio-vs-pgx")
+		})
+	}
+}
