@@ -48,13 +48,18 @@ func (s *Service) readEvents(ctx context.Context, tenantID string, after int64, 
 }
 
 // WatchEvents sends the tenant's events after a cursor, then new ones as they commit, until ctx
-// ends. Resuming from the last cursor seen loses nothing: cursors follow commit order.
+// ends. Resuming from the last cursor seen loses nothing: cursors follow commit order. Once the
+// caller is authorized, send is called with nil: the transport then opens the stream (headers
+// out) so a client learns at once that its watch is established, even before any event.
 func (s *Service) WatchEvents(ctx context.Context, r *v1.WatchEventsRequest, send func(*v1.Event) error) error {
 	c, err := caller(ctx)
 	if err != nil {
 		return err
 	}
 	if err := s.authorizeTenant(ctx, c, authz.EventsRead, r.GetTenantId()); err != nil {
+		return err
+	}
+	if err := send(nil); err != nil {
 		return err
 	}
 	after := r.GetAfter()

@@ -67,6 +67,9 @@ func (h events) WatchEvents(ctx context.Context, r *connect.Request[v1.WatchEven
 		return err
 	}
 	return h.svc.WatchEvents(ctx, r.Msg, func(e *v1.Event) error {
+		if e == nil {
+			return stream.Send(nil) // headers only: the watch is established
+		}
 		return stream.Send(&v1.WatchEventsResponse{Event: e})
 	})
 }
