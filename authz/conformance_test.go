@@ -12,7 +12,7 @@ import (
 // The conformance suite runs against every engine; each test gets a fresh
 // authorizer from newAuthz, so grants never leak between tests.
 
-// level is the least tenant role a permission needs.
+// permissionLevel is the least tenant role a permission needs.
 var permissionLevel = map[Permission]Role{
 	LoadBalancersRead: RoleViewer, LoadBalancersManage: RoleEditor,
 	InstancesRead: RoleViewer, InstancesUpdate: RoleEditor, InstancesManage: RoleEditor,

@@ -119,3 +119,37 @@ func TestEmbeddedOptionsErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestEmbeddedPostgresConcurrentBatches runs several large batches at once on
+// the postgres datastore: they must all finish with the right answers, not wait
+// on each other for pooled connections.
+func TestEmbeddedPostgresConcurrentBatches(t *testing.T) {
+	t.Parallel()
+	a := newPostgres(t, testSchema(t))
+	grantFixture(t, a)
+	checks := make([]Check, 2*MaxBatch)
+	for i := range checks {
+		checks[i] = Check{prnEditor, InstancesUpdate, Object{TypeInstance, fmt.Sprintf("ins_%d", i), tenantA}}
+	}
+	const callers = 6
+	errs := make(chan error, callers)
+	for range callers {
+		go func() {
+			res, err := a.BatchCheck(context.Background(), checks)
+			if err == nil {
+				for i, ok := range res {
+					if !ok {
+						err = fmt.Errorf("check %d denied", i)
+						break
+					}
+				}
+			}
+			errs <- err
+		}()
+	}
+	for range callers {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}

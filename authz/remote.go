@@ -10,8 +10,8 @@ import (
 	"net/url"
 	"time"
 
-	fgasdk "github.com/openfga/go-sdk"
 	openfgav1 "github.com/openfga/api/proto/openfga/v1"
+	fgasdk "github.com/openfga/go-sdk"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 )

@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 
+	"github.com/jackc/pgx/v5"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -98,8 +99,17 @@ func (s *Service) CreatePool(ctx context.Context, r *v1.CreatePoolRequest) (*v1.
 	if err != nil {
 		return nil, err
 	}
-	p, err := store.InsertPool(ctx, s.DB.Q(), store.Pool{
-		ID: ids.New(ids.Pool), TenantID: r.GetTenantId(), AccountID: a.ID, Name: r.GetName(), Regions: r.GetRegions(), Policy: policy,
+	var p store.Pool
+	err = store.ExecuteTx(ctx, s.DB, func(tx pgx.Tx) error {
+		var err error
+		p, err = store.InsertPool(ctx, tx, store.Pool{
+			ID: ids.New(ids.Pool), TenantID: r.GetTenantId(), AccountID: a.ID, Name: r.GetName(), Regions: r.GetRegions(), Policy: policy,
+		})
+		if err != nil {
+			return err
+		}
+		// A policy with a substrate records it and queues the kubernetes.substrates reconciler.
+		return s.followSubstrate(ctx, tx, p, r.GetPolicy())
 	})
 	if err != nil {
 		return nil, storeErr(err, "pool")
@@ -186,7 +196,18 @@ func (s *Service) changePool(ctx context.Context, tenantID, poolID string, polic
 	if state == "" {
 		state = p.State
 	}
-	p, err = store.UpdatePool(ctx, s.DB.Q(), poolID, raw, state)
+	err = store.ExecuteTx(ctx, s.DB, func(tx pgx.Tx) error {
+		var err error
+		if p, err = store.UpdatePool(ctx, tx, poolID, raw, state); err != nil {
+			return err
+		}
+		// The substrate follows the new policy or the archive, in this same transaction.
+		effective := &v1.PoolPolicy{}
+		if err := protojson.Unmarshal(p.Policy, effective); err != nil {
+			return apierr.InternalErr(err)
+		}
+		return s.followSubstrate(ctx, tx, p, effective)
+	})
 	if err != nil {
 		return nil, storeErr(err, "pool")
 	}

@@ -85,6 +85,9 @@ var jsonRoutes = map[string]string{
 	"metal/retire":            c.MetalServiceRetireNodeProcedure,
 	"metal/abort":             c.MetalServiceAbortNodeProcedure,
 	"metal/updateCredentials": c.MetalServiceUpdateNodeCredentialsProcedure,
+
+	"substrates/get":  c.SubstrateServiceGetSubstrateProcedure,
+	"substrates/list": c.SubstrateServiceListSubstratesProcedure,
 }
 
 // httpStatus of each platform reason on the JSON mapping.

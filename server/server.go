@@ -34,6 +34,7 @@ var ServiceNames = []string{
 	c.PoolServiceName, c.NetworkServiceName, c.CertificateServiceName, c.InstanceServiceName,
 	c.EventServiceName, c.UsageServiceName,
 	c.MetalServiceName,
+	c.SubstrateServiceName, c.SubstrateJoinServiceName,
 }
 
 // New builds the whole HTTP handler.
@@ -70,6 +71,10 @@ func New(opts Options) (http.Handler, error) {
 	mount(c.NewEventServiceHandler(events{svc, ic}, ho...))
 	mount(c.NewUsageServiceHandler(usage{svc}, ho...))
 	mount(c.NewMetalServiceHandler(metal{svc}, ho...))
+	mount(c.NewSubstrateServiceHandler(substrates{svc}, ho...))
+	// The join is authenticated by its join token, not a bearer token: no interceptor.
+	mount(c.NewSubstrateJoinServiceHandler(substrateJoin{svc, ic}, connect.WithReadMaxBytes(64<<10),
+		connect.WithCodec(strictJSON{"json"}), connect.WithCodec(strictJSON{"json; charset=utf-8"})))
 
 	root := http.NewServeMux()
 	root.Handle("/", api)

@@ -1,0 +1,254 @@
+package core
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"errors"
+	"slices"
+
+	"github.com/jackc/pgx/v5"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"better-compute.dev/compute/apierr"
+	"better-compute.dev/compute/authz"
+	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
+	"better-compute.dev/compute/ids"
+	"better-compute.dev/compute/seal"
+	"better-compute.dev/compute/store"
+)
+
+// SubstrateKind is the work-queue kind of the kubernetes.substrates reconciler; its resource
+// ids are pool ids.
+const SubstrateKind = "kubernetes.substrates"
+
+// SubstrateNodePrefix is the id prefix of a node that joined a substrate's pool.
+const SubstrateNodePrefix = "snode_"
+
+// joinTokenPrefix marks join tokens, so one found in a log or a paste is recognisable.
+const joinTokenPrefix = "bcj_"
+
+// followSubstrate keeps a pool's substrate row in step with the pool, inside the transaction
+// that creates the pool or changes its policy or state: it records the substrate (pending,
+// with a fresh join token) when the policy first names one, revives a torn-down one, and
+// queues the kubernetes.substrates reconciler, which reads the pool and converges. A policy
+// without a substrate on a pool that never had one changes nothing.
+func (s *Service) followSubstrate(ctx context.Context, tx pgx.Tx, p store.Pool, policy *v1.PoolPolicy) error {
+	want := policy.GetSubstrate()
+	live := want != nil && p.State != "archived"
+	if live {
+		if _, err := tenantAccount(ctx, tx, p.TenantID, want.GetAccount()); err != nil {
+			return err
+		}
+	}
+	sub, err := store.GetSubstrateByPoolForUpdate(ctx, tx, p.ID)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		if !live {
+			return nil
+		}
+		id := ids.New(ids.Substrate)
+		hash, sealed, err := s.newJoinToken(id)
+		if err != nil {
+			return err
+		}
+		if _, err := store.InsertSubstrate(ctx, tx, store.Substrate{
+			ID: id, TenantID: p.TenantID, PoolID: p.ID, JoinTokenHash: hash, JoinTokenSealed: sealed,
+		}); err != nil {
+			return err
+		}
+	case err != nil:
+		return err
+	case live && sub.State == "deleted":
+		hash, sealed, err := s.newJoinToken(sub.ID)
+		if err != nil {
+			return err
+		}
+		if _, err := store.ReviveSubstrate(ctx, tx, sub.ID, hash, sealed); err != nil {
+			return err
+		}
+	}
+	return store.Enqueue(ctx, tx, SubstrateKind, p.ID, nil)
+}
+
+// newJoinToken makes a join token for a substrate and returns its SHA-256 and the token sealed
+// to the substrate id. The token itself leaves this function only sealed.
+func (s *Service) newJoinToken(substrateID string) (hash, sealed []byte, err error) {
+	var raw [32]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		return nil, nil, apierr.InternalErr(err)
+	}
+	token := joinTokenPrefix + base64.RawURLEncoding.EncodeToString(raw[:])
+	digest := sha256.Sum256([]byte(token))
+	box, err := s.Keyring.SealSecret(seal.Secret(token), []byte(substrateID))
+	if err != nil {
+		return nil, nil, apierr.InternalErr(err)
+	}
+	return digest[:], []byte(box), nil
+}
+
+// GetSubstrate returns the substrate of one pool of the tenant.
+func (s *Service) GetSubstrate(ctx context.Context, r *v1.GetSubstrateRequest) (*v1.Substrate, error) {
+	c, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	notFound := apierr.NotFoundf("substrate of pool %s not found", r.GetPoolId())
+	sub, err := store.GetSubstrateByPool(ctx, s.DB.Q(), r.GetPoolId())
+	if err != nil || sub.TenantID != r.GetTenantId() {
+		return nil, notFound
+	}
+	if !c.PlatformAdmin {
+		if err := s.authorize(ctx, c, authz.SubstratesRead, substrateObject(sub), "", "substrate"); err != nil {
+			// authorize names the substrate's own id in its NOT_FOUND; the caller asked by pool,
+			// and must not learn an id it could not read.
+			if apierr.From(err).Code == apierr.NotFound {
+				return nil, notFound
+			}
+			return nil, err
+		}
+	}
+	nodes, err := store.ListSubstrateNodes(ctx, s.DB.Q(), []string{sub.ID})
+	if err != nil {
+		return nil, storeErr(err, "substrate")
+	}
+	return substrateProto(sub, nodes), nil
+}
+
+// ListSubstrates returns the tenant's substrates the caller may read.
+func (s *Service) ListSubstrates(ctx context.Context, r *v1.ListSubstratesRequest) ([]*v1.Substrate, error) {
+	c, err := caller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !c.PlatformAdmin {
+		if err := s.authorizeTenant(ctx, c, authz.SubstratesRead, r.GetTenantId()); err != nil {
+			return nil, err
+		}
+	}
+	subs, err := store.ListSubstrates(ctx, s.DB.Q(), r.GetTenantId(), r.GetIncludeDeleted())
+	if err != nil {
+		return nil, storeErr(err, "substrate")
+	}
+	if !c.PlatformAdmin {
+		visible, err := s.filterVisible(ctx, c, authz.SubstratesRead, objectsOf(subs))
+		if err != nil {
+			return nil, err
+		}
+		kept := subs[:0]
+		for i, sub := range subs {
+			if visible[i] {
+				kept = append(kept, sub)
+			}
+		}
+		subs = kept
+	}
+	idsOf := make([]string, len(subs))
+	for i, sub := range subs {
+		idsOf[i] = sub.ID
+	}
+	nodes, err := store.ListSubstrateNodes(ctx, s.DB.Q(), idsOf)
+	if err != nil {
+		return nil, storeErr(err, "substrate")
+	}
+	bySub := map[string][]store.SubstrateNode{}
+	for _, n := range nodes {
+		bySub[n.SubstrateID] = append(bySub[n.SubstrateID], n)
+	}
+	out := make([]*v1.Substrate, len(subs))
+	for i, sub := range subs {
+		out[i] = substrateProto(sub, bySub[sub.ID])
+	}
+	return out, nil
+}
+
+// errBadJoin is the one answer to every refused join, so a caller learns nothing about which
+// part (pool, token, substrate state) was wrong.
+var errBadJoin = &apierr.Error{Code: apierr.Unauthenticated, Message: "the join token is not valid for this pool"}
+
+// JoinNode records a cluster node as a machine of the pool whose join token it presents. There
+// is no caller principal: the token is the credential. It is compared, as a SHA-256, in
+// constant time with the stored one; an unknown pool is compared against a dummy hash, so the
+// answer takes as long either way. The reconciler is queued to check the node against the
+// provider's node pools (a node that is not in one of them is removed again).
+func (s *Service) JoinNode(ctx context.Context, r *v1.JoinNodeRequest) (*v1.JoinNodeResponse, error) {
+	got := sha256.Sum256([]byte(r.GetToken()))
+	var out store.SubstrateNode
+	var tenantID string
+	err := store.ExecuteTx(ctx, s.DB, func(tx pgx.Tx) error {
+		sub, err := store.GetSubstrateByPool(ctx, tx, r.GetPoolId())
+		want := make([]byte, sha256.Size)
+		if err == nil {
+			want = sub.JoinTokenHash
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		match := subtle.ConstantTimeCompare(got[:], want) == 1
+		if err != nil || !match || sub.State == "deleting" || sub.State == "deleted" {
+			return errBadJoin
+		}
+		if !slices.ContainsFunc(sub.NodePools, func(np store.SubstrateNodePool) bool { return np.Name == r.GetNodePool() }) {
+			return apierr.Invalid("nodePool", "node pool %s is not one of the substrate's", r.GetNodePool())
+		}
+		tenantID = sub.TenantID
+		out, err = store.UpsertSubstrateNode(ctx, tx, store.SubstrateNode{
+			ID: ids.New(SubstrateNodePrefix), SubstrateID: sub.ID, TenantID: sub.TenantID, PoolID: sub.PoolID,
+			Name: r.GetNodeName(), ProviderNodeID: r.GetProviderNodeId(), NodePool: r.GetNodePool(),
+		})
+		if err != nil {
+			return err
+		}
+		return store.Enqueue(ctx, tx, SubstrateKind, sub.PoolID, nil)
+	})
+	if err != nil {
+		return nil, storeErr(err, "substrate node")
+	}
+	return &v1.JoinNodeResponse{TenantId: tenantID, PoolId: out.PoolID, Node: substrateNodeProto(out)}, nil
+}
+
+func substrateObject(sub store.Substrate) authz.Object {
+	return authz.Object{Type: authz.TypePoolSubstrate, ID: sub.ID, Tenant: sub.TenantID}
+}
+
+func objectsOf(subs []store.Substrate) []authz.Object {
+	out := make([]authz.Object, len(subs))
+	for i, sub := range subs {
+		out[i] = substrateObject(sub)
+	}
+	return out
+}
+
+func substrateProto(sub store.Substrate, nodes []store.SubstrateNode) *v1.Substrate {
+	out := &v1.Substrate{
+		Id: sub.ID, TenantId: sub.TenantID, PoolId: sub.PoolID, AccountId: sub.AccountID, State: sub.State,
+		ClusterId: sub.ClusterID, LastError: sub.LastError,
+		CreateTime: timestamppb.New(sub.CreatedAt), UpdateTime: timestamppb.New(sub.UpdatedAt),
+	}
+	if sub.ClusterID != "" {
+		out.ClusterOrigin = "adopted"
+		if sub.ClusterCreated {
+			out.ClusterOrigin = "created"
+		}
+	}
+	for _, np := range sub.NodePools {
+		out.NodePools = append(out.NodePools, &v1.SubstrateNodePool{
+			Name: np.Name, Flavor: np.Flavor, Size: np.Size, Count: int32(np.Count), ProviderId: np.ProviderID,
+		})
+	}
+	for _, o := range sub.Objects {
+		out.Objects = append(out.Objects, &v1.SubstrateObject{Kind: o.Kind, Namespace: o.Namespace, Name: o.Name})
+	}
+	for _, c := range sub.Conflicts {
+		out.Conflicts = append(out.Conflicts, &v1.SubstrateConflict{Kind: c.Kind, Namespace: c.Namespace, Name: c.Name, Reason: c.Reason})
+	}
+	for _, n := range nodes {
+		out.Nodes = append(out.Nodes, substrateNodeProto(n))
+	}
+	return out
+}
+
+func substrateNodeProto(n store.SubstrateNode) *v1.SubstrateNode {
+	return &v1.SubstrateNode{Id: n.ID, Name: n.Name, ProviderNodeId: n.ProviderNodeID, NodePool: n.NodePool, JoinTime: timestamppb.New(n.JoinedAt)}
+}
