@@ -42,6 +42,8 @@ type Authorizer interface {
 	GrantObject(ctx context.Context, obj Object, principal string, level Level) error
 	// RevokeObject removes a direct grant; revoking an absent grant is no error.
 	RevokeObject(ctx context.Context, obj Object, principal string, level Level) error
+	// GrantPlatformAdmin makes principal an admin of the platform (compute-platform:root).
+	GrantPlatformAdmin(ctx context.Context, principal string) error
 	// Close releases the engine or client; every later call returns an error
 	// wrapping ErrUnavailable.
 	Close() error

@@ -73,8 +73,8 @@ func TestModelMatchesPermissions(t *testing.T) {
 			}
 		}
 	}
-	if len(m.permissions) != len(typePermissions)+2 { // + user and compute-tenant
-		t.Errorf("model has %d types, tests know %d", len(m.permissions), len(typePermissions)+2)
+	if len(m.permissions) != len(typePermissions)+3 { // + user, compute-tenant and compute-platform
+		t.Errorf("model has %d types, tests know %d", len(m.permissions), len(typePermissions)+3)
 	}
 }
 

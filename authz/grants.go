@@ -16,6 +16,14 @@ func (c *client) GrantTenantRole(ctx context.Context, tenant, principal string, 
 	return c.write(ctx, key, true)
 }
 
+// GrantPlatformAdmin makes principal a platform admin. Granting twice is no error.
+func (c *client) GrantPlatformAdmin(ctx context.Context, principal string) error {
+	if err := validID("principal", principal); err != nil {
+		return err
+	}
+	return c.write(ctx, &openfgav1.TupleKey{Object: PlatformObject.String(), Relation: "admin", User: principalType + ":" + principal}, true)
+}
+
 // RevokeTenantRole removes role on tenant from principal.
 func (c *client) RevokeTenantRole(ctx context.Context, tenant, principal string, role Role) error {
 	key, err := tenantRoleKey(tenant, principal, role)

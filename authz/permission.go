@@ -36,9 +36,11 @@ const (
 	// TenantsManage covers the tenant itself: its settings and its role grants.
 	// Only admins hold it.
 	TenantsManage Permission = "compute:tenants:manage"
+	// PlatformManage covers the platform surface: tenants, provider accounts, pools and quotas.
+	PlatformManage Permission = "compute:platform:manage"
 )
 
-// AllPermissions lists every permission constant, in a stable order.
+// AllPermissions lists every tenant permission (all but PlatformManage), in a stable order.
 var AllPermissions = []Permission{
 	LoadBalancersRead, LoadBalancersManage,
 	InstancesRead, InstancesUpdate, InstancesManage,
@@ -76,6 +78,7 @@ const (
 	TypeProviderAccount      = "compute-provider-account"
 	TypeMetalNode            = "compute-metal-node"
 	TypePoolSubstrate        = "compute-pool-substrate"
+	TypePlatform             = "compute-platform"
 )
 
 // principalType is the model type of every principal: users and service
@@ -125,6 +128,9 @@ type Object struct {
 
 // String renders the object as OpenFGA spells it ("type:id").
 func (o Object) String() string { return o.Type + ":" + o.ID }
+
+// PlatformObject is the one compute-platform object.
+var PlatformObject = Object{Type: TypePlatform, ID: "root"}
 
 // TenantObject is the compute-tenant object of tenant id, used for list and
 // create checks (the object to create does not exist yet).

@@ -349,8 +349,7 @@ func TestMetalUpdateCredentials(t *testing.T) {
 func TestMetalNoKeyring(t *testing.T) {
 	t.Parallel()
 	e := newMetalEnv(t)
-	svc := *e.svc
-	svc.Keyring = nil
+	svc := &core.Service{DB: e.svc.DB, Authz: e.svc.Authz, Log: e.svc.Log}
 	_, err := svc.EnrollNode(e.editorA, metalEnrollRequest(e.tenantA, "nokey", "10.6.0.1"))
 	if pe := metalWantErr(t, "no keyring", err, apierr.Internal, ""); pe.Cause == nil {
 		t.Errorf("no cause kept for the log: %+v", pe)

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync"
 
 	"better-compute.dev/compute/apierr"
 	"better-compute.dev/compute/authz"
@@ -25,6 +26,9 @@ type Service struct {
 	Authz   authz.Authorizer
 	Keyring *seal.Keyring
 	Log     *slog.Logger
+
+	// platformSynced remembers the platform principals whose OpenFGA grant this process wrote.
+	platformSynced sync.Map
 }
 
 // Caller is the authenticated principal of a request.

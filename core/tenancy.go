@@ -45,7 +45,31 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (Caller, erro
 		}
 		return Caller{}, apierr.InternalErr(err)
 	}
-	return Caller{PrincipalID: p.ID, TenantID: p.TenantID, PlatformAdmin: p.PlatformAdmin}, nil
+	c := Caller{PrincipalID: p.ID, TenantID: p.TenantID}
+	if p.PlatformAdmin {
+		// The database names platform principals; OpenFGA decides whether they act as one.
+		if c.PlatformAdmin, err = s.platformAdmin(ctx, p.ID); err != nil {
+			return Caller{}, err
+		}
+	}
+	return c, nil
+}
+
+// platformAdmin asks OpenFGA whether a principal the database records as a platform principal
+// holds compute:platform:manage. The grant is written first (idempotently, once per process), so
+// a replica whose in-process engine started after the bootstrap also knows it.
+func (s *Service) platformAdmin(ctx context.Context, principalID string) (bool, error) {
+	if _, done := s.platformSynced.Load(principalID); !done {
+		if err := s.Authz.GrantPlatformAdmin(ctx, principalID); err != nil {
+			return false, authzErr(err)
+		}
+		s.platformSynced.Store(principalID, true)
+	}
+	ok, err := s.Authz.Check(ctx, authz.Check{Principal: principalID, Permission: authz.PlatformManage, Object: authz.PlatformObject})
+	if err != nil {
+		return false, authzErr(err)
+	}
+	return ok, nil
 }
 
 // BootstrapAdmin makes a platform admin principal and a token for it; dev mode prints the secret.
@@ -59,6 +83,11 @@ func (s *Service) BootstrapAdmin(ctx context.Context, name string) (principalID,
 		_, err := store.InsertToken(ctx, tx, store.Token{ID: ids.New(ids.Token), PrincipalID: principalID, SecretHash: HashSecret(secret)})
 		return err
 	})
+	if err == nil && s.Authz != nil {
+		if err = s.Authz.GrantPlatformAdmin(ctx, principalID); err == nil {
+			s.platformSynced.Store(principalID, true)
+		}
+	}
 	return principalID, secret, err
 }
 
