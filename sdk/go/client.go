@@ -1,0 +1,96 @@
+// Package sdk is the typed Go client of the Better Compute control plane: one constructor, bearer
+// authentication, every service's generated Connect client, and platform errors as values.
+//
+//	c := sdk.New("https://compute.example", token)
+//	lb, err := c.LoadBalancers.CreateLoadBalancer(ctx, connect.NewRequest(&computev1.CreateLoadBalancerRequest{...}))
+//	if pe, ok := sdk.AsError(err); ok && pe.Code == sdk.QuotaExceeded { ... }
+package sdk
+
+import (
+	"context"
+	"net/http"
+
+	"connectrpc.com/connect"
+
+	c "better-compute.dev/compute/gen/go/bettercompute/compute/v1/computev1connect"
+)
+
+// Client holds one client per service.
+type Client struct {
+	LoadBalancers    c.LoadBalancerServiceClient
+	Tenants          c.TenantServiceClient
+	Projects         c.ProjectServiceClient
+	ProviderAccounts c.ProviderAccountServiceClient
+	Pools            c.PoolServiceClient
+	Networks         c.NetworkServiceClient
+	Certificates     c.CertificateServiceClient
+	Instances        c.InstanceServiceClient
+	Events           c.EventServiceClient
+	Usage            c.UsageServiceClient
+	Metal            c.MetalServiceClient
+}
+
+// Option changes New.
+type Option func(*options)
+
+type options struct {
+	http    connect.HTTPClient
+	connect []connect.ClientOption
+}
+
+// WithHTTPClient sets the transport (for gRPC, one speaking HTTP/2).
+func WithHTTPClient(h connect.HTTPClient) Option { return func(o *options) { o.http = h } }
+
+// WithGRPC speaks gRPC instead of the Connect protocol.
+func WithGRPC() Option { return func(o *options) { o.connect = append(o.connect, connect.WithGRPC()) } }
+
+// WithClientOptions passes Connect client options through.
+func WithClientOptions(opts ...connect.ClientOption) Option {
+	return func(o *options) { o.connect = append(o.connect, opts...) }
+}
+
+// New returns a client for baseURL authenticating with a bearer token.
+func New(baseURL, token string, opts ...Option) *Client {
+	o := options{http: http.DefaultClient}
+	for _, f := range opts {
+		f(&o)
+	}
+	co := append([]connect.ClientOption{connect.WithInterceptors(bearer(token))}, o.connect...)
+	h := o.http
+	return &Client{
+		LoadBalancers:    c.NewLoadBalancerServiceClient(h, baseURL, co...),
+		Tenants:          c.NewTenantServiceClient(h, baseURL, co...),
+		Projects:         c.NewProjectServiceClient(h, baseURL, co...),
+		ProviderAccounts: c.NewProviderAccountServiceClient(h, baseURL, co...),
+		Pools:            c.NewPoolServiceClient(h, baseURL, co...),
+		Networks:         c.NewNetworkServiceClient(h, baseURL, co...),
+		Certificates:     c.NewCertificateServiceClient(h, baseURL, co...),
+		Instances:        c.NewInstanceServiceClient(h, baseURL, co...),
+		Events:           c.NewEventServiceClient(h, baseURL, co...),
+		Usage:            c.NewUsageServiceClient(h, baseURL, co...),
+		Metal:            c.NewMetalServiceClient(h, baseURL, co...),
+	}
+}
+
+// bearer sets the Authorization header on unary calls and streams. The token never appears in
+// errors or logs of this package.
+type bearer string
+
+func (b bearer) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
+	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+		req.Header().Set("Authorization", "Bearer "+string(b))
+		return next(ctx, req)
+	}
+}
+
+func (b bearer) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
+	return func(ctx context.Context, spec connect.Spec) connect.StreamingClientConn {
+		conn := next(ctx, spec)
+		conn.RequestHeader().Set("Authorization", "Bearer "+string(b))
+		return conn
+	}
+}
+
+func (b bearer) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
+	return next
+}
