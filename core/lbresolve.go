@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"slices"
+	"strconv"
 
 	"better-compute.dev/compute/apierr"
 	"better-compute.dev/compute/authz"
@@ -199,16 +200,5 @@ func checkCertificates(ctx context.Context, q store.Querier, p lbPlacement, rule
 }
 
 func fieldIndex(path string, i int) string {
-	return path + "[" + itoa(i) + "]"
-}
-
-func itoa(i int) string {
-	if i == 0 {
-		return "0"
-	}
-	var b []byte
-	for ; i > 0; i /= 10 {
-		b = append([]byte{byte('0' + i%10)}, b...)
-	}
-	return string(b)
+	return path + "[" + strconv.Itoa(i) + "]"
 }
