@@ -13,7 +13,7 @@ import (
 
 // objects of one tenant that the matrix acts on.
 type objects struct {
-	tenant                                  string
+	tenant                                   string
 	lb, instance, subnet, network, cert, prj string
 }
 

@@ -29,7 +29,9 @@ func unmarshalSpec(b []byte) (*v1.LoadBalancer, error) {
 }
 
 // LoadBalancerSpec returns the settings of a row (for the reconciler).
-func LoadBalancerSpec(row store.LoadBalancer) (*v1.LoadBalancer, error) { return unmarshalSpec(row.Spec) }
+func LoadBalancerSpec(row store.LoadBalancer) (*v1.LoadBalancer, error) {
+	return unmarshalSpec(row.Spec)
+}
 
 // loadBalancerProto is the tenant's view of a row.
 func loadBalancerProto(row store.LoadBalancer) (*v1.LoadBalancer, error) {

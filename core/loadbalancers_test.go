@@ -39,11 +39,11 @@ func regional(tn apptest.Tenant, targets *v1.LoadBalancerTargets) *v1.CreateLoad
 // world is two tenants, each with a pool, a network with a subnet in nyc3 and one in sfo3,
 // instances with machines, and a certificate.
 type world struct {
-	s                *apptest.Stack
-	a, b             apptest.Tenant
+	s                 *apptest.Stack
+	a, b              apptest.Tenant
 	aSubnet, aSubnet2 string
-	bSubnet          string
-	aCert, bCert     string
+	bSubnet           string
+	aCert, bCert      string
 }
 
 func newWorld(t *testing.T) *world {
@@ -105,7 +105,9 @@ func TestSeedSentences(t *testing.T) {
 	w := newWorld(t)
 	s, svc, a, b := w.s, w.s.App.Service, w.a, w.b
 	ctx := context.Background()
-	inst := func(tn apptest.Tenant, region, subnet string) string { return s.MachineInstance(t, tn, region, subnet).GetId() }
+	inst := func(tn apptest.Tenant, region, subnet string) string {
+		return s.MachineInstance(t, tn, region, subnet).GetId()
+	}
 
 	cases := []struct {
 		sentence string
