@@ -51,4 +51,3 @@ func counts(t *testing.T, s *apptest.Stack) string {
 	}
 	return fmt.Sprintf("%d/%d/%d", lbs, evs, used)
 }
-
