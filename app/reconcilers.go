@@ -1,9 +1,76 @@
 package app
 
-import "context"
+import (
+	"context"
+	"time"
 
-// runReconcilers runs this replica's share of the reconcile work until ctx ends. The
-// vps.provider-resources reconciler is wired here once it exists.
+	"better-compute.dev/compute/core"
+	"better-compute.dev/compute/provider/bmc"
+	"better-compute.dev/compute/provider/digitalocean"
+	"better-compute.dev/compute/reconcile"
+	metalreconcile "better-compute.dev/compute/reconcile/metal"
+	"better-compute.dev/compute/reconcile/providers/provresources"
+)
+
+// pruneKind is the periodic pass that removes long-idle work items.
+const pruneKind = "work.prune"
+
+// runReconcilers runs this replica's share of the reconcile work until ctx ends: the
+// vps.provider-resources reconciler and its periodic pass, on leases shared with every other
+// replica of the database. A misconfiguration is logged and the replica keeps serving the API.
 func (a *App) runReconcilers(ctx context.Context) {
-	<-ctx.Done()
+	log := a.Config.Logger
+	rc, err := ReconcileConfigFromEnv(nil)
+	if err != nil {
+		log.Error("reconcilers not started", "err", err.Error())
+		<-ctx.Done()
+		return
+	}
+	runner, err := a.newRunner(rc)
+	if err != nil {
+		log.Error("reconcilers not started", "err", err.Error())
+		<-ctx.Done()
+		return
+	}
+	log.Info("reconcilers running", "replica", a.Config.Replica, "leaseTTL", rc.LeaseTTL.String(),
+		"periodic", rc.PeriodicInterval.String())
+	if err := runner.Run(ctx); err != nil {
+		log.Error("reconcilers stopped", "err", err.Error())
+		<-ctx.Done()
+	}
+}
+
+// newRunner wires the reconciler and its periodic pass into a runner holding leases as this
+// replica.
+func (a *App) newRunner(rc ReconcileConfig) (*reconcile.Runner, error) {
+	do := rc.DigitalOcean
+	do.Transport = provresources.DeadlineTransport(do.Transport)
+	rec, err := provresources.New(provresources.Options{
+		DB: a.DB, Keyring: a.Service.Keyring, Factory: digitalocean.NewFactory(do),
+		ProviderPoll: rc.ProviderPoll, DependencyPoll: rc.DependencyPoll, CreateWindow: rc.CreateWindow,
+		Logger: a.Config.Logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	runner, err := reconcile.New(reconcile.Options{
+		DB: a.DB, Holder: a.Config.Replica, Handlers: map[string]reconcile.Handler{
+			core.ReconcileKind:  rec,
+			metalreconcile.Kind: metalreconcile.New(a.DB, a.Service.Keyring, &bmc.Runner{Logger: a.Config.Logger}, a.Config.Logger),
+		},
+		Concurrency: rc.Concurrency, LeaseTTL: rc.LeaseTTL, PollInterval: rc.PollInterval,
+		Backoff:       reconcile.Exponential{Initial: rc.BackoffInitial, Max: rc.BackoffMax, Jitter: 0.2},
+		ShutdownGrace: 5 * time.Second, Logger: a.Config.Logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := runner.Every(provresources.PeriodicKind, rc.PeriodicInterval, rec.Periodic()); err != nil {
+		return nil, err
+	}
+	// Finished work items stay as idle rows (their epochs fence stale holders); prune old ones.
+	if err := runner.Every(pruneKind, time.Hour, reconcile.PruneIdleWork(a.DB, 30*24*time.Hour)); err != nil {
+		return nil, err
+	}
+	return runner, nil
 }

@@ -89,7 +89,6 @@ func TestJoinNode(t *testing.T) {
 	for _, tc := range cases {
 		r := good()
 		tc.edit(r)
-		r.NodeName = r.GetNodeName() + ""
 		_, err := join(r)
 		if connect.CodeOf(err) != tc.want {
 			t.Errorf("%s: %v, want %v", tc.reason, err, tc.want)

@@ -170,7 +170,8 @@ func (r *Runner) ensurePeriodic(ctx context.Context) error {
 // Run claims and runs work until ctx ends, then waits for the handlers in flight: they may
 // finish within ShutdownGrace, after which their contexts are cancelled and their items
 // released for another replica. It returns nil after a stop by ctx, or an error if the
-// runner is misconfigured. Database failures are logged and retried, never fatal.
+// runner is misconfigured. Database failures are logged and retried, never fatal. Call Run
+// once per Runner.
 func (r *Runner) Run(ctx context.Context) error {
 	if err := r.freeze(); err != nil {
 		return err

@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"better-compute.dev/compute/metal"
@@ -131,8 +132,9 @@ func (r *Reconciler) drive(ctx context.Context, lease store.Lease, n store.Metal
 		return fmt.Errorf("metal: node %s: %w", n.ID, context.Cause(ctx))
 	}
 	attempt := lease.Attempts + 1
+	why := describe(runErr)
 	log := r.opts.Logger.With(slog.String("node", n.ID), slog.String("state", string(state)),
-		slog.Int("attempt", attempt), slog.String("error", runErr.Error()))
+		slog.Int("attempt", attempt), slog.String("error", why))
 	now, err = r.now(ctx)
 	if err != nil {
 		return err
@@ -140,19 +142,19 @@ func (r *Reconciler) drive(ctx context.Context, lease store.Lease, n store.Metal
 	switch {
 	case !bmc.Retryable(runErr):
 		log.LogAttrs(ctx, slog.LevelWarn, "metal workflow failed permanently")
-		return r.fail(ctx, lease, n, state, runErr.Error(), runErr.Error(), rep)
+		return r.fail(ctx, lease, n, state, why, why, rep)
 	case metal.Expired(state, n.StateEnteredAt, now):
 		log.LogAttrs(ctx, slog.LevelWarn, "metal workflow past its deadline")
-		reason := fmt.Sprintf("%s did not finish within %s; last error: %s", state, metal.Deadline(state), runErr)
-		return r.fail(ctx, lease, n, state, reason, runErr.Error(), rep)
+		reason := fmt.Sprintf("%s did not finish within %s; last error: %s", state, metal.Deadline(state), why)
+		return r.fail(ctx, lease, n, state, reason, why, rep)
 	case attempt >= r.opts.MaxAttempts:
 		log.LogAttrs(ctx, slog.LevelWarn, "metal workflow gave up")
-		reason := fmt.Sprintf("gave up after %d attempts: %s", attempt, runErr)
-		return r.fail(ctx, lease, n, state, reason, runErr.Error(), rep)
+		reason := fmt.Sprintf("gave up after %d attempts: %s", attempt, why)
+		return r.fail(ctx, lease, n, state, reason, why, rep)
 	}
 	log.LogAttrs(ctx, slog.LevelInfo, "metal workflow will be retried")
 	moved, err := r.note(ctx, lease, store.MetalOutcome{
-		ID: n.ID, Version: n.Version, State: n.State, PendingWork: n.PendingWork, LastError: runErr.Error(),
+		ID: n.ID, Version: n.Version, State: n.State, PendingWork: n.PendingWork, LastError: why,
 		FailureReason: n.FailureReason, LastAnswer: answer(rep, n), PowerState: power(rep),
 	}, nil)
 	if err != nil || moved {
@@ -184,7 +186,7 @@ func (r *Reconciler) chore(ctx context.Context, lease store.Lease, n store.Metal
 	case ctx.Err() != nil:
 		return fmt.Errorf("metal: node %s: %w", n.ID, context.Cause(ctx))
 	case bmc.Retryable(err) && lease.Attempts+1 < r.opts.MaxAttempts:
-		out := r.resting(n, rep, err.Error())
+		out := r.resting(n, rep, describe(err))
 		out.PendingWork = n.PendingWork // still owed
 		if moved, werr := r.note(ctx, lease, out, nil); werr != nil || moved {
 			return werr
@@ -192,8 +194,8 @@ func (r *Reconciler) chore(ctx context.Context, lease store.Lease, n store.Metal
 		return err
 	}
 	r.opts.Logger.LogAttrs(ctx, slog.LevelWarn, "metal "+n.PendingWork+" failed", slog.String("node", n.ID),
-		slog.String("error", err.Error()))
-	return r.record(ctx, lease, r.resting(n, rep, err.Error()), nil)
+		slog.String("error", describe(err)))
+	return r.record(ctx, lease, r.resting(n, rep, describe(err)), nil)
 }
 
 // resting is the outcome of a chore: the state and failure reason stay, the chore is done.
@@ -264,4 +266,15 @@ func (r *Reconciler) target(n store.MetalNode) (bmc.Target, error) {
 		t.CACertPEM = []byte(n.BMCCACertPEM)
 	}
 	return t, nil
+}
+
+// describe says what went wrong at the BMC for the node's view: the kind of failure first
+// ("credentials refused", "unreachable"), then the scrubbed step error. A bmc error carries no
+// credential (provider/bmc scrubs it); nothing else reaches here but the target errors above.
+func describe(err error) string {
+	var be *bmc.Error
+	if errors.As(err, &be) && be.Kind != nil {
+		return strings.TrimPrefix(be.Kind.Error(), "bmc: ") + ": " + be.Error()
+	}
+	return err.Error()
 }

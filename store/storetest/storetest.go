@@ -106,7 +106,17 @@ func OpenSchema(ctx context.Context, schema string) (*store.DB, error) {
 	cfg.MaxConns = maxConns
 	cfg.ConnConfig.RuntimeParams["search_path"] = schema
 	cfg.ConnConfig.RuntimeParams["application_name"] = "storetest"
+	cfg.AfterConnect = relaxDurability
 	return store.OpenConfig(ctx, cfg)
+}
+
+// relaxDurability turns off waiting for the WAL flush at commit on test connections: a test
+// database need not survive a crash, and the flush (milliseconds on a plain disk) otherwise
+// dominates every test's run time. Visibility and isolation are unchanged. A server without
+// the setting (CockroachDB) refuses it, which is ignored.
+func relaxDurability(ctx context.Context, conn *pgx.Conn) error {
+	_, _ = conn.Exec(ctx, "SET synchronous_commit = off")
+	return nil
 }
 
 // URL returns the test server's URL with search_path set to schema through the startup

@@ -69,6 +69,7 @@ func New(opts Options) *Server {
 	s.routeDroplets()
 	s.routeVPCs()
 	s.routeCertificates()
+	s.routeKubernetes()
 	s.routeAdmin()
 	return s
 }

@@ -61,9 +61,12 @@ func (r *Reconciler) reconcileInstance(ctx context.Context, lease store.Lease) (
 	}
 	m, err := machines.FindByName(ctx, name)
 	if errors.Is(err, provider.ErrNotFound) {
-		cctx, cancel := r.createContext(ctx)
-		m, err = machines.Create(cctx, spec)
-		cancel()
+		// Droplet names need not be unique: the fence before the create is what keeps a paused
+		// replica from making a second one.
+		err = r.fencedCreate(ctx, lease, nil, func(ctx context.Context) error {
+			m, err = machines.Create(ctx, spec)
+			return err
+		})
 	}
 	if err != nil {
 		return r.instanceFailed(ctx, lease, row, err)

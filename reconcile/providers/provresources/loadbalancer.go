@@ -100,12 +100,10 @@ func (r *Reconciler) observeOrCreateLB(ctx context.Context, lease store.Lease, p
 			return nil, false, err
 		}
 	}
-	if err := r.write(ctx, lease, func(w *writer) error { return w.markCreatePending(row) }); err != nil {
-		return nil, false, err
-	}
-	cctx, cancel := r.createContext(ctx)
-	defer cancel()
-	obs, err = lbs.Create(cctx, want.spec)
+	err = r.fencedCreate(ctx, lease, func(w *writer) error { return w.markCreatePending(row) }, func(ctx context.Context) error {
+		obs, err = lbs.Create(ctx, want.spec)
+		return err
+	})
 	return obs, err == nil, err
 }
 

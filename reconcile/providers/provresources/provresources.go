@@ -201,9 +201,25 @@ func ProviderName(id string) string {
 	return "bc-" + strings.ReplaceAll(id, "_", "-")
 }
 
-// createContext bounds a create request: see Options.CreateWindow.
-func (r *Reconciler) createContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, r.opts.CreateWindow)
+// fencedCreate runs create under the create window, right after a fenced write (mark; nil
+// writes nothing but still checks the lease). The window is measured from before the write on
+// the monotonic clock, which runs on while a process is stopped: a replica paused between its
+// fenced write and the request finds the window spent when it resumes, and sends nothing,
+// whereas a replica that took the lease over meanwhile may already have created.
+func (r *Reconciler) fencedCreate(ctx context.Context, lease store.Lease, mark func(w *writer) error, create func(ctx context.Context) error) error {
+	deadline := time.Now().Add(r.opts.CreateWindow)
+	if mark == nil {
+		mark = func(*writer) error { return nil }
+	}
+	if err := r.write(ctx, lease, mark); err != nil {
+		return err
+	}
+	if !time.Now().Before(deadline) || ctx.Err() != nil {
+		return fmt.Errorf("provresources: create window of %s passed before the request: %w", lease.ResourceID, provider.ErrTransient)
+	}
+	cctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	return create(cctx)
 }
 
 // terminal reports whether a provider failure will not heal by retrying the same request.

@@ -42,9 +42,10 @@ func (r *Reconciler) reconcileSubnet(ctx context.Context, lease store.Lease) (re
 	// VPC names are unique in an account: whatever carries the name is ours (a lost create's).
 	n, err := nets.FindByName(ctx, name)
 	if errors.Is(err, provider.ErrNotFound) {
-		cctx, cancel := r.createContext(ctx)
-		n, err = nets.Create(cctx, provider.NetworkSpec{Name: name, Region: row.Region, IPRange: row.IPRange})
-		cancel()
+		err = r.fencedCreate(ctx, lease, nil, func(ctx context.Context) error {
+			n, err = nets.Create(ctx, provider.NetworkSpec{Name: name, Region: row.Region, IPRange: row.IPRange})
+			return err
+		})
 	}
 	if err != nil {
 		return r.subnetFailed(ctx, lease, row, err)
@@ -68,7 +69,7 @@ func (w *writer) subnetState(read store.Subnet, state, providerID, lastError str
 		return err
 	}
 	if cur.State != read.State {
-		if providerID == "" || cur.ProviderID != "" {
+		if providerID == "" || cur.ProviderID == providerID {
 			return errRowChanged
 		}
 		state = cur.State // keep the request's state, but remember what the provider made

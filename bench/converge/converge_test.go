@@ -1,0 +1,182 @@
+// Package converge benchmarks the vps.provider-resources reconciler: how long N load balancers
+// take to become ready with 1 and 3 replicas sharing the work, as a ratio to the simulator's
+// own floor (its asynchronous delay plus N requests at the allowed request rate).
+//
+//	go test ./bench/converge -run '^$' -bench . -benchtime 1x
+//	BC_BENCH_LARGE=1 go test ./bench/converge -run '^$' -bench . -benchtime 1x -timeout 30m   # adds N=1000
+//
+// BC_BENCH_RATE sets the simulated per-token budget in requests a minute (default 3000, so the
+// default run stays short; DigitalOcean's real 250 a minute puts N=100's floor at 24 s).
+package converge
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"better-compute.dev/compute/core"
+	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
+	"better-compute.dev/compute/internal/apptest"
+	"better-compute.dev/compute/provider/digitalocean"
+	"better-compute.dev/compute/provider/digitalocean/sim"
+	"better-compute.dev/compute/reconcile"
+	"better-compute.dev/compute/reconcile/providers/provresources"
+	"better-compute.dev/compute/store"
+)
+
+// The simulator's asynchronous delays: a load balancer is active after activeDelay and has its
+// address after ipDelay, the longer of the two.
+const (
+	activeDelay = 300 * time.Millisecond
+	ipDelay     = 500 * time.Millisecond
+)
+
+func BenchmarkConverge(b *testing.B) {
+	sizes := []int{100}
+	if os.Getenv("BC_BENCH_LARGE") != "" {
+		sizes = append(sizes, 1000)
+	}
+	rate := 3000
+	if v, err := strconv.Atoi(os.Getenv("BC_BENCH_RATE")); err == nil && v > 0 {
+		rate = v
+	}
+	for _, n := range sizes {
+		for _, replicas := range []int{1, 3} {
+			b.Run(fmt.Sprintf("n=%d/replicas=%d", n, replicas), func(b *testing.B) {
+				benchConverge(b, n, replicas, rate)
+			})
+		}
+	}
+}
+
+// benchConverge records n load balancers with no replica running, then starts the replicas
+// and measures until every one is ready.
+func benchConverge(b *testing.B, n, replicas, ratePerMinute int) {
+	simulator := sim.New(sim.Options{
+		AcceptAnyToken: true, RequestsPerMinute: ratePerMinute, RequestsPerHour: 1 << 30,
+		LoadBalancerActiveDelay: activeDelay, LoadBalancerIPDelay: ipDelay,
+	})
+	url, err := simulator.Start()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer simulator.Close()
+	s := apptest.Start(b)
+	s.SimulatorURL = url
+	floor := ipDelay + time.Duration(float64(n)/(float64(ratePerMinute)/60)*float64(time.Second))
+
+	var total time.Duration
+	var requests int
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		tn := s.NewTenant(b, fmt.Sprintf("bench-%d-%d-%d", n, replicas, i), "editor")
+		pool := s.NewPool(b, tn.ID, tn.AccountID, "big", int64(n))
+		yes := true
+		for j := range n {
+			name := fmt.Sprintf("lb-%d", j)
+			if _, err := s.App.Service.CreateLoadBalancer(tn.Ctx, &v1.CreateLoadBalancerRequest{
+				TenantId: tn.ID, PoolId: pool, Name: name, Region: "nyc3", IdempotencyKey: name,
+				Targets:    &v1.LoadBalancerTargets{Pool: &yes},
+				Forwarding: []*v1.ForwardingRule{{EntryProtocol: "http", EntryPort: 80, TargetProtocol: "http", TargetPort: 8080}},
+			}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		simulator.ResetRequests()
+		b.StartTimer()
+		began := time.Now()
+		stop := startReplicas(b, s, replicas, ratePerMinute)
+		waitReady(b, s.App.DB, tn.ID, n)
+		total += time.Since(began)
+		b.StopTimer()
+		stop()
+		for _, c := range simulator.Requests() {
+			requests += c
+		}
+	}
+	perRun := total / time.Duration(b.N)
+	b.ReportMetric(perRun.Seconds(), "s/converge")
+	b.ReportMetric(floor.Seconds(), "s-floor")
+	b.ReportMetric(float64(perRun)/float64(floor), "x-floor")
+	b.ReportMetric(float64(requests)/float64(b.N)/float64(n), "requests/lb")
+}
+
+// startReplicas runs replicas reconcile runners, each with its own database pool, drawing on
+// one rate budget (as replicas sharing a token at the provider do); stop ends them.
+func startReplicas(b *testing.B, s *apptest.Stack, replicas, ratePerMinute int) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	limiters := digitalocean.NewLimiters()
+	var dbs []*store.DB
+	for r := range replicas {
+		db, err := store.Open(ctx, s.Schema.URL)
+		if err != nil {
+			b.Fatal(err)
+		}
+		dbs = append(dbs, db)
+		rec, err := provresources.New(provresources.Options{
+			DB: db, Keyring: s.App.Service.Keyring, ProviderPoll: 250 * time.Millisecond,
+			Factory: digitalocean.NewFactory(digitalocean.Options{
+				RequestsPerMinute: ratePerMinute, Limiters: limiters, Transport: provresources.DeadlineTransport(nil),
+			}),
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		runner, err := reconcile.New(reconcile.Options{
+			DB: db, Holder: "bench-" + strconv.Itoa(r), Handlers: map[string]reconcile.Handler{core.ReconcileKind: rec},
+			Concurrency: 8, PollInterval: 20 * time.Millisecond,
+			Backoff: reconcile.Exponential{Initial: 100 * time.Millisecond, Max: 2 * time.Second, Jitter: 0.2},
+			Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := runner.Every(provresources.PeriodicKind, time.Minute, rec.Periodic()); err != nil {
+			b.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = runner.Run(ctx)
+		}()
+	}
+	return func() {
+		cancel()
+		wg.Wait()
+		for _, db := range dbs {
+			db.Close()
+		}
+	}
+}
+
+// waitReady polls until the tenant has n ready load balancers.
+func waitReady(b *testing.B, db *store.DB, tenantID string, n int) {
+	deadline := time.Now().Add(30 * time.Minute)
+	for {
+		rows, err := store.ListLoadBalancers(context.Background(), db.Q(), store.ListLoadBalancersParams{TenantID: tenantID, Limit: 1000})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ready := 0
+		for _, row := range rows {
+			if row.State == "ready" {
+				ready++
+			}
+		}
+		if ready == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("%d of %d load balancers ready", ready, n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

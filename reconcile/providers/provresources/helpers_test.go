@@ -1,0 +1,237 @@
+package provresources_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/digitalocean/godo"
+
+	"better-compute.dev/compute/core"
+	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
+	"better-compute.dev/compute/internal/apptest"
+	"better-compute.dev/compute/provider/digitalocean/sim"
+	"better-compute.dev/compute/store"
+)
+
+// converge bounds every wait for the reconciler in these tests: generous, since the tests
+// assert outcomes, not speed.
+const converge = 60 * time.Second
+
+// env is a whole control plane in process with its reconcilers running against a simulator
+// with short asynchronous delays.
+type env struct {
+	s   *apptest.Stack
+	sim *sim.Server
+	tn  apptest.Tenant
+	// token is the tenant's provider token (the simulator's account key).
+	token string
+	ctx   context.Context
+}
+
+// newEnv starts the simulator and the stack with short leases, polls and periodic pass, and
+// makes a tenant with a pool quota of limit load balancers and instances. It sets environment
+// variables, so tests using it do not run in parallel.
+func newEnv(t *testing.T, tenantID string, limit int64) *env {
+	t.Helper()
+	for k, v := range map[string]string{
+		"BC_LEASE_TTL": "5s", "BC_RECONCILE_POLL": "20ms", "BC_PERIODIC_INTERVAL": "1s",
+		"BC_PROVIDER_POLL": "100ms", "BC_DEPENDENCY_POLL": "200ms", "BC_RECONCILE_BACKOFF": "50ms",
+		"BC_RECONCILE_BACKOFF_MAX": "500ms", "BC_DO_REQUESTS_PER_MINUTE": "30000", "BC_DO_BURST": "100",
+		"BC_RECONCILE_CONCURRENCY": "8",
+	} {
+		t.Setenv(k, v)
+	}
+	simulator := sim.New(sim.Options{
+		AcceptAnyToken: true, RequestsPerMinute: 100000, RequestsPerHour: 1000000,
+		LoadBalancerActiveDelay: 150 * time.Millisecond, LoadBalancerIPDelay: 250 * time.Millisecond,
+		LoadBalancerUpdateDelay: 100 * time.Millisecond, DropletActiveDelay: 100 * time.Millisecond,
+		CertificateVerifyDelay: 3 * time.Second,
+	})
+	url, err := simulator.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = simulator.Close() })
+	s := apptest.Start(t, apptest.WithReconcile())
+	s.SimulatorURL = url
+	tn := s.NewTenant(t, tenantID, "editor")
+	tn.PoolID = s.NewPool(t, tn.ID, tn.AccountID, "big", limit)
+	return &env{s: s, sim: simulator, tn: tn, token: "do-token-" + tenantID, ctx: context.Background()}
+}
+
+// eventually polls cond until it holds, failing the test with cond's last explanation when
+// converge passes first.
+func eventually(t *testing.T, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(converge)
+	for {
+		ok, why := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not reached within %v: %s", what, converge, why)
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+}
+
+// instance makes an instance through the API and waits until the reconciler gave it a machine.
+func (e *env) instance(t *testing.T, name, subnetID string) store.Instance {
+	t.Helper()
+	in, err := e.s.App.Service.CreateInstance(e.tn.Ctx, &v1.CreateInstanceRequest{
+		TenantId: e.tn.ID, PoolId: e.tn.PoolID, Name: name, Region: "nyc3", SubnetId: subnetID, Flavor: "small",
+	})
+	if err != nil {
+		t.Fatalf("create instance: %v", err)
+	}
+	var row store.Instance
+	eventually(t, "instance "+in.GetId()+" running", func() (bool, string) {
+		row, err = store.GetInstance(e.ctx, e.s.App.DB.Q(), in.GetId())
+		return err == nil && row.State == "running" && row.MachineID != "", fmt.Sprintf("%+v %v", row, err)
+	})
+	return row
+}
+
+// lbRequest is a valid regional create request with one http rule.
+func (e *env) lbRequest(name string, targets *v1.LoadBalancerTargets) *v1.CreateLoadBalancerRequest {
+	return &v1.CreateLoadBalancerRequest{
+		TenantId: e.tn.ID, PoolId: e.tn.PoolID, Name: name, Region: "nyc3", Targets: targets, IdempotencyKey: "k-" + name,
+		Forwarding: []*v1.ForwardingRule{{EntryProtocol: "http", EntryPort: 80, TargetProtocol: "http", TargetPort: 8080}},
+	}
+}
+
+// createLB creates a load balancer through the API.
+func (e *env) createLB(t *testing.T, req *v1.CreateLoadBalancerRequest) *v1.LoadBalancer {
+	t.Helper()
+	lb, err := e.s.App.Service.CreateLoadBalancer(e.tn.Ctx, req)
+	if err != nil {
+		t.Fatalf("create load balancer %s: %v", req.GetName(), err)
+	}
+	return lb
+}
+
+// lbRow reads a load balancer's row.
+func (e *env) lbRow(t *testing.T, id string) store.LoadBalancer {
+	t.Helper()
+	row, err := store.GetLoadBalancer(e.ctx, e.s.App.DB.Q(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return row
+}
+
+// waitState waits until the load balancer's row is in state.
+func (e *env) waitState(t *testing.T, id, state string) store.LoadBalancer {
+	t.Helper()
+	var row store.LoadBalancer
+	eventually(t, "load balancer "+id+" "+state, func() (bool, string) {
+		row = e.lbRow(t, id)
+		return row.State == state, fmt.Sprintf("state %s, last error %q", row.State, row.LastError)
+	})
+	return row
+}
+
+// snapshot is the simulator account of the tenant.
+func (e *env) snapshot(t *testing.T) sim.Snapshot {
+	t.Helper()
+	snap, err := e.sim.Snapshot(e.token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return snap
+}
+
+// providerLB returns the load balancer the simulator holds under id, if any.
+func (e *env) providerLB(t *testing.T, id string) (godo.LoadBalancer, bool) {
+	t.Helper()
+	for _, lb := range e.snapshot(t).LoadBalancers {
+		if lb.ID == id {
+			return lb, true
+		}
+	}
+	return godo.LoadBalancer{}, false
+}
+
+// droplets lists the droplet ids a provider load balancer reaches, as machine ids.
+func droplets(lb godo.LoadBalancer) []string {
+	out := make([]string, 0, len(lb.DropletIDs))
+	for _, id := range lb.DropletIDs {
+		out = append(out, strconv.Itoa(id))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// machines lists the machine ids of instances, sorted.
+func machines(in ...store.Instance) []string {
+	out := make([]string, 0, len(in))
+	for _, i := range in {
+		out = append(out, i.MachineID)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// eventTypes lists the types of a resource's events in order.
+func (e *env) eventTypes(t *testing.T, resourceID string) []string {
+	t.Helper()
+	evs, err := store.ListEvents(e.ctx, e.s.App.DB.Q(), e.tn.ID, 0, 1000, resourceID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, ev := range evs {
+		out = append(out, ev.Type)
+	}
+	return out
+}
+
+// quotaUsed reads how much of a quota the tenant uses on its pool.
+func (e *env) quotaUsed(t *testing.T, resource string) int64 {
+	t.Helper()
+	qs, err := store.ListQuotas(e.ctx, e.s.App.DB.Q(), e.tn.ID, e.tn.PoolID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range qs {
+		if q.Resource == resource {
+			return q.Used
+		}
+	}
+	return -1
+}
+
+// deleteLB deletes a load balancer through the API.
+func (e *env) deleteLB(t *testing.T, id string) {
+	t.Helper()
+	if _, err := e.s.App.Service.DeleteLoadBalancer(e.tn.Ctx, &v1.DeleteLoadBalancerRequest{TenantId: e.tn.ID, LoadBalancerId: id}); err != nil {
+		t.Fatalf("delete load balancer: %v", err)
+	}
+}
+
+// pool is the { pool: true } target.
+func pool() *v1.LoadBalancerTargets {
+	yes := true
+	return &v1.LoadBalancerTargets{Pool: &yes}
+}
+
+// usage returns the load balancer's metering intervals.
+func (e *env) usage(t *testing.T, id string) []store.UsageRecord {
+	t.Helper()
+	all, err := store.ListUsage(e.ctx, e.s.App.DB.Q(), e.tn.ID, core.MeterLoadBalancerHours, time.Unix(0, 0), time.Now().Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []store.UsageRecord
+	for _, u := range all {
+		if u.ResourceID == id {
+			out = append(out, u)
+		}
+	}
+	return out
+}

@@ -1,0 +1,189 @@
+package provresources_test
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/digitalocean/godo"
+	"github.com/google/go-cmp/cmp"
+	"golang.org/x/oauth2"
+
+	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
+	"better-compute.dev/compute/provider/digitalocean/sim"
+	"better-compute.dev/compute/reconcile/providers/provresources"
+	"better-compute.dev/compute/store"
+)
+
+// Deleting an instance takes its droplet out of every load balancer that reached it on their
+// next provider write, even while the droplet itself cannot be deleted yet; then the droplet
+// goes and the instance's quota comes back.
+func TestInstanceDeletionUpdatesLoadBalancers(t *testing.T) {
+	e := newEnv(t, "gone", 10)
+	a, b := e.instance(t, "a", ""), e.instance(t, "b", "")
+	byPool := e.createLB(t, e.lbRequest("by-pool", pool()))
+	byName := e.createLB(t, e.lbRequest("by-name", &v1.LoadBalancerTargets{InstanceIds: []string{a.ID, b.ID}}))
+	for _, id := range []string{byPool.GetId(), byName.GetId()} {
+		row := e.waitState(t, id, "ready")
+		at, _ := e.providerLB(t, row.ProviderID)
+		if diff := cmp.Diff(machines(a, b), droplets(at)); diff != "" {
+			t.Fatalf("%s droplets before (-want +got):\n%s", id, diff)
+		}
+	}
+	// The droplet cannot be deleted for now: only the load balancers' own writes can take it
+	// out of them (the provider would drop a destroyed droplet by itself).
+	e.sim.SetFaults(sim.Faults{Rate: 1, Methods: []string{"DELETE"}, Paths: []string{"/v2/droplets"}})
+	if _, err := e.s.App.Service.DeleteInstance(e.tn.Ctx, &v1.DeleteInstanceRequest{TenantId: e.tn.ID, InstanceId: a.ID}); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{byPool.GetId(), byName.GetId()} {
+		eventually(t, id+" without the deleted instance's droplet", func() (bool, string) {
+			row := e.lbRow(t, id)
+			at, _ := e.providerLB(t, row.ProviderID)
+			return row.State == "ready" && cmp.Equal(droplets(at), machines(b)) && cmp.Equal(row.ReachedMachineIDs, machines(b)),
+				fmt.Sprintf("state %s, provider droplets %v, reached %v", row.State, droplets(at), row.ReachedMachineIDs)
+		})
+	}
+	if !dropletExists(e.snapshot(t), a.MachineID) {
+		t.Fatalf("the droplet of the deleted instance must still exist while its deletion fails")
+	}
+	e.sim.ClearFaults()
+	eventually(t, "the instance deleted", func() (bool, string) {
+		row, err := store.GetInstance(e.ctx, e.s.App.DB.Q(), a.ID)
+		return err == nil && row.State == "deleted" && !dropletExists(e.snapshot(t), a.MachineID), fmt.Sprintf("%+v %v", row, err)
+	})
+	if got := e.quotaUsed(t, "instances"); got != 1 {
+		t.Errorf("instances quota used = %d, want 1 after the refund", got)
+	}
+}
+
+// An instance that gains a machine without its own pass queueing anything (here: recorded
+// directly) is added by the periodic pass.
+func TestPeriodicPassAddsInstanceWithNewMachine(t *testing.T) {
+	e := newEnv(t, "later", 10)
+	a := e.instance(t, "a", "")
+	lb := e.createLB(t, e.lbRequest("web", pool()))
+	row := e.waitState(t, lb.GetId(), "ready")
+
+	// The instance's own create keeps failing, so its pass never gives it a machine; the
+	// machine appears out of band.
+	e.sim.SetFaults(sim.Faults{Rate: 1, Methods: []string{"POST"}, Paths: []string{"/v2/droplets"}})
+	in, err := e.s.App.Service.CreateInstance(e.tn.Ctx, &v1.CreateInstanceRequest{
+		TenantId: e.tn.ID, PoolId: e.tn.PoolID, Name: "b", Region: "nyc3", Flavor: "small",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Another name than the instance's own, so that its pass cannot adopt the droplet and
+	// queue the load balancer itself.
+	d, err := e.sim.CreateDroplet(e.token, sim.DropletSeed{Name: "out-of-band", Region: "nyc3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	machine := strconv.Itoa(d.ID)
+	if err := store.SetInstanceState(e.ctx, e.s.App.DB.Q(), in.GetId(), "running", machine, ""); err != nil {
+		t.Fatal(err)
+	}
+	before, err := e.s.App.DB.WorkItem(e.ctx, provresources.PeriodicKind, store.PeriodicResourceID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the periodic pass adds the new machine", func() (bool, string) {
+		at, _ := e.providerLB(t, row.ProviderID)
+		want := sorted(a.MachineID, machine)
+		return cmp.Equal(droplets(at), want), fmt.Sprintf("provider droplets %v, want %v", droplets(at), want)
+	})
+	after, err := e.s.App.DB.WorkItem(e.ctx, provresources.PeriodicKind, store.PeriodicResourceID)
+	if err != nil || after.Epoch <= before.Epoch {
+		t.Errorf("the periodic pass did not run meanwhile: epoch %d then %d (%v)", before.Epoch, after.Epoch, err)
+	}
+	e.sim.ClearFaults()
+}
+
+// A change made at the provider behind the control plane's back is undone by the periodic
+// pass: the droplets and the forwarding rules come back.
+func TestDriftAtProviderRepaired(t *testing.T) {
+	e := newEnv(t, "drift", 10)
+	a := e.instance(t, "a", "")
+	lb := e.createLB(t, e.lbRequest("web", pool()))
+	row := e.waitState(t, lb.GetId(), "ready")
+	before, _ := e.providerLB(t, row.ProviderID)
+
+	httpClient := oauth2.NewClient(context.Background(), oauth2.StaticTokenSource(&oauth2.Token{AccessToken: e.token}))
+	client, err := godo.New(httpClient, godo.SetBaseURL(e.sim.URL()+"/"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := &godo.LoadBalancerRequest{
+		Name: before.Name, Region: "nyc3", VPCUUID: before.VPCUUID,
+		ForwardingRules: []godo.ForwardingRule{{EntryProtocol: "tcp", EntryPort: 22, TargetProtocol: "tcp", TargetPort: 22}},
+	}
+	eventually(t, "someone changes the load balancer at the provider", func() (bool, string) {
+		_, _, err := client.LoadBalancers.Update(context.Background(), row.ProviderID, changed)
+		return err == nil, fmt.Sprint(err)
+	})
+	eventually(t, "the drift repaired", func() (bool, string) {
+		at, _ := e.providerLB(t, row.ProviderID)
+		return cmp.Equal(droplets(at), machines(a)) && len(at.ForwardingRules) == 1 && at.ForwardingRules[0].EntryPort == 80,
+			fmt.Sprintf("droplets %v, rules %+v", droplets(at), at.ForwardingRules)
+	})
+	if got := e.lbRow(t, lb.GetId()); got.State != "ready" || got.ProviderID != row.ProviderID {
+		t.Errorf("after the repair: state %s provider %s, want ready %s", got.State, got.ProviderID, row.ProviderID)
+	}
+}
+
+// With a fifth of the provider calls failing (5xx, 429, slow answers, dropped connections and
+// timeouts after the change was made) every load balancer still ends ready with the right
+// droplets, and no name is made twice at the provider.
+func TestFaultsLeaveNoDuplicates(t *testing.T) {
+	e := newEnv(t, "faults", 30)
+	e.sim.SetFaults(sim.Faults{Rate: 0.2, Seed: 7, SlowDelay: 300 * time.Millisecond, RetryAfter: 200 * time.Millisecond,
+		Kinds: []sim.FaultKind{sim.Fault5xx, sim.Fault429, sim.FaultSlow, sim.FaultReset, sim.FaultTimeoutAfterCommit, sim.FaultResetAfterCommit}})
+	a, b := e.instance(t, "a", ""), e.instance(t, "b", "")
+	const n = 12
+	var lbs []string
+	for i := range n {
+		lbs = append(lbs, e.createLB(t, e.lbRequest(fmt.Sprintf("lb-%d", i), pool())).GetId())
+	}
+	for _, id := range lbs {
+		row := e.waitState(t, id, "ready")
+		at, _ := e.providerLB(t, row.ProviderID)
+		if diff := cmp.Diff(machines(a, b), droplets(at)); diff != "" {
+			t.Errorf("%s droplets (-want +got):\n%s", id, diff)
+		}
+	}
+	if e.sim.FaultsInjected() == 0 {
+		t.Fatalf("no fault was injected: the test proves nothing")
+	}
+	counts := e.sim.LoadBalancerNameCounts(e.token)
+	if len(counts) != n {
+		t.Errorf("%d load balancer names at the provider, want %d: %v", len(counts), n, counts)
+	}
+	for name, c := range counts {
+		if c != 1 {
+			t.Errorf("load balancer %s exists %d times at the provider", name, c)
+		}
+	}
+	names := map[string]int{}
+	for _, d := range e.snapshot(t).Droplets {
+		names[d.Name]++
+	}
+	for name, c := range names {
+		if c != 1 {
+			t.Errorf("droplet %s exists %d times at the provider", name, c)
+		}
+	}
+	t.Logf("%d faults injected", e.sim.FaultsInjected())
+}
+
+// dropletExists reports whether the account holds the droplet with machine id.
+func dropletExists(snap sim.Snapshot, machine string) bool {
+	for _, d := range snap.Droplets {
+		if strconv.Itoa(d.ID) == machine {
+			return true
+		}
+	}
+	return false
+}

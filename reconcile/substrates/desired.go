@@ -1,0 +1,146 @@
+package substrates
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
+	"better-compute.dev/compute/internal/k8sapply"
+	"better-compute.dev/compute/provider"
+	"better-compute.dev/compute/reconcile"
+	"better-compute.dev/compute/store"
+)
+
+// Modes of a substrate (substrates.mode).
+const (
+	modeCreate = "create"
+	modeAdopt  = "adopt"
+)
+
+// FlavorLabel is the node pool (and so node) label naming the pool flavor it serves.
+const FlavorLabel = "better-compute.dev/flavor"
+
+// desired is what a pool's policy asks for.
+type desired struct {
+	accountID string
+	mode      string
+	region    string // create
+	version   string // create
+	adoptID   string // adopt
+	pools     []store.SubstrateNodePool
+}
+
+// desiredOf reads the substrate an active pool's policy asks for; nil when there is none (no
+// substrate in the policy, or the pool is archived).
+func desiredOf(pool store.Pool) (*desired, error) {
+	policy := &v1.PoolPolicy{}
+	if err := protojson.Unmarshal(pool.Policy, policy); err != nil {
+		return nil, fmt.Errorf("substrates: pool %s: policy: %w", pool.ID, err)
+	}
+	sub := policy.GetSubstrate()
+	if sub == nil || pool.State == "archived" {
+		return nil, nil
+	}
+	d := &desired{accountID: sub.GetAccount()}
+	if a := sub.GetCluster().GetAdopt(); a != nil {
+		d.mode, d.adoptID = modeAdopt, a.GetId()
+	} else {
+		c := sub.GetCluster().GetCreate()
+		d.mode, d.region, d.version = modeCreate, c.GetRegion(), c.GetVersion()
+	}
+	for _, f := range policy.GetFlavors() {
+		// A flavor with no nodes has no node pool: the provider keeps none of size zero.
+		if f.GetCount() > 0 {
+			d.pools = append(d.pools, store.SubstrateNodePool{
+				Name: NodePoolName(pool.ID, f.GetName()), Flavor: f.GetName(), Size: f.GetSize(), Count: int(f.GetCount()),
+			})
+		}
+	}
+	return d, nil
+}
+
+// ClusterName is the deterministic provider-side name of a pool's cluster, bc-<pool id> with
+// the id's underscore turned into a dash (cluster and node names are DNS labels): the
+// adoption key after a lost create.
+func ClusterName(poolID string) string { return "bc-" + strings.ReplaceAll(poolID, "_", "-") }
+
+// NodePoolName is the name of the node pool kept for a flavor, bc-<pool>-<flavor>; no tenant
+// pool carries the prefix, so they never collide.
+func NodePoolName(poolID, flavor string) string { return ClusterName(poolID) + "-" + flavor }
+
+// ours reports whether a node pool of the cluster is one this pool keeps.
+func ours(poolID string, np provider.NodePool) bool {
+	return strings.HasPrefix(np.Name, ClusterName(poolID)+"-")
+}
+
+func nodePoolSpec(poolID string, np store.SubstrateNodePool) provider.NodePoolSpec {
+	return provider.NodePoolSpec{Name: np.Name, Size: np.Size, Count: np.Count,
+		Labels: map[string]string{k8sapply.PoolLabel: poolID, FlavorLabel: np.Flavor}}
+}
+
+// pass is one reconcile of one substrate.
+type pass struct {
+	r     *Reconciler
+	lease store.Lease
+	pool  store.Pool
+	sub   store.Substrate
+	want  *desired
+}
+
+// actsOnWanted reports whether what the substrate recorded (account, mode, cluster) is what the
+// policy asks for now; when not, what was made for the old policy is torn down first.
+func (p *pass) actsOnWanted() bool {
+	s, w := p.sub, p.want
+	if s.Mode == "" {
+		return true
+	}
+	if s.AccountID != w.accountID || s.Mode != w.mode {
+		return false
+	}
+	return w.mode == modeCreate || s.ClusterID == "" || s.ClusterID == w.adoptID
+}
+
+// save records the substrate as the pass has it now, fenced on the lease; extra runs in the
+// same transaction.
+func (p *pass) save(ctx context.Context, extra func(tx pgx.Tx) error) error {
+	err := reconcile.WriteResult(ctx, p.r.opts.DB, p.lease, func(tx pgx.Tx) error {
+		if err := store.SaveSubstrate(ctx, tx, p.sub); err != nil {
+			return err
+		}
+		if extra != nil {
+			return extra(tx)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("substrates: record %s: %w", p.sub.ID, err)
+	}
+	return nil
+}
+
+// failed records a failure the tenant should see as the substrate's last error (retryable ones
+// are retried quietly) and returns err for the runner's backoff.
+func (p *pass) failed(ctx context.Context, err error) (reconcile.Result, error) {
+	if !provider.Retryable(err) && !reconcile.LeaseLost(ctx) {
+		p.sub.LastError = err.Error()
+		if serr := p.save(ctx, nil); serr != nil {
+			p.r.opts.Logger.Warn("substrate error not recorded", "substrate", p.sub.ID, "err", serr.Error())
+		}
+	}
+	return reconcile.Result{}, err
+}
+
+// terminal records a failure that retrying the same policy cannot fix (the provider refused
+// the request, the adopted cluster does not exist): state error until the policy changes or
+// the resync looks again.
+func (p *pass) terminal(ctx context.Context, msg string) (reconcile.Result, error) {
+	p.sub.State, p.sub.LastError = "error", msg
+	if err := p.save(ctx, nil); err != nil {
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{RequeueAfter: p.r.opts.Resync}, nil
+}

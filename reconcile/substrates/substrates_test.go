@@ -1,0 +1,246 @@
+package substrates_test
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/digitalocean/godo"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
+	"better-compute.dev/compute/internal/k8sapply"
+	"better-compute.dev/compute/provider/digitalocean/sim"
+	"better-compute.dev/compute/reconcile/substrates"
+)
+
+// TestCreatePath: a policy with cluster { create } makes one cluster named bc-<pool> with one
+// node pool per flavor, applies the pool's objects once it runs, and archiving the pool
+// deletes the cluster.
+func TestCreatePath(t *testing.T) {
+	e := newEnv(t, "acme")
+	e.setPolicy(t, createPolicy(e.tn.AccountID))
+	if got := e.substrate(t).State; got != "pending" {
+		t.Fatalf("right after the policy change the substrate is %s, want pending", got)
+	}
+
+	reconcileOnce(t, e)
+	sub := e.substrate(t)
+	if sub.State != "provisioning" || sub.ClusterID == "" || !sub.ClusterCreated {
+		t.Fatalf("after one pass: %+v, want provisioning with a created cluster", sub)
+	}
+	e.settle(t)
+	sub = e.substrate(t)
+	if sub.State != "ready" || sub.LastError != "" {
+		t.Fatalf("settled substrate %s (%q), want ready", sub.State, sub.LastError)
+	}
+	cs := e.clusters(t)
+	if len(cs) != 1 || cs[0].Name != substrates.ClusterName(e.tn.PoolID) || cs[0].ID != sub.ClusterID {
+		t.Fatalf("clusters at the provider %v, want the one bc-<pool> cluster", names(cs))
+	}
+	wantPools := []string{substrates.NodePoolName(e.tn.PoolID, "big"), substrates.NodePoolName(e.tn.PoolID, "small")}
+	got := e.nodePoolNames(t, sub.ClusterID)
+	slices.Sort(got)
+	if !slices.Equal(got, wantPools) {
+		t.Errorf("node pools %v, want %v", got, wantPools)
+	}
+	if len(sub.Objects) != 3 || len(sub.Conflicts) != 0 {
+		t.Errorf("objects %v conflicts %v: want 3 applied, none in conflict", sub.Objects, sub.Conflicts)
+	}
+	cluster := e.kube.cluster(sub.ClusterID)
+	ns := substrates.NamespaceName(e.tn.PoolID)
+	ds, err := cluster.AppsV1().DaemonSets(ns).Get(e.ctx, substrates.DaemonSetName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("bcd's DaemonSet: %v", err)
+	}
+	if ok, why := k8sapply.Owned(ds, e.tn.PoolID); !ok {
+		t.Errorf("the DaemonSet is not ours: %s", why)
+	}
+	if ds.Spec.Template.Spec.NodeSelector[k8sapply.PoolLabel] != e.tn.PoolID {
+		t.Errorf("DaemonSet node selector %v: want our node pools only", ds.Spec.Template.Spec.NodeSelector)
+	}
+	secret, err := cluster.CoreV1().Secrets(ns).Get(e.ctx, substrates.SecretName, metav1.GetOptions{})
+	if err != nil || secret.Labels[k8sapply.PoolLabel] != e.tn.PoolID || len(tokenOf(secret)) < 32 {
+		t.Fatalf("join secret %v %v: want our label and a token", secret, err)
+	}
+
+	// The tenant reads it through the API.
+	view, err := e.s.App.Service.GetSubstrate(e.tn.Ctx, &v1.GetSubstrateRequest{TenantId: e.tn.ID, PoolId: e.tn.PoolID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if view.GetState() != "ready" || view.GetClusterOrigin() != "created" || len(view.GetNodePools()) != 2 || view.GetNodePools()[0].GetProviderId() == "" {
+		t.Errorf("substrate view %v: want ready, created, two node pools with provider ids", view)
+	}
+
+	// Another pass (the resync) changes nothing and makes nothing twice.
+	e.resync(t)
+	if n := len(e.clusters(t)); n != 1 {
+		t.Errorf("%d clusters after the resync, want 1", n)
+	}
+
+	if _, err := e.s.App.Service.ArchivePool(e.s.AdminCtx, &v1.ArchivePoolRequest{TenantId: e.tn.ID, PoolId: e.tn.PoolID}); err != nil {
+		t.Fatal(err)
+	}
+	e.settle(t)
+	if n := len(e.clusters(t)); n != 0 {
+		t.Errorf("%d clusters after the archive, want the created one deleted", n)
+	}
+	if sub := e.substrate(t); sub.State != "deleted" || sub.ClusterID != "" {
+		t.Errorf("after the archive the substrate is %+v, want deleted", sub)
+	}
+}
+
+// TestCreateAdoptsByName: a cluster named bc-<pool> that an earlier pass made (its answer
+// lost) is adopted, not made again.
+func TestCreateAdoptsByName(t *testing.T) {
+	e := newEnv(t, "lost")
+	prior, _, err := e.do.Kubernetes.Create(e.ctx, &godo.KubernetesClusterCreateRequest{
+		Name: substrates.ClusterName(e.tn.PoolID), RegionSlug: "nyc3",
+		NodePools: []*godo.KubernetesNodePoolCreateRequest{{Name: substrates.NodePoolName(e.tn.PoolID, "small"), Size: "s-1vcpu-2gb", Count: 2}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.setPolicy(t, createPolicy(e.tn.AccountID))
+	e.settle(t)
+	sub := e.substrate(t)
+	if sub.State != "ready" || sub.ClusterID != prior.ID || !sub.ClusterCreated {
+		t.Fatalf("substrate %+v, want ready on the cluster found by name", sub)
+	}
+	if n := len(e.clusters(t)); n != 1 {
+		t.Errorf("%d clusters, want 1: the retry made a duplicate", n)
+	}
+	if got := e.nodePoolNames(t, prior.ID); len(got) != 2 {
+		t.Errorf("node pools %v: want the existing small pool kept and big added", got)
+	}
+}
+
+// TestAdoptPath: adopting the tenant's cluster adds the flavors' node pools beside the tenant's
+// own, never takes over an object of our name the tenant made (it is reported), and tearing
+// down leaves the cluster, the tenant's node pool and the tenant's objects as they were.
+func TestAdoptPath(t *testing.T) {
+	e := newEnv(t, "globex")
+	own, _, err := e.do.Kubernetes.Create(e.ctx, &godo.KubernetesClusterCreateRequest{
+		Name: "tenant-prod", RegionSlug: "nyc3",
+		NodePools: []*godo.KubernetesNodePoolCreateRequest{{Name: "tenant-pool", Size: "s-2vcpu-4gb", Count: 3}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The tenant's own objects, one of them under the name our join Secret would take.
+	ns := substrates.NamespaceName(e.tn.PoolID)
+	cluster := e.kube.cluster(own.ID)
+	tenantSecret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: substrates.SecretName, Namespace: ns, Labels: map[string]string{"owner": "tenant"}},
+		StringData: map[string]string{"token": "tenant value"}}
+	if _, err := cluster.CoreV1().Secrets(ns).Create(e.ctx, tenantSecret, metav1.CreateOptions{FieldManager: "kubectl"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cluster.CoreV1().Namespaces().Create(e.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-apps"}}, metav1.CreateOptions{FieldManager: "kubectl"}); err != nil {
+		t.Fatal(err)
+	}
+	e.simNow.Advance(2 * sim.ClusterProvisionDelay)
+
+	e.setPolicy(t, adoptPolicy(e.tn.AccountID, own.ID))
+	e.settle(t)
+	sub := e.substrate(t)
+	if sub.State != "ready" || sub.ClusterID != own.ID || sub.ClusterCreated {
+		t.Fatalf("substrate %+v (%q), want ready on the adopted cluster", sub.State, sub.LastError)
+	}
+	got := e.nodePoolNames(t, own.ID)
+	slices.Sort(got)
+	want := []string{substrates.NodePoolName(e.tn.PoolID, "big"), substrates.NodePoolName(e.tn.PoolID, "small"), "tenant-pool"}
+	if !slices.Equal(got, want) {
+		t.Errorf("node pools %v, want %v", got, want)
+	}
+	if len(sub.Conflicts) != 1 || sub.Conflicts[0].Kind != "Secret" || sub.Conflicts[0].Name != substrates.SecretName {
+		t.Errorf("conflicts %v: want the tenant's Secret reported", sub.Conflicts)
+	}
+	if len(sub.Objects) != 2 {
+		t.Errorf("objects %v: want the Namespace and the DaemonSet applied", sub.Objects)
+	}
+	assertTenantSecret(t, e, own.ID)
+	view, err := e.s.App.Service.GetSubstrate(e.tn.Ctx, &v1.GetSubstrateRequest{TenantId: e.tn.ID, PoolId: e.tn.PoolID})
+	if err != nil || view.GetClusterOrigin() != "adopted" || len(view.GetConflicts()) != 1 {
+		t.Errorf("substrate view %v %v: want adopted with one conflict", view, err)
+	}
+
+	// A policy without a substrate tears down what we made, and only that.
+	e.setPolicy(t, &v1.PoolPolicy{Flavors: flavors()})
+	e.settle(t)
+	if sub := e.substrate(t); sub.State != "deleted" {
+		t.Fatalf("after the teardown the substrate is %s (%q), want deleted", sub.State, sub.LastError)
+	}
+	c, _, err := e.do.Kubernetes.Get(e.ctx, own.ID)
+	if err != nil {
+		t.Fatalf("the adopted cluster is gone: %v", err)
+	}
+	if got := e.nodePoolNames(t, c.ID); !slices.Equal(got, []string{"tenant-pool"}) {
+		t.Errorf("node pools after teardown %v, want only the tenant's", got)
+	}
+	for _, np := range c.NodePools {
+		if np.Name == "tenant-pool" && len(np.Nodes) != 3 {
+			t.Errorf("the tenant's node pool has %d nodes, want its 3", len(np.Nodes))
+		}
+	}
+	assertTenantSecret(t, e, own.ID)
+	if _, err := cluster.CoreV1().Namespaces().Get(e.ctx, "tenant-apps", metav1.GetOptions{}); err != nil {
+		t.Errorf("the tenant's namespace is gone: %v", err)
+	}
+	if _, err := cluster.AppsV1().DaemonSets(ns).Get(e.ctx, substrates.DaemonSetName, metav1.GetOptions{}); err == nil {
+		t.Error("our DaemonSet is still there")
+	}
+	if _, err := cluster.CoreV1().Namespaces().Get(e.ctx, ns, metav1.GetOptions{}); err == nil {
+		t.Error("our Namespace is still there")
+	}
+}
+
+// TestAdoptMissingCluster: adopting a cluster the account does not have is an error state
+// with the reason, not a retry loop.
+func TestAdoptMissingCluster(t *testing.T) {
+	e := newEnv(t, "initech")
+	e.setPolicy(t, adoptPolicy(e.tn.AccountID, "00000000-0000-4000-8000-000000000000"))
+	e.settle(t)
+	sub := e.substrate(t)
+	if sub.State != "error" || sub.LastError == "" {
+		t.Errorf("substrate %s %q, want error with a reason", sub.State, sub.LastError)
+	}
+	if n := len(e.clusters(t)); n != 0 {
+		t.Errorf("%d clusters made while adopting, want none", n)
+	}
+}
+
+// assertTenantSecret checks the tenant's Secret of our name is as the tenant made it.
+func assertTenantSecret(t *testing.T, e *env, clusterID string) {
+	t.Helper()
+	s, err := e.kube.cluster(clusterID).CoreV1().Secrets(substrates.NamespaceName(e.tn.PoolID)).Get(e.ctx, substrates.SecretName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the tenant's Secret is gone: %v", err)
+	}
+	if _, labelled := s.Labels[k8sapply.PoolLabel]; labelled || s.Labels["owner"] != "tenant" || s.StringData["token"] != "tenant value" {
+		t.Errorf("the tenant's Secret was taken over: labels %v data %v", s.Labels, s.StringData)
+	}
+}
+
+func tokenOf(s *corev1.Secret) string {
+	if v, ok := s.StringData[substrates.SecretKeyToken]; ok {
+		return v
+	}
+	return string(s.Data[substrates.SecretKeyToken])
+}
+
+func names(cs []*godo.KubernetesCluster) []string {
+	out := make([]string, 0, len(cs))
+	for _, c := range cs {
+		out = append(out, c.Name)
+	}
+	return out
+}
+
+// reconcileOnce runs the due items once, without moving any clock.
+func reconcileOnce(t *testing.T, e *env) {
+	t.Helper()
+	if _, err := e.runner.RunOnce(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+}
