@@ -35,6 +35,17 @@ type ReconcileConfig struct {
 	// DigitalOcean tunes the godo client: BC_DO_REQUESTS_PER_MINUTE, BC_DO_BURST,
 	// BC_DO_REQUEST_TIMEOUT.
 	DigitalOcean digitalocean.Options
+	// JoinURL is the public base URL bcd on substrate nodes calls to join (BC_PUBLIC_URL); empty
+	// means this replica's own listener address.
+	JoinURL string
+}
+
+// PublicURL is the URL bcd reaches the join API at: BC_PUBLIC_URL, else fallback.
+func (c ReconcileConfig) PublicURL(fallback string) string {
+	if c.JoinURL != "" {
+		return c.JoinURL
+	}
+	return fallback
 }
 
 // ReconcileConfigFromEnv reads the BC_* knobs named on ReconcileConfig's fields with getenv
@@ -65,6 +76,7 @@ func ReconcileConfigFromEnv(getenv func(string) string) (ReconcileConfig, error)
 			*into = n
 		}
 	}
+	c.JoinURL = getenv("BC_PUBLIC_URL")
 	num("BC_RECONCILE_CONCURRENCY", &c.Concurrency)
 	dur("BC_LEASE_TTL", &c.LeaseTTL)
 	dur("BC_RECONCILE_POLL", &c.PollInterval)

@@ -10,6 +10,7 @@ import (
 	"better-compute.dev/compute/reconcile"
 	metalreconcile "better-compute.dev/compute/reconcile/metal"
 	"better-compute.dev/compute/reconcile/providers/provresources"
+	"better-compute.dev/compute/reconcile/substrates"
 )
 
 // pruneKind is the periodic pass that removes long-idle work items.
@@ -53,10 +54,18 @@ func (a *App) newRunner(rc ReconcileConfig) (*reconcile.Runner, error) {
 	if err != nil {
 		return nil, err
 	}
+	subs, err := substrates.New(substrates.Options{
+		DB: a.DB, Keyring: a.Service.Keyring, Factory: digitalocean.NewFactory(do),
+		JoinURL: rc.PublicURL(a.URL), CreateWindow: rc.CreateWindow, Logger: a.Config.Logger,
+	})
+	if err != nil {
+		return nil, err
+	}
 	runner, err := reconcile.New(reconcile.Options{
 		DB: a.DB, Holder: a.Config.Replica, Handlers: map[string]reconcile.Handler{
 			core.ReconcileKind:  rec,
 			metalreconcile.Kind: metalreconcile.New(a.DB, a.Service.Keyring, &bmc.Runner{Logger: a.Config.Logger}, a.Config.Logger),
+			substrates.Kind:     subs,
 		},
 		Concurrency: rc.Concurrency, LeaseTTL: rc.LeaseTTL, PollInterval: rc.PollInterval,
 		Backoff:       reconcile.Exponential{Initial: rc.BackoffInitial, Max: rc.BackoffMax, Jitter: 0.2},

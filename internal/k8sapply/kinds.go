@@ -27,8 +27,12 @@ var (
 func (a Applier) namespaces() kind[*corev1ac.NamespaceApplyConfiguration, *corev1.Namespace] {
 	c := a.Client.CoreV1().Namespaces()
 	return kind[*corev1ac.NamespaceApplyConfiguration, *corev1.Namespace]{
-		get:    func(ctx context.Context, name string) (*corev1.Namespace, error) { return c.Get(ctx, name, metav1.GetOptions{}) },
-		create: func(ctx context.Context, o *corev1.Namespace) (*corev1.Namespace, error) { return c.Create(ctx, o, createOpts) },
+		get: func(ctx context.Context, name string) (*corev1.Namespace, error) {
+			return c.Get(ctx, name, metav1.GetOptions{})
+		},
+		create: func(ctx context.Context, o *corev1.Namespace) (*corev1.Namespace, error) {
+			return c.Create(ctx, o, createOpts)
+		},
 		apply: func(ctx context.Context, cfg *corev1ac.NamespaceApplyConfiguration) (*corev1.Namespace, error) {
 			return c.Apply(ctx, cfg, applyOpts)
 		},
@@ -40,8 +44,12 @@ func (a Applier) namespaces() kind[*corev1ac.NamespaceApplyConfiguration, *corev
 func (a Applier) secrets(ns string) kind[*corev1ac.SecretApplyConfiguration, *corev1.Secret] {
 	c := a.Client.CoreV1().Secrets(ns)
 	return kind[*corev1ac.SecretApplyConfiguration, *corev1.Secret]{
-		get:    func(ctx context.Context, name string) (*corev1.Secret, error) { return c.Get(ctx, name, metav1.GetOptions{}) },
-		create: func(ctx context.Context, o *corev1.Secret) (*corev1.Secret, error) { return c.Create(ctx, o, createOpts) },
+		get: func(ctx context.Context, name string) (*corev1.Secret, error) {
+			return c.Get(ctx, name, metav1.GetOptions{})
+		},
+		create: func(ctx context.Context, o *corev1.Secret) (*corev1.Secret, error) {
+			return c.Create(ctx, o, createOpts)
+		},
 		apply: func(ctx context.Context, cfg *corev1ac.SecretApplyConfiguration) (*corev1.Secret, error) {
 			return c.Apply(ctx, cfg, applyOpts)
 		},
@@ -53,8 +61,12 @@ func (a Applier) secrets(ns string) kind[*corev1ac.SecretApplyConfiguration, *co
 func (a Applier) daemonSets(ns string) kind[*appsv1ac.DaemonSetApplyConfiguration, *appsv1.DaemonSet] {
 	c := a.Client.AppsV1().DaemonSets(ns)
 	return kind[*appsv1ac.DaemonSetApplyConfiguration, *appsv1.DaemonSet]{
-		get:    func(ctx context.Context, name string) (*appsv1.DaemonSet, error) { return c.Get(ctx, name, metav1.GetOptions{}) },
-		create: func(ctx context.Context, o *appsv1.DaemonSet) (*appsv1.DaemonSet, error) { return c.Create(ctx, o, createOpts) },
+		get: func(ctx context.Context, name string) (*appsv1.DaemonSet, error) {
+			return c.Get(ctx, name, metav1.GetOptions{})
+		},
+		create: func(ctx context.Context, o *appsv1.DaemonSet) (*appsv1.DaemonSet, error) {
+			return c.Create(ctx, o, createOpts)
+		},
 		apply: func(ctx context.Context, cfg *appsv1ac.DaemonSetApplyConfiguration) (*appsv1.DaemonSet, error) {
 			return c.Apply(ctx, cfg, applyOpts)
 		},

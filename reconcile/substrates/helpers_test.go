@@ -85,7 +85,7 @@ func newEnv(t *testing.T, tenantID string) *env {
 	kube := &fakeKube{}
 	rec, err := substrates.New(substrates.Options{
 		DB: s.App.DB, Keyring: s.App.Service.Keyring, Kube: kube, JoinURL: s.App.URL,
-		Factory: digitalocean.NewFactory(digitalocean.Options{Limiters: digitalocean.NewLimiters(), RequestsPerMinute: 60000, Burst: 1000}),
+		Factory:      digitalocean.NewFactory(digitalocean.Options{Limiters: digitalocean.NewLimiters(), RequestsPerMinute: 60000, Burst: 1000}),
 		ProviderPoll: providerPoll, Resync: resync,
 	})
 	if err != nil {

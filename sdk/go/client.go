@@ -28,6 +28,7 @@ type Client struct {
 	Events           c.EventServiceClient
 	Usage            c.UsageServiceClient
 	Metal            c.MetalServiceClient
+	Substrates       c.SubstrateServiceClient
 }
 
 // Option changes New.
@@ -69,6 +70,7 @@ func New(baseURL, token string, opts ...Option) *Client {
 		Events:           c.NewEventServiceClient(h, baseURL, co...),
 		Usage:            c.NewUsageServiceClient(h, baseURL, co...),
 		Metal:            c.NewMetalServiceClient(h, baseURL, co...),
+		Substrates:       c.NewSubstrateServiceClient(h, baseURL, co...),
 	}
 }
 

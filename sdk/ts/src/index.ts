@@ -27,5 +27,6 @@ export * from "./gen/bettercompute/compute/v1/load_balancers_pb.js";
 export * from "./gen/bettercompute/compute/v1/metal_pb.js";
 export * from "./gen/bettercompute/compute/v1/networks_pb.js";
 export * from "./gen/bettercompute/compute/v1/pools_pb.js";
+export * from "./gen/bettercompute/compute/v1/substrates_pb.js";
 export * from "./gen/bettercompute/compute/v1/tenancy_pb.js";
 export * from "./gen/bettercompute/compute/v1/usage_pb.js";

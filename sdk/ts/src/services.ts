@@ -9,6 +9,7 @@ import { MetalService } from "./gen/bettercompute/compute/v1/metal_pb.js";
 import { NetworkService } from "./gen/bettercompute/compute/v1/networks_pb.js";
 import { PoolService, ProviderAccountService } from "./gen/bettercompute/compute/v1/pools_pb.js";
 import { ProjectService, TenantService } from "./gen/bettercompute/compute/v1/tenancy_pb.js";
+import { SubstrateService } from "./gen/bettercompute/compute/v1/substrates_pb.js";
 import { UsageService } from "./gen/bettercompute/compute/v1/usage_pb.js";
 
 /** services maps each ComputeClient property to the service it calls. */
@@ -24,6 +25,7 @@ export const services = {
   events: EventService,
   usage: UsageService,
   metal: MetalService,
+  substrates: SubstrateService,
 } as const;
 
 /** ServiceName is a property of ComputeClient. */
