@@ -53,7 +53,7 @@ var _ Authorizer = (*Embedded)(nil)
 // Start-up, measured on a 2-core machine under load from other test runs: memory
 // datastore 4 to 30 ms; postgres on a fresh schema (create, migrate, store,
 // model) 150 to 900 ms; postgres on an already migrated schema 30 to 400 ms.
-// Replicas on one schema start one after the other (an advisory lock).
+// Replicas on one schema start one after the other (a lease row, see lockSchema).
 func NewEmbedded(ctx context.Context, opts EmbeddedOptions) (*Embedded, error) {
 	var (
 		ds   storage.OpenFGADatastore

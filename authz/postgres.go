@@ -2,6 +2,9 @@ package authz
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/url"
 	"regexp"
@@ -23,23 +26,37 @@ var schemaPattern = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 // goose, which keeps its settings in package globals.
 var migrateMu sync.Mutex
 
-// lockName names the advisory lock replicas hold while they migrate a schema
-// and resolve the store and model, so that they do not race each other.
-func lockName(schema string) string { return "better-compute.authz:" + schema }
+// The bootstrap lock is a lease row, not an advisory lock (the project's SQL runs on CockroachDB
+// too): replicas take it with one auto-committed compare-and-set and poll while another holds it.
+// Nothing waits inside an open transaction, which matters here: OpenFGA's migrations build an
+// index CONCURRENTLY, and that waits for every open transaction of the database, so a replica
+// blocked on a row lock would deadlock against the holder's migration. The lease expires, so a
+// replica that died holding it delays the others by at most bootstrapLease.
+const bootstrapLease = 2 * time.Minute
 
-// lockSchema takes the schema's bootstrap lock by polling pg_try_advisory_lock
-// rather than blocking in pg_advisory_lock: OpenFGA's migrations build an index
-// CONCURRENTLY, which waits for every open statement of the database, including
-// a replica blocked on the lock; a blocked waiter would deadlock against the
-// holder's migration.
-func lockSchema(ctx context.Context, conn *pgx.Conn, schema string) error {
-	for {
-		var got bool
-		if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock(hashtext($1))", lockName(schema)).Scan(&got); err != nil {
-			return fmt.Errorf("%w: take bootstrap lock: %w", ErrUnavailable, err)
+// lockSchema creates the schema and its lock table if needed and takes the bootstrap lease as
+// holder.
+func lockSchema(ctx context.Context, conn *pgx.Conn, schema, holder string) error {
+	q := pgx.Identifier{schema}.Sanitize()
+	for _, ddl := range []string{
+		"CREATE SCHEMA IF NOT EXISTS " + q,
+		"CREATE TABLE IF NOT EXISTS " + q + ".bc_bootstrap_lock (name TEXT PRIMARY KEY, holder TEXT NOT NULL, expires_at TIMESTAMPTZ NOT NULL)",
+	} {
+		if err := execDDL(ctx, conn, ddl); err != nil {
+			return fmt.Errorf("%w: prepare bootstrap lock: %w", ErrUnavailable, err)
 		}
-		if got {
+	}
+	take := "INSERT INTO " + q + ".bc_bootstrap_lock (name, holder, expires_at) VALUES ('bootstrap', $1, now() + $2::INTERVAL) " +
+		"ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at " +
+		"WHERE bc_bootstrap_lock.expires_at < now() RETURNING holder"
+	for {
+		var got string
+		err := conn.QueryRow(ctx, take, holder, bootstrapLease.String()).Scan(&got)
+		switch {
+		case err == nil && got == holder:
 			return nil
+		case err != nil && !errors.Is(err, pgx.ErrNoRows):
+			return fmt.Errorf("%w: take bootstrap lock: %w", ErrUnavailable, err)
 		}
 		select {
 		case <-ctx.Done():
@@ -49,8 +66,21 @@ func lockSchema(ctx context.Context, conn *pgx.Conn, schema string) error {
 	}
 }
 
+// execDDL runs an IF NOT EXISTS statement, retrying the catalog races two replicas running it at
+// once can lose on PostgreSQL (a unique violation in the system catalogs).
+func execDDL(ctx context.Context, conn *pgx.Conn, ddl string) error {
+	var err error
+	for range 5 {
+		if _, err = conn.Exec(ctx, ddl); err == nil {
+			return nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return err
+}
+
 // openPostgres creates and migrates the schema, then opens OpenFGA's postgres
-// datastore on it. It returns holding the bootstrap advisory lock; the caller
+// datastore on it. It returns holding the bootstrap lease; the caller
 // releases it with unlock once the store and model are resolved.
 func openPostgres(ctx context.Context, databaseURL, schema string) (ds storage.OpenFGADatastore, unlock func() error, err error) {
 	if databaseURL == "" {
@@ -72,10 +102,11 @@ func openPostgres(ctx context.Context, databaseURL, schema string) (ds storage.O
 		// The URL may hold a password: never echo it.
 		return nil, nil, fmt.Errorf("%w: connect to database: %w", ErrUnavailable, err)
 	}
+	holder := randomHolder()
 	unlock = func() error {
 		uctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		_, uerr := conn.Exec(uctx, "SELECT pg_advisory_unlock(hashtext($1))", lockName(schema))
+		_, uerr := conn.Exec(uctx, "DELETE FROM "+pgx.Identifier{schema}.Sanitize()+".bc_bootstrap_lock WHERE name = 'bootstrap' AND holder = $1", holder)
 		cerr := conn.Close(uctx)
 		if uerr != nil {
 			return fmt.Errorf("%w: release bootstrap lock: %w", ErrUnavailable, uerr)
@@ -87,11 +118,8 @@ func openPostgres(ctx context.Context, databaseURL, schema string) (ds storage.O
 			_ = unlock()
 		}
 	}()
-	if err = lockSchema(ctx, conn, schema); err != nil {
+	if err = lockSchema(ctx, conn, schema, holder); err != nil {
 		return nil, nil, err
-	}
-	if _, err = conn.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{schema}.Sanitize()); err != nil {
-		return nil, nil, fmt.Errorf("%w: create schema %s: %w", ErrUnavailable, schema, err)
 	}
 
 	migrateMu.Lock()
@@ -123,6 +151,13 @@ func openPostgres(ctx context.Context, databaseURL, schema string) (ds storage.O
 		return nil, nil, fmt.Errorf("%w: open datastore: %w", ErrUnavailable, err)
 	}
 	return pds, unlock, nil
+}
+
+// randomHolder names this bootstrap attempt in the lease row.
+func randomHolder() string {
+	b := make([]byte, 12)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }
 
 // withSearchPath returns the URL with search_path set to schema, so that both
