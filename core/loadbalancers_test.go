@@ -311,6 +311,28 @@ func TestSeedSentences(t *testing.T) {
 				t.Fatal(err)
 			}
 		}},
+		{"Named instances are also decided as compute:instances:update on each, with the caller's own credential", func(t *testing.T) {
+			lb, err := svc.CreateLoadBalancer(a.Ctx, regional(a, poolTargets()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			vm := inst(a, "nyc3", "")
+			// A principal that manages this one load balancer (a direct grant) but may not update the instance.
+			pid, _, p := s.NewPrincipal(t, a.ID, "")
+			grant := func(typ, id string) {
+				if err := svc.GrantRole(s.AdminCtx, &v1.GrantRoleRequest{TenantId: a.ID, PrincipalId: pid, Role: "manager", ObjectType: typ, ObjectId: id}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			grant("compute-provider-load-balancer", lb.GetId())
+			up := &v1.UpdateLoadBalancerRequest{TenantId: a.ID, LoadBalancerId: lb.GetId(), Targets: &v1.LoadBalancerTargets{InstanceIds: []string{vm}}}
+			_, err = svc.UpdateLoadBalancer(p, up)
+			wantCode(t, err, apierr.AccessDenied, "targets.instanceIds[0]")
+			grant("compute-instance", vm)
+			if got, err := svc.UpdateLoadBalancer(p, up); err != nil || got.GetTargets().GetInstanceIds()[0] != vm {
+				t.Fatalf("with instances:update: %v %v", got, err)
+			}
+		}},
 		{"delete returns it deleting", func(t *testing.T) {
 			lb, _ := svc.CreateLoadBalancer(a.Ctx, regional(a, poolTargets()))
 			got, err := svc.DeleteLoadBalancer(a.Ctx, &v1.DeleteLoadBalancerRequest{TenantId: a.ID, LoadBalancerId: lb.GetId()})
