@@ -245,3 +245,21 @@ func TestMalformedBodies(t *testing.T) {
 		}
 	}
 }
+
+// TestOversizedRequests: a body past the size limit, or one with thousands of bad items, is
+// INVALID_INPUT with a short message — never INTERNAL.
+func TestOversizedRequests(t *testing.T) {
+	s := apptest.Start(t)
+	tn := s.NewTenant(t, "acme", "editor")
+	status, got := s.PostJSON(t, "/api/compute/loadBalancers/create", tn.Token,
+		`{"tenantId":"acme","description":"`+strings.Repeat("x", 5<<20)+`"}`)
+	if status != http.StatusBadRequest || got["code"] != "INVALID_INPUT" {
+		t.Fatalf("huge body: %d %v", status, got)
+	}
+	status, got = s.PostJSON(t, "/api/compute/loadBalancers/create", tn.Token,
+		`{"tenantId":"acme","forwarding":[`+strings.Repeat(`{"entryPort":1},`, 20000)+`{}]}`)
+	msg, _ := got["message"].(string)
+	if status != http.StatusBadRequest || got["code"] != "INVALID_INPUT" || len(msg) > 2000 || !strings.Contains(msg, "more") {
+		t.Fatalf("many violations: %d %s %.300s", status, got["code"], msg)
+	}
+}

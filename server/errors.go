@@ -58,12 +58,16 @@ func validationError(err error) *connect.Error {
 	if !errors.As(err, &ve) || len(ve.Violations) == 0 {
 		return toConnect(apierr.Invalid("", "the request is not valid: %v", err))
 	}
-	msgs := make([]string, 0, len(ve.Violations))
+	msgs := make([]string, 0, min(len(ve.Violations), maxViolationsInMessage)+1)
 	var first string
 	for i, v := range ve.Violations {
 		path := violationPath(v)
 		if i == 0 {
 			first = path
+		}
+		if i == maxViolationsInMessage {
+			msgs = append(msgs, fmt.Sprintf("and %d more", len(ve.Violations)-i))
+			break
 		}
 		msgs = append(msgs, fmt.Sprintf("%s: %s", path, v.Proto.GetMessage()))
 	}
@@ -73,6 +77,10 @@ func validationError(err error) *connect.Error {
 	}
 	return ce
 }
+
+// maxViolationsInMessage bounds the message: a request with thousands of bad items gets a short
+// answer (every violation still travels as buf.validate.Violations).
+const maxViolationsInMessage = 10
 
 // violationPath renders a violation's field path in JSON names. A message-level rule has no
 // path of its own: its id starts with the field it is about ("targets.scope" -> targets).

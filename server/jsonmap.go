@@ -200,6 +200,9 @@ func translateConnectError(body []byte) JSONError {
 	switch ce.Code {
 	case "invalid_argument", "unimplemented":
 		return JSONError{Code: apierr.InvalidInput, Message: "the body is not a valid request: " + ce.Message}
+	case "resource_exhausted":
+		// Connect's own limit on the request size; our QUOTA_EXCEEDED always carries ErrorInfo.
+		return JSONError{Code: apierr.InvalidInput, Message: "the request is too large"}
 	case "unauthenticated":
 		return JSONError{Code: apierr.Unauthenticated, Message: ce.Message}
 	case "unavailable", "deadline_exceeded", "canceled":

@@ -42,7 +42,9 @@ func (e *Error) Unwrap() error { return e.Connect }
 // fallback maps a Connect code when the server sent no ErrorInfo (e.g. a transport failure).
 var fallback = map[connect.Code]Code{
 	connect.CodeInvalidArgument: InvalidInput, connect.CodeNotFound: NotFound, connect.CodePermissionDenied: AccessDenied,
-	connect.CodeResourceExhausted: QuotaExceeded, connect.CodeFailedPrecondition: InvalidState,
+	// QUOTA_EXCEEDED always carries ErrorInfo; a bare resource_exhausted is the transport's
+	// message-size limit (the request was too large).
+	connect.CodeResourceExhausted: InvalidInput, connect.CodeFailedPrecondition: InvalidState,
 	connect.CodeUnauthenticated: Unauthenticated, connect.CodeUnavailable: Unavailable,
 }
 

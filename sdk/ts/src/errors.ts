@@ -29,7 +29,9 @@ const reasonByCode: Partial<Record<Code, PlatformErrorCode>> = {
   [Code.OutOfRange]: "INVALID_INPUT",
   [Code.NotFound]: "NOT_FOUND",
   [Code.PermissionDenied]: "ACCESS_DENIED",
-  [Code.ResourceExhausted]: "QUOTA_EXCEEDED",
+  // Our QUOTA_EXCEEDED always carries ErrorInfo; a bare resource_exhausted is the transport's
+  // message-size limit: the request was too large.
+  [Code.ResourceExhausted]: "INVALID_INPUT",
   [Code.FailedPrecondition]: "INVALID_STATE",
   [Code.Unauthenticated]: "UNAUTHENTICATED",
   [Code.Unavailable]: "UNAVAILABLE",
