@@ -40,6 +40,25 @@ func (s *Service) authorizeTenant(ctx context.Context, c Caller, perm authz.Perm
 	return s.authorize(ctx, c, perm, authz.TenantObject(tenantID), "", "tenant")
 }
 
+// authorizeOwnedRead is the read of one object by id: the row must exist and belong to the tenant
+// the request names (else NOT_FOUND, exactly as for a missing one), then the caller needs perm on it.
+// found reports whether the lookup found the row; obj.Tenant is the row's tenant.
+func (s *Service) authorizeOwnedRead(ctx context.Context, c Caller, requestTenant string, found bool, obj authz.Object, perm authz.Permission, what string) error {
+	if !found || obj.Tenant != requestTenant {
+		return apierr.NotFoundf("%s %s not found", what, obj.ID)
+	}
+	return s.authorize(ctx, c, perm, obj, "", what)
+}
+
+// authorizeTenantOrPlatform checks perm on the tenant, letting platform admins through (they
+// administer pools, accounts and quotas of every tenant).
+func (s *Service) authorizeTenantOrPlatform(ctx context.Context, c Caller, perm authz.Permission, tenantID string) error {
+	if c.PlatformAdmin {
+		return nil
+	}
+	return s.authorizeTenant(ctx, c, perm, tenantID)
+}
+
 // filterVisible batch-checks perm on each object and keeps those granted (list methods: the
 // tenant is checked first, then each item).
 func (s *Service) filterVisible(ctx context.Context, c Caller, perm authz.Permission, objs []authz.Object) ([]bool, error) {

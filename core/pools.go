@@ -48,14 +48,13 @@ func (s *Service) GetProviderAccount(ctx context.Context, r *v1.GetProviderAccou
 		return nil, err
 	}
 	a, err := store.GetAccount(ctx, s.DB.Q(), r.GetAccountId())
-	if err != nil || a.TenantID != r.GetTenantId() {
-		return nil, apierr.NotFoundf("provider account %s not found", r.GetAccountId())
-	}
-	if !c.PlatformAdmin {
-		obj := authz.Object{Type: authz.TypeProviderAccount, ID: a.ID, Tenant: a.TenantID}
-		if err := s.authorize(ctx, c, authz.ProviderAccountsRead, obj, "", "provider account"); err != nil {
-			return nil, err
+	obj := authz.Object{Type: authz.TypeProviderAccount, ID: r.GetAccountId(), Tenant: a.TenantID}
+	if c.PlatformAdmin {
+		if err != nil || a.TenantID != r.GetTenantId() {
+			return nil, apierr.NotFoundf("provider account %s not found", r.GetAccountId())
 		}
+	} else if err := s.authorizeOwnedRead(ctx, c, r.GetTenantId(), err == nil, obj, authz.ProviderAccountsRead, "provider account"); err != nil {
+		return nil, err
 	}
 	return accountProto(a), nil
 }
@@ -66,10 +65,8 @@ func (s *Service) ListProviderAccounts(ctx context.Context, r *v1.ListProviderAc
 	if err != nil {
 		return nil, err
 	}
-	if !c.PlatformAdmin {
-		if err := s.authorizeTenant(ctx, c, authz.ProviderAccountsRead, r.GetTenantId()); err != nil {
-			return nil, err
-		}
+	if err := s.authorizeTenantOrPlatform(ctx, c, authz.ProviderAccountsRead, r.GetTenantId()); err != nil {
+		return nil, err
 	}
 	as, err := store.ListAccounts(ctx, s.DB.Q(), r.GetTenantId())
 	if err != nil {
@@ -124,14 +121,13 @@ func (s *Service) GetPool(ctx context.Context, r *v1.GetPoolRequest) (*v1.Pool, 
 		return nil, err
 	}
 	p, err := store.GetPool(ctx, s.DB.Q(), r.GetPoolId())
-	if err != nil || p.TenantID != r.GetTenantId() {
-		return nil, apierr.NotFoundf("pool %s not found", r.GetPoolId())
-	}
-	if !c.PlatformAdmin {
-		obj := authz.Object{Type: authz.TypePool, ID: p.ID, Tenant: p.TenantID}
-		if err := s.authorize(ctx, c, authz.PoolsRead, obj, "", "pool"); err != nil {
-			return nil, err
+	obj := authz.Object{Type: authz.TypePool, ID: r.GetPoolId(), Tenant: p.TenantID}
+	if c.PlatformAdmin {
+		if err != nil || p.TenantID != r.GetTenantId() {
+			return nil, apierr.NotFoundf("pool %s not found", r.GetPoolId())
 		}
+	} else if err := s.authorizeOwnedRead(ctx, c, r.GetTenantId(), err == nil, obj, authz.PoolsRead, "pool"); err != nil {
+		return nil, err
 	}
 	return poolProto(p)
 }
@@ -142,10 +138,8 @@ func (s *Service) ListPools(ctx context.Context, r *v1.ListPoolsRequest) ([]*v1.
 	if err != nil {
 		return nil, err
 	}
-	if !c.PlatformAdmin {
-		if err := s.authorizeTenant(ctx, c, authz.PoolsRead, r.GetTenantId()); err != nil {
-			return nil, err
-		}
+	if err := s.authorizeTenantOrPlatform(ctx, c, authz.PoolsRead, r.GetTenantId()); err != nil {
+		return nil, err
 	}
 	ps, err := store.ListPools(ctx, s.DB.Q(), r.GetTenantId())
 	if err != nil {
@@ -242,10 +236,8 @@ func (s *Service) ListQuotas(ctx context.Context, r *v1.ListQuotasRequest) ([]*v
 	if err != nil {
 		return nil, err
 	}
-	if !c.PlatformAdmin {
-		if err := s.authorizeTenant(ctx, c, authz.PoolsRead, r.GetTenantId()); err != nil {
-			return nil, err
-		}
+	if err := s.authorizeTenantOrPlatform(ctx, c, authz.PoolsRead, r.GetTenantId()); err != nil {
+		return nil, err
 	}
 	qs, err := store.ListQuotas(ctx, s.DB.Q(), r.GetTenantId(), r.GetPoolId())
 	if err != nil {

@@ -51,10 +51,8 @@ func (s *Service) GetNetwork(ctx context.Context, r *v1.GetNetworkRequest) (*v1.
 		return nil, err
 	}
 	n, err := store.GetNetwork(ctx, s.DB.Q(), r.GetNetworkId())
-	if err != nil || n.TenantID != r.GetTenantId() {
-		return nil, apierr.NotFoundf("network %s not found", r.GetNetworkId())
-	}
-	if err := s.authorize(ctx, c, authz.NetworksRead, authz.Object{Type: authz.TypeNetwork, ID: n.ID, Tenant: n.TenantID}, "", "network"); err != nil {
+	obj := authz.Object{Type: authz.TypeNetwork, ID: r.GetNetworkId(), Tenant: n.TenantID}
+	if err := s.authorizeOwnedRead(ctx, c, r.GetTenantId(), err == nil, obj, authz.NetworksRead, "network"); err != nil {
 		return nil, err
 	}
 	return networkProto(n), nil
@@ -115,10 +113,8 @@ func (s *Service) GetSubnet(ctx context.Context, r *v1.GetSubnetRequest) (*v1.Su
 		return nil, err
 	}
 	sn, err := store.GetSubnet(ctx, s.DB.Q(), r.GetSubnetId())
-	if err != nil || sn.TenantID != r.GetTenantId() {
-		return nil, apierr.NotFoundf("subnet %s not found", r.GetSubnetId())
-	}
-	if err := s.authorize(ctx, c, authz.NetworksRead, authz.Object{Type: authz.TypeSubnet, ID: sn.ID, Tenant: sn.TenantID}, "", "subnet"); err != nil {
+	obj := authz.Object{Type: authz.TypeSubnet, ID: r.GetSubnetId(), Tenant: sn.TenantID}
+	if err := s.authorizeOwnedRead(ctx, c, r.GetTenantId(), err == nil, obj, authz.NetworksRead, "subnet"); err != nil {
 		return nil, err
 	}
 	return subnetProto(sn), nil
@@ -223,10 +219,8 @@ func (s *Service) GetCertificate(ctx context.Context, r *v1.GetCertificateReques
 		return nil, err
 	}
 	ce, err := store.GetCertificate(ctx, s.DB.Q(), r.GetCertificateId())
-	if err != nil || ce.TenantID != r.GetTenantId() {
-		return nil, apierr.NotFoundf("certificate %s not found", r.GetCertificateId())
-	}
-	if err := s.authorize(ctx, c, authz.CertificatesRead, authz.Object{Type: authz.TypeCertificate, ID: ce.ID, Tenant: ce.TenantID}, "", "certificate"); err != nil {
+	obj := authz.Object{Type: authz.TypeCertificate, ID: r.GetCertificateId(), Tenant: ce.TenantID}
+	if err := s.authorizeOwnedRead(ctx, c, r.GetTenantId(), err == nil, obj, authz.CertificatesRead, "certificate"); err != nil {
 		return nil, err
 	}
 	return certificateProto(ce), nil
@@ -376,10 +370,8 @@ func (s *Service) GetInstance(ctx context.Context, r *v1.GetInstanceRequest) (*v
 		return nil, err
 	}
 	in, err := store.GetInstance(ctx, s.DB.Q(), r.GetInstanceId())
-	if err != nil || in.TenantID != r.GetTenantId() {
-		return nil, apierr.NotFoundf("instance %s not found", r.GetInstanceId())
-	}
-	if err := s.authorize(ctx, c, authz.InstancesRead, authz.Object{Type: authz.TypeInstance, ID: in.ID, Tenant: in.TenantID}, "", "instance"); err != nil {
+	obj := authz.Object{Type: authz.TypeInstance, ID: r.GetInstanceId(), Tenant: in.TenantID}
+	if err := s.authorizeOwnedRead(ctx, c, r.GetTenantId(), err == nil, obj, authz.InstancesRead, "instance"); err != nil {
 		return nil, err
 	}
 	return instanceProto(in), nil

@@ -123,10 +123,8 @@ func (s *Service) ListSubstrates(ctx context.Context, r *v1.ListSubstratesReques
 	if err != nil {
 		return nil, err
 	}
-	if !c.PlatformAdmin {
-		if err := s.authorizeTenant(ctx, c, authz.SubstratesRead, r.GetTenantId()); err != nil {
-			return nil, err
-		}
+	if err := s.authorizeTenantOrPlatform(ctx, c, authz.SubstratesRead, r.GetTenantId()); err != nil {
+		return nil, err
 	}
 	subs, err := store.ListSubstrates(ctx, s.DB.Q(), r.GetTenantId(), r.GetIncludeDeleted())
 	if err != nil {
