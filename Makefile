@@ -53,7 +53,9 @@ postgres:
 
 ## bench: the benchmarks under bench/ (figures are ratios measured in one run)
 bench: postgres
-	go test -run '^$$' -bench . -benchtime 2s ./bench/...
+	go test -run '^$$' -bench . -benchtime 300x ./bench/creates
+	go test -run '^$$' -bench . -benchtime 1000x ./bench/authz
+	go test -run '^$$' -bench . -benchtime 1x ./bench/converge
 
 clean:
 	rm -rf .build bin
