@@ -15,6 +15,7 @@ import (
 type objects struct {
 	tenant                                   string
 	lb, instance, subnet, network, cert, prj string
+	substratePool, substrate                 string
 }
 
 func makeObjects(t *testing.T, s *apptest.Stack, tn apptest.Tenant) objects {
@@ -36,6 +37,17 @@ func makeObjects(t *testing.T, s *apptest.Stack, tn apptest.Tenant) objects {
 		t.Fatal(err)
 	}
 	o.prj = p.GetId()
+	pool, err := svc.CreatePool(s.AdminCtx, &v1.CreatePoolRequest{TenantId: tn.ID, AccountId: tn.AccountID, Name: "k8s", Regions: []string{"nyc3"},
+		Policy: &v1.PoolPolicy{Substrate: &v1.PoolSubstrate{Kind: "kubernetes", Account: tn.AccountID,
+			Cluster: &v1.SubstrateCluster{Mode: &v1.SubstrateCluster_Adopt{Adopt: &v1.ClusterAdopt{Id: "cluster-1"}}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, err := svc.GetSubstrate(s.AdminCtx, &v1.GetSubstrateRequest{TenantId: tn.ID, PoolId: pool.GetId()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.substratePool, o.substrate = pool.GetId(), sub.GetId()
 	return o
 }
 
@@ -103,6 +115,14 @@ func matrixMethods(s *apptest.Stack) []method {
 		}},
 		{"projects/get", "read", authz.TypeProject, func(o objects) string { return o.prj }, func(ctx context.Context, _ apptestService, tn string, o objects) error {
 			_, err := svc.GetProject(ctx, &v1.GetProjectRequest{TenantId: tn, ProjectId: o.prj})
+			return err
+		}},
+		{"substrates/get", "read", authz.TypePoolSubstrate, func(o objects) string { return o.substrate }, func(ctx context.Context, _ apptestService, tn string, o objects) error {
+			_, err := svc.GetSubstrate(ctx, &v1.GetSubstrateRequest{TenantId: tn, PoolId: o.substratePool})
+			return err
+		}},
+		{"substrates/list", "read", authz.TypeTenant, nil, func(ctx context.Context, _ apptestService, tn string, o objects) error {
+			_, err := svc.ListSubstrates(ctx, &v1.ListSubstratesRequest{TenantId: tn})
 			return err
 		}},
 		{"events/list", "read", authz.TypeTenant, nil, func(ctx context.Context, _ apptestService, tn string, o objects) error {

@@ -19,6 +19,7 @@ var tableOf = map[string]string{
 	authz.TypeCertificate:          "certificates",
 	authz.TypeProviderAccount:      "provider_accounts",
 	authz.TypeMetalNode:            "metal_nodes",
+	authz.TypePoolSubstrate:        "substrates",
 }
 
 // ownerOf returns the tenant the database says owns an object.

@@ -54,7 +54,7 @@ func one[T any](ctx context.Context, q Querier, scan func(pgx.Row) (T, error), s
 // ownedTables are the tables whose rows carry a tenant_id that OwnerOf may read.
 var ownedTables = map[string]bool{
 	"load_balancers": true, "instances": true, "pools": true, "projects": true, "networks": true,
-	"subnets": true, "certificates": true, "provider_accounts": true, "metal_nodes": true,
+	"subnets": true, "certificates": true, "provider_accounts": true, "metal_nodes": true, "substrates": true,
 }
 
 // OwnerOf returns the tenant that owns a row of one of the owned tables, or ErrNotFound.
