@@ -173,15 +173,8 @@ func (s *Service) createLoadBalancerTx(ctx context.Context, tx pgx.Tx, r *v1.Cre
 
 // GetLoadBalancer returns one load balancer.
 func (s *Service) GetLoadBalancer(ctx context.Context, r *v1.GetLoadBalancerRequest) (*v1.LoadBalancer, error) {
-	c, err := caller(ctx)
+	_, obj, err := s.authorizeLoadBalancer(ctx, r.GetTenantId(), r.GetLoadBalancerId(), authz.LoadBalancersRead)
 	if err != nil {
-		return nil, err
-	}
-	obj, err := s.lbObject(ctx, r.GetTenantId(), r.GetLoadBalancerId())
-	if err != nil {
-		return nil, err
-	}
-	if err := s.authorize(ctx, c, authz.LoadBalancersRead, obj, "", "load balancer"); err != nil {
 		return nil, err
 	}
 	row, err := store.GetLoadBalancer(ctx, s.DB.Q(), obj.ID)
@@ -232,15 +225,8 @@ func (s *Service) ListLoadBalancers(ctx context.Context, r *v1.ListLoadBalancers
 // UpdateLoadBalancer replaces each part given, returns it updating and publishes
 // providerLoadBalancer.updated naming what changed.
 func (s *Service) UpdateLoadBalancer(ctx context.Context, r *v1.UpdateLoadBalancerRequest) (*v1.LoadBalancer, error) {
-	c, err := caller(ctx)
+	c, _, err := s.authorizeLoadBalancer(ctx, r.GetTenantId(), r.GetLoadBalancerId(), authz.LoadBalancersManage)
 	if err != nil {
-		return nil, err
-	}
-	obj, err := s.lbObject(ctx, r.GetTenantId(), r.GetLoadBalancerId())
-	if err != nil {
-		return nil, err
-	}
-	if err := s.authorize(ctx, c, authz.LoadBalancersManage, obj, authz.LoadBalancersRead, "load balancer"); err != nil {
 		return nil, err
 	}
 	if err := s.checkInstanceAccess(ctx, c, r.GetTenantId(), r.GetTargets().GetInstanceIds()); err != nil {
@@ -333,15 +319,8 @@ func (s *Service) updateLoadBalancerTx(ctx context.Context, tx pgx.Tx, r *v1.Upd
 // refunds the quota and publishes providerLoadBalancer.deleted. A regional one that a live global
 // one targets is INVALID_STATE inUse.
 func (s *Service) DeleteLoadBalancer(ctx context.Context, r *v1.DeleteLoadBalancerRequest) (*v1.LoadBalancer, error) {
-	c, err := caller(ctx)
+	_, obj, err := s.authorizeLoadBalancer(ctx, r.GetTenantId(), r.GetLoadBalancerId(), authz.LoadBalancersManage)
 	if err != nil {
-		return nil, err
-	}
-	obj, err := s.lbObject(ctx, r.GetTenantId(), r.GetLoadBalancerId())
-	if err != nil {
-		return nil, err
-	}
-	if err := s.authorize(ctx, c, authz.LoadBalancersManage, obj, authz.LoadBalancersRead, "load balancer"); err != nil {
 		return nil, err
 	}
 	var row store.LoadBalancer
@@ -390,14 +369,10 @@ func (s *Service) touchLoadBalancer(ctx context.Context, tx pgx.Tx, id, why stri
 	return store.Enqueue(ctx, tx, ReconcileKind, id, nil)
 }
 
-// lbObject finds the load balancer's tenant in the database for the authorization check; a load
-// balancer of another tenant is NOT_FOUND, exactly like one that does not exist.
-func (s *Service) lbObject(ctx context.Context, tenantID, id string) (authz.Object, error) {
-	owner, err := s.ownerOf(ctx, authz.TypeProviderLoadBalancer, id)
-	if err != nil || owner != tenantID {
-		return authz.Object{}, &apierr.Error{Code: apierr.NotFound, Field: "loadBalancerId", Message: "load balancer " + id + " not found"}
-	}
-	return authz.Object{Type: authz.TypeProviderLoadBalancer, ID: id, Tenant: owner}, nil
+// authorizeLoadBalancer checks perm on a load balancer named by id; another tenant's load balancer
+// is NOT_FOUND (field loadBalancerId), exactly like one that does not exist.
+func (s *Service) authorizeLoadBalancer(ctx context.Context, tenantID, id string, perm authz.Permission) (Caller, authz.Object, error) {
+	return s.authorizeByID(ctx, authz.TypeProviderLoadBalancer, tenantID, id, perm, authz.LoadBalancersRead, "load balancer", "loadBalancerId")
 }
 
 func appendEvent(ctx context.Context, tx pgx.Tx, row store.LoadBalancer, typ string, data map[string]any) error {

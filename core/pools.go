@@ -49,11 +49,7 @@ func (s *Service) GetProviderAccount(ctx context.Context, r *v1.GetProviderAccou
 	}
 	a, err := store.GetAccount(ctx, s.DB.Q(), r.GetAccountId())
 	obj := authz.Object{Type: authz.TypeProviderAccount, ID: r.GetAccountId(), Tenant: a.TenantID}
-	if c.PlatformAdmin {
-		if err != nil || a.TenantID != r.GetTenantId() {
-			return nil, apierr.NotFoundf("provider account %s not found", r.GetAccountId())
-		}
-	} else if err := s.authorizeOwnedRead(ctx, c, r.GetTenantId(), err == nil, obj, authz.ProviderAccountsRead, "provider account"); err != nil {
+	if err := s.authorizeOwnedRead(ctx, c, r.GetTenantId(), err == nil, obj, authz.ProviderAccountsRead, "provider account"); err != nil {
 		return nil, err
 	}
 	return accountProto(a), nil
@@ -122,11 +118,7 @@ func (s *Service) GetPool(ctx context.Context, r *v1.GetPoolRequest) (*v1.Pool, 
 	}
 	p, err := store.GetPool(ctx, s.DB.Q(), r.GetPoolId())
 	obj := authz.Object{Type: authz.TypePool, ID: r.GetPoolId(), Tenant: p.TenantID}
-	if c.PlatformAdmin {
-		if err != nil || p.TenantID != r.GetTenantId() {
-			return nil, apierr.NotFoundf("pool %s not found", r.GetPoolId())
-		}
-	} else if err := s.authorizeOwnedRead(ctx, c, r.GetTenantId(), err == nil, obj, authz.PoolsRead, "pool"); err != nil {
+	if err := s.authorizeOwnedRead(ctx, c, r.GetTenantId(), err == nil, obj, authz.PoolsRead, "pool"); err != nil {
 		return nil, err
 	}
 	return poolProto(p)

@@ -140,20 +140,11 @@ func (s *Service) ListSubnets(ctx context.Context, r *v1.ListSubnetsRequest) ([]
 
 // DeleteSubnet marks a subnet no instance or load balancer uses for deletion.
 func (s *Service) DeleteSubnet(ctx context.Context, r *v1.DeleteSubnetRequest) (*v1.Subnet, error) {
-	c, err := caller(ctx)
-	if err != nil {
-		return nil, err
-	}
-	owner, err := s.ownerOf(ctx, authz.TypeSubnet, r.GetSubnetId())
-	if err != nil || owner != r.GetTenantId() {
-		return nil, apierr.NotFoundf("subnet %s not found", r.GetSubnetId())
-	}
-	obj := authz.Object{Type: authz.TypeSubnet, ID: r.GetSubnetId(), Tenant: owner}
-	if err := s.authorize(ctx, c, authz.NetworksManage, obj, authz.NetworksRead, "subnet"); err != nil {
+	if _, _, err := s.authorizeByID(ctx, authz.TypeSubnet, r.GetTenantId(), r.GetSubnetId(), authz.NetworksManage, authz.NetworksRead, "subnet", ""); err != nil {
 		return nil, err
 	}
 	var out store.Subnet
-	err = store.ExecuteTx(ctx, s.DB, func(tx pgx.Tx) error {
+	err := store.ExecuteTx(ctx, s.DB, func(tx pgx.Tx) error {
 		inUse, err := store.SubnetInUse(ctx, tx, r.GetSubnetId())
 		if err != nil {
 			return err
@@ -246,20 +237,11 @@ func (s *Service) ListCertificates(ctx context.Context, r *v1.ListCertificatesRe
 
 // DeleteCertificate marks a certificate no load balancer names for deletion.
 func (s *Service) DeleteCertificate(ctx context.Context, r *v1.DeleteCertificateRequest) (*v1.Certificate, error) {
-	c, err := caller(ctx)
-	if err != nil {
-		return nil, err
-	}
-	owner, err := s.ownerOf(ctx, authz.TypeCertificate, r.GetCertificateId())
-	if err != nil || owner != r.GetTenantId() {
-		return nil, apierr.NotFoundf("certificate %s not found", r.GetCertificateId())
-	}
-	obj := authz.Object{Type: authz.TypeCertificate, ID: r.GetCertificateId(), Tenant: owner}
-	if err := s.authorize(ctx, c, authz.CertificatesManage, obj, authz.CertificatesRead, "certificate"); err != nil {
+	if _, _, err := s.authorizeByID(ctx, authz.TypeCertificate, r.GetTenantId(), r.GetCertificateId(), authz.CertificatesManage, authz.CertificatesRead, "certificate", ""); err != nil {
 		return nil, err
 	}
 	var out store.Certificate
-	err = store.ExecuteTx(ctx, s.DB, func(tx pgx.Tx) error {
+	err := store.ExecuteTx(ctx, s.DB, func(tx pgx.Tx) error {
 		inUse, err := store.CertificateInUse(ctx, tx, r.GetCertificateId())
 		if err != nil {
 			return err
@@ -398,20 +380,11 @@ func (s *Service) ListInstances(ctx context.Context, r *v1.ListInstancesRequest)
 // DeleteInstance marks an instance deleting and, in the same transaction, queues every load
 // balancer that reaches it, so they stop reaching it on their next provider write.
 func (s *Service) DeleteInstance(ctx context.Context, r *v1.DeleteInstanceRequest) (*v1.Instance, error) {
-	c, err := caller(ctx)
-	if err != nil {
-		return nil, err
-	}
-	owner, err := s.ownerOf(ctx, authz.TypeInstance, r.GetInstanceId())
-	if err != nil || owner != r.GetTenantId() {
-		return nil, apierr.NotFoundf("instance %s not found", r.GetInstanceId())
-	}
-	obj := authz.Object{Type: authz.TypeInstance, ID: r.GetInstanceId(), Tenant: owner}
-	if err := s.authorize(ctx, c, authz.InstancesManage, obj, authz.InstancesRead, "instance"); err != nil {
+	if _, _, err := s.authorizeByID(ctx, authz.TypeInstance, r.GetTenantId(), r.GetInstanceId(), authz.InstancesManage, authz.InstancesRead, "instance", ""); err != nil {
 		return nil, err
 	}
 	var out store.Instance
-	err = store.ExecuteTx(ctx, s.DB, func(tx pgx.Tx) error {
+	err := store.ExecuteTx(ctx, s.DB, func(tx pgx.Tx) error {
 		in, err := store.GetInstance(ctx, tx, r.GetInstanceId())
 		if err != nil {
 			return err
