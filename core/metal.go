@@ -164,18 +164,13 @@ func (s *Service) AbortNode(ctx context.Context, r *v1.AbortNodeRequest) (*v1.Me
 // unknown verb is INVALID_INPUT. image is recorded by deploy only. Nothing here touches the
 // machine.
 func (s *Service) MoveNode(ctx context.Context, tenantID, nodeID string, verb metal.Verb, image string) (*v1.MetalNode, error) {
-	c, err := caller(ctx)
-	if err != nil {
-		return nil, err
-	}
+	// Verbs come from the handlers' constants: an unknown one is a programming error, refused
+	// before anything is looked up.
 	if _, err := metal.ParseVerb(string(verb)); err != nil {
 		return nil, apierr.Invalid("verb", "%q is not a metal verb", verb)
 	}
-	obj, err := s.metalNodeObject(ctx, tenantID, nodeID)
+	_, _, err := s.authorizeMetalNode(ctx, tenantID, nodeID)
 	if err != nil {
-		return nil, err
-	}
-	if err := s.authorize(ctx, c, authz.MetalManage, obj, authz.MetalRead, "metal node"); err != nil {
 		return nil, err
 	}
 	var out store.MetalNode
@@ -218,15 +213,8 @@ func (s *Service) MoveNode(ctx context.Context, tenantID, nodeID string, verb me
 // state stays; the version grows, so a workflow still running with the old credentials records
 // nothing and runs again with the new ones, and the BMC is probed.
 func (s *Service) UpdateNodeCredentials(ctx context.Context, r *v1.UpdateNodeCredentialsRequest) (*v1.MetalNode, error) {
-	c, err := caller(ctx)
+	_, obj, err := s.authorizeMetalNode(ctx, r.GetTenantId(), r.GetNodeId())
 	if err != nil {
-		return nil, err
-	}
-	obj, err := s.metalNodeObject(ctx, r.GetTenantId(), r.GetNodeId())
-	if err != nil {
-		return nil, err
-	}
-	if err := s.authorize(ctx, c, authz.MetalManage, obj, authz.MetalRead, "metal node"); err != nil {
 		return nil, err
 	}
 	if r.GetUsername() == "" || r.GetPassword() == "" {
@@ -281,14 +269,10 @@ func moveOf(n store.MetalNode, verb metal.Verb) (metal.Transition, error) {
 	return tr, nil
 }
 
-// metalNodeObject finds the node's owner in the database: another tenant's node, like a missing
-// one, is NOT_FOUND.
-func (s *Service) metalNodeObject(ctx context.Context, tenantID, nodeID string) (authz.Object, error) {
-	owner, err := s.ownerOf(ctx, authz.TypeMetalNode, nodeID)
-	if err != nil || owner != tenantID {
-		return authz.Object{}, metalNotFound(nodeID)
-	}
-	return metalObject(nodeID, owner), nil
+// authorizeMetalNode checks compute:metal:manage on a node named by id: another tenant's node,
+// like a missing one, is NOT_FOUND (field nodeId).
+func (s *Service) authorizeMetalNode(ctx context.Context, tenantID, nodeID string) (Caller, authz.Object, error) {
+	return s.authorizeByID(ctx, authz.TypeMetalNode, tenantID, nodeID, authz.MetalManage, authz.MetalRead, "metal node", "nodeId")
 }
 
 func metalObject(id, tenantID string) authz.Object {
