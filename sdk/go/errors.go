@@ -5,25 +5,27 @@ import (
 
 	"connectrpc.com/connect"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
+
+	"better-compute.dev/compute/apierr"
 )
 
-// Code is a platform reason.
-type Code string
+// Code is a platform reason; the vocabulary is the server's own (package apierr).
+type Code = apierr.Code
 
 // The platform reasons a call can fail with.
 const (
-	InvalidInput    Code = "INVALID_INPUT"
-	NotFound        Code = "NOT_FOUND"
-	AccessDenied    Code = "ACCESS_DENIED"
-	QuotaExceeded   Code = "QUOTA_EXCEEDED"
-	InvalidState    Code = "INVALID_STATE"
-	Unauthenticated Code = "UNAUTHENTICATED"
-	Unavailable     Code = "UNAVAILABLE"
-	Internal        Code = "INTERNAL"
+	InvalidInput    = apierr.InvalidInput
+	NotFound        = apierr.NotFound
+	AccessDenied    = apierr.AccessDenied
+	QuotaExceeded   = apierr.QuotaExceeded
+	InvalidState    = apierr.InvalidState
+	Unauthenticated = apierr.Unauthenticated
+	Unavailable     = apierr.Unavailable
+	Internal        = apierr.Internal
 )
 
 // Domain of the platform's google.rpc.ErrorInfo.
-const Domain = "compute.better-compute.dev"
+const Domain = apierr.Domain
 
 // Error is a failed call's platform error.
 type Error struct {
