@@ -58,33 +58,29 @@ type method struct {
 	perm   string // "read", "manage" or "admin"
 	typ    string
 	object func(o objects) string
-	call   func(ctx context.Context, svc apptestService, tenant string, o objects) error
-}
-
-type apptestService = interface {
-	GetLoadBalancer(context.Context, *v1.GetLoadBalancerRequest) (*v1.LoadBalancer, error)
+	call   func(ctx context.Context, tenant string, o objects) error
 }
 
 func matrixMethods(s *apptest.Stack) []method {
 	svc := s.App.Service
 	return []method{
-		{"loadBalancers/get", "read", authz.TypeProviderLoadBalancer, func(o objects) string { return o.lb }, func(ctx context.Context, _ apptestService, tn string, o objects) error {
+		{"loadBalancers/get", "read", authz.TypeProviderLoadBalancer, func(o objects) string { return o.lb }, func(ctx context.Context, tn string, o objects) error {
 			_, err := svc.GetLoadBalancer(ctx, &v1.GetLoadBalancerRequest{TenantId: tn, LoadBalancerId: o.lb})
 			return err
 		}},
-		{"loadBalancers/update", "manage", authz.TypeProviderLoadBalancer, func(o objects) string { return o.lb }, func(ctx context.Context, _ apptestService, tn string, o objects) error {
+		{"loadBalancers/update", "manage", authz.TypeProviderLoadBalancer, func(o objects) string { return o.lb }, func(ctx context.Context, tn string, o objects) error {
 			_, err := svc.UpdateLoadBalancer(ctx, &v1.UpdateLoadBalancerRequest{TenantId: tn, LoadBalancerId: o.lb, RedirectHttpToHttps: boolp(true)})
 			return err
 		}},
-		{"loadBalancers/delete", "manage", authz.TypeProviderLoadBalancer, func(o objects) string { return o.lb }, func(ctx context.Context, _ apptestService, tn string, o objects) error {
+		{"loadBalancers/delete", "manage", authz.TypeProviderLoadBalancer, func(o objects) string { return o.lb }, func(ctx context.Context, tn string, o objects) error {
 			_, err := svc.DeleteLoadBalancer(ctx, &v1.DeleteLoadBalancerRequest{TenantId: tn, LoadBalancerId: o.lb})
 			return err
 		}},
-		{"loadBalancers/list", "read", authz.TypeTenant, nil, func(ctx context.Context, _ apptestService, tn string, o objects) error {
+		{"loadBalancers/list", "read", authz.TypeTenant, nil, func(ctx context.Context, tn string, o objects) error {
 			_, err := svc.ListLoadBalancers(ctx, &v1.ListLoadBalancersRequest{TenantId: tn})
 			return err
 		}},
-		{"loadBalancers/create", "manage", authz.TypeTenant, nil, func(ctx context.Context, _ apptestService, tn string, o objects) error {
+		{"loadBalancers/create", "manage", authz.TypeTenant, nil, func(ctx context.Context, tn string, o objects) error {
 			r := &v1.CreateLoadBalancerRequest{TenantId: tn, PoolId: "pool_01m8vjp5r2ph80akzhx2janz7c", Name: "x", Region: "nyc3",
 				Targets: poolTargets(), Forwarding: httpRule(), IdempotencyKey: newKey()}
 			_, err := svc.CreateLoadBalancer(ctx, r)
@@ -93,60 +89,60 @@ func matrixMethods(s *apptest.Stack) []method {
 			}
 			return err
 		}},
-		{"instances/get", "read", authz.TypeInstance, func(o objects) string { return o.instance }, func(ctx context.Context, _ apptestService, tn string, o objects) error {
+		{"instances/get", "read", authz.TypeInstance, func(o objects) string { return o.instance }, func(ctx context.Context, tn string, o objects) error {
 			_, err := svc.GetInstance(ctx, &v1.GetInstanceRequest{TenantId: tn, InstanceId: o.instance})
 			return err
 		}},
-		{"instances/list", "read", authz.TypeTenant, nil, func(ctx context.Context, _ apptestService, tn string, o objects) error {
+		{"instances/list", "read", authz.TypeTenant, nil, func(ctx context.Context, tn string, o objects) error {
 			_, err := svc.ListInstances(ctx, &v1.ListInstancesRequest{TenantId: tn})
 			return err
 		}},
-		{"subnets/get", "read", authz.TypeSubnet, func(o objects) string { return o.subnet }, func(ctx context.Context, _ apptestService, tn string, o objects) error {
+		{"subnets/get", "read", authz.TypeSubnet, func(o objects) string { return o.subnet }, func(ctx context.Context, tn string, o objects) error {
 			_, err := svc.GetSubnet(ctx, &v1.GetSubnetRequest{TenantId: tn, SubnetId: o.subnet})
 			return err
 		}},
-		{"networks/get", "read", authz.TypeNetwork, func(o objects) string { return o.network }, func(ctx context.Context, _ apptestService, tn string, o objects) error {
+		{"networks/get", "read", authz.TypeNetwork, func(o objects) string { return o.network }, func(ctx context.Context, tn string, o objects) error {
 			_, err := svc.GetNetwork(ctx, &v1.GetNetworkRequest{TenantId: tn, NetworkId: o.network})
 			return err
 		}},
-		{"certificates/get", "read", authz.TypeCertificate, func(o objects) string { return o.cert }, func(ctx context.Context, _ apptestService, tn string, o objects) error {
+		{"certificates/get", "read", authz.TypeCertificate, func(o objects) string { return o.cert }, func(ctx context.Context, tn string, o objects) error {
 			_, err := svc.GetCertificate(ctx, &v1.GetCertificateRequest{TenantId: tn, CertificateId: o.cert})
 			return err
 		}},
-		{"projects/get", "read", authz.TypeProject, func(o objects) string { return o.prj }, func(ctx context.Context, _ apptestService, tn string, o objects) error {
+		{"projects/get", "read", authz.TypeProject, func(o objects) string { return o.prj }, func(ctx context.Context, tn string, o objects) error {
 			_, err := svc.GetProject(ctx, &v1.GetProjectRequest{TenantId: tn, ProjectId: o.prj})
 			return err
 		}},
-		{"substrates/get", "read", authz.TypePoolSubstrate, func(o objects) string { return o.substrate }, func(ctx context.Context, _ apptestService, tn string, o objects) error {
+		{"substrates/get", "read", authz.TypePoolSubstrate, func(o objects) string { return o.substrate }, func(ctx context.Context, tn string, o objects) error {
 			_, err := svc.GetSubstrate(ctx, &v1.GetSubstrateRequest{TenantId: tn, PoolId: o.substratePool})
 			return err
 		}},
-		{"substrates/list", "read", authz.TypeTenant, nil, func(ctx context.Context, _ apptestService, tn string, o objects) error {
+		{"substrates/list", "read", authz.TypeTenant, nil, func(ctx context.Context, tn string, o objects) error {
 			_, err := svc.ListSubstrates(ctx, &v1.ListSubstratesRequest{TenantId: tn})
 			return err
 		}},
-		{"events/list", "read", authz.TypeTenant, nil, func(ctx context.Context, _ apptestService, tn string, o objects) error {
+		{"events/list", "read", authz.TypeTenant, nil, func(ctx context.Context, tn string, o objects) error {
 			_, _, err := svc.ListEvents(ctx, &v1.ListEventsRequest{TenantId: tn})
 			return err
 		}},
-		{"usage/list", "read", authz.TypeTenant, nil, func(ctx context.Context, _ apptestService, tn string, o objects) error {
+		{"usage/list", "read", authz.TypeTenant, nil, func(ctx context.Context, tn string, o objects) error {
 			_, _, err := svc.ListUsage(ctx, &v1.ListUsageRequest{TenantId: tn})
 			return err
 		}},
-		{"principals/list", "admin", authz.TypeTenant, nil, func(ctx context.Context, _ apptestService, tn string, o objects) error {
+		{"principals/list", "admin", authz.TypeTenant, nil, func(ctx context.Context, tn string, o objects) error {
 			_, err := svc.ListPrincipals(ctx, &v1.ListPrincipalsRequest{TenantId: tn})
 			return err
 		}},
 		// Deletes last: they change the objects' state (and are idempotent).
-		{"certificates/delete", "manage", authz.TypeCertificate, func(o objects) string { return o.cert }, func(ctx context.Context, _ apptestService, tn string, o objects) error {
+		{"certificates/delete", "manage", authz.TypeCertificate, func(o objects) string { return o.cert }, func(ctx context.Context, tn string, o objects) error {
 			_, err := svc.DeleteCertificate(ctx, &v1.DeleteCertificateRequest{TenantId: tn, CertificateId: o.cert})
 			return err
 		}},
-		{"subnets/delete", "manage", authz.TypeSubnet, func(o objects) string { return o.subnet }, func(ctx context.Context, _ apptestService, tn string, o objects) error {
+		{"subnets/delete", "manage", authz.TypeSubnet, func(o objects) string { return o.subnet }, func(ctx context.Context, tn string, o objects) error {
 			_, err := svc.DeleteSubnet(ctx, &v1.DeleteSubnetRequest{TenantId: tn, SubnetId: o.subnet})
 			return err
 		}},
-		{"instances/delete", "manage", authz.TypeInstance, func(o objects) string { return o.instance }, func(ctx context.Context, _ apptestService, tn string, o objects) error {
+		{"instances/delete", "manage", authz.TypeInstance, func(o objects) string { return o.instance }, func(ctx context.Context, tn string, o objects) error {
 			_, err := svc.DeleteInstance(ctx, &v1.DeleteInstanceRequest{TenantId: tn, InstanceId: o.instance})
 			return err
 		}},
@@ -207,12 +203,12 @@ func TestAuthorizationMatrix(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				if got, want := apierr.CodeOf(m.call(ctx, nil, own.ID, ownObj)), expected(p, m); got != want {
+				if got, want := apierr.CodeOf(m.call(ctx, own.ID, ownObj)), expected(p, m); got != want {
 					t.Errorf("own object: got %q, want %q", got, want)
 				}
 				// Cross-tenant probes: naming either tenant id, another tenant's object looks absent.
 				for _, tenant := range []string{own.ID, other.ID} {
-					err := m.call(ctx, nil, tenant, otherObj)
+					err := m.call(ctx, tenant, otherObj)
 					want := apierr.NotFound
 					if m.typ == authz.TypeTenant {
 						if tenant == own.ID {
