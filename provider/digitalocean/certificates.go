@@ -73,7 +73,7 @@ func (c certificates) Create(ctx context.Context, spec provider.CertificateSpec)
 	}
 	cert, _, err := c.p.godo.Certificates.Create(ctx, req)
 	if err != nil {
-		return nil, c.p.fail(op+" "+spec.Name, err)
+		return nil, c.p.fail(op+" "+spec.Name, err, spec.PrivateKeyPEM)
 	}
 	return fromCert(cert), nil
 }

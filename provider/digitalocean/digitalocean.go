@@ -20,6 +20,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"better-compute.dev/compute/provider"
+	"better-compute.dev/compute/redact"
 )
 
 // Kind is the provider.Account.Kind this package serves.
@@ -92,7 +93,8 @@ var sharedTransport http.RoundTripper = http.DefaultTransport.(*http.Transport).
 // client is provider.Provider for one DigitalOcean account.
 type client struct {
 	godo     *godo.Client
-	token    string // only to scrub it from error text; never printed
+	token    string          // never printed
+	scrub    redact.Scrubber // removes the token (in every encoding) from error text
 	pageSize int
 }
 
@@ -134,7 +136,7 @@ func New(account provider.Account, opts Options) (provider.Provider, error) {
 	if err != nil {
 		return nil, fmt.Errorf("digitalocean: account %s: bad endpoint: %w", account.ID, errors.Join(provider.ErrInvalid, err))
 	}
-	return &client{godo: godoClient, token: token, pageSize: opts.PageSize}, nil
+	return &client{godo: godoClient, token: token, scrub: redact.New(token), pageSize: opts.PageSize}, nil
 }
 
 // Open opens a provider with default options; it is a provider.Factory.

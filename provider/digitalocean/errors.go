@@ -10,6 +10,7 @@ import (
 	"github.com/digitalocean/godo"
 
 	"better-compute.dev/compute/provider"
+	"better-compute.dev/compute/redact"
 )
 
 // callError is what every method returns on failure: a message built here (and scrubbed of
@@ -30,23 +31,27 @@ func (e *callError) Unwrap() []error { return e.errs }
 //	other 403                   -> provider.ErrInvalid
 //	429, client-side limit      -> *provider.RateLimitedError
 //	408, 5xx, network, timeout  -> provider.ErrTransient
-func (p *client) fail(op string, err error) error {
+//
+// secrets are the secret values the failed request carried (a certificate's private key): a
+// server that echoes its request in the error message must not put them into lastError.
+func (p *client) fail(op string, err error, secrets ...string) error {
 	if err == nil {
 		return nil
 	}
+	scrub := p.scrub.With(secrets...)
 	var resp *godo.ErrorResponse
 	var limited *provider.RateLimitedError
 	switch {
 	case errors.As(err, &resp) && resp.Response != nil:
-		return p.failResponse(op, resp)
+		return failResponse(scrub, op, resp)
 	case errors.As(err, &limited):
-		return p.wrap(fmt.Sprintf("digitalocean: %s: client-side rate limit: %s", op, limited.Error()), limited, err)
+		return wrapWith(scrub, fmt.Sprintf("digitalocean: %s: client-side rate limit: %s", op, limited.Error()), limited, err)
 	default:
-		return p.wrap(fmt.Sprintf("digitalocean: %s: %v: %s", op, err, provider.ErrTransient.Error()), provider.ErrTransient, err)
+		return wrapWith(scrub, fmt.Sprintf("digitalocean: %s: %v: %s", op, err, provider.ErrTransient.Error()), provider.ErrTransient, err)
 	}
 }
 
-func (p *client) failResponse(op string, resp *godo.ErrorResponse) error {
+func failResponse(scrub redact.Scrubber, op string, resp *godo.ErrorResponse) error {
 	status := resp.Response.StatusCode
 	message := resp.Message
 	if message == "" {
@@ -71,7 +76,7 @@ func (p *client) failResponse(op string, resp *godo.ErrorResponse) error {
 	if resp.RequestID != "" {
 		text += " (request " + resp.RequestID + ")"
 	}
-	return p.wrap(text+": "+kind.Error(), kind, resp)
+	return wrapWith(scrub, text+": "+kind.Error(), kind, resp)
 }
 
 // invalid reports a request refused before it was sent (a malformed id or spec).
@@ -81,10 +86,14 @@ func (p *client) invalid(op, format string, args ...any) error {
 
 // wrap builds a callError whose text never carries the token, whatever a server echoed.
 func (p *client) wrap(text string, errs ...error) error {
-	if p.token != "" {
-		text = strings.ReplaceAll(text, p.token, "[redacted]")
-	}
-	return &callError{msg: text, errs: errs}
+	return wrapWith(p.scrub, text, errs...)
+}
+
+// wrapWith builds a callError whose text is scrubbed of the request's secrets. The wrapped
+// errors keep the provider sentinels for errors.Is; their own text is never shown, since
+// callError.Error is the scrubbed message alone.
+func wrapWith(scrub redact.Scrubber, text string, errs ...error) error {
+	return &callError{msg: scrub.Clean(text), errs: errs}
 }
 
 // validID rejects ids that would change the request path.

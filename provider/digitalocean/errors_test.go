@@ -9,6 +9,7 @@ import (
 
 	"better-compute.dev/compute/provider"
 	"better-compute.dev/compute/provider/digitalocean/sim"
+	"better-compute.dev/compute/redact"
 )
 
 var tcpRule = []provider.ForwardingRule{{EntryProtocol: "tcp", EntryPort: 5432, TargetProtocol: "tcp", TargetPort: 5432}}
@@ -164,7 +165,7 @@ func TestErrorsNeverCarryTheToken(t *testing.T) {
 // TestRedactsEchoedToken: even if an answer echoed the token, the error text would not.
 func TestRedactsEchoedToken(t *testing.T) {
 	t.Parallel()
-	c := &client{token: "dop_v1_echoed"}
+	c := &client{token: "dop_v1_echoed", scrub: redact.New("dop_v1_echoed")}
 	err := c.wrap("digitalocean: op: server said dop_v1_echoed", provider.ErrTransient)
 	if strings.Contains(err.Error(), "dop_v1_echoed") || !errors.Is(err, provider.ErrTransient) {
 		t.Errorf("wrap: %v", err)

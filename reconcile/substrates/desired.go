@@ -12,6 +12,7 @@ import (
 	"better-compute.dev/compute/internal/k8sapply"
 	"better-compute.dev/compute/provider"
 	"better-compute.dev/compute/reconcile"
+	"better-compute.dev/compute/redact"
 	"better-compute.dev/compute/store"
 )
 
@@ -126,7 +127,7 @@ func (p *pass) save(ctx context.Context, extra func(tx pgx.Tx) error) error {
 // are retried quietly) and returns err for the runner's backoff.
 func (p *pass) failed(ctx context.Context, err error) (reconcile.Result, error) {
 	if !provider.Retryable(err) && !reconcile.LeaseLost(ctx) {
-		p.sub.LastError = err.Error()
+		p.sub.LastError = redact.Patterns(err.Error())
 		if serr := p.save(ctx, nil); serr != nil {
 			p.r.opts.Logger.Warn("substrate error not recorded", "substrate", p.sub.ID, "err", serr.Error())
 		}
@@ -138,7 +139,7 @@ func (p *pass) failed(ctx context.Context, err error) (reconcile.Result, error) 
 // the request, the adopted cluster does not exist): state error until the policy changes or
 // the resync looks again.
 func (p *pass) terminal(ctx context.Context, msg string) (reconcile.Result, error) {
-	p.sub.State, p.sub.LastError = "error", msg
+	p.sub.State, p.sub.LastError = "error", redact.Patterns(msg)
 	if err := p.save(ctx, nil); err != nil {
 		return reconcile.Result{}, err
 	}

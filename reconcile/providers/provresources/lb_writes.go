@@ -6,6 +6,7 @@ import (
 	"better-compute.dev/compute/core"
 	"better-compute.dev/compute/ids"
 	"better-compute.dev/compute/provider"
+	"better-compute.dev/compute/redact"
 	"better-compute.dev/compute/store"
 )
 
@@ -121,6 +122,8 @@ func sameObservation(cur store.LoadBalancer, o store.LoadBalancerObservation) bo
 // errorLB puts the load balancer in error and publishes providerLoadBalancer.error, once per
 // distinct failure.
 func (w *writer) errorLB(read store.LoadBalancer, obs *provider.LoadBalancer, msg string) error {
+	// The provider scrubbed its own request's secrets; these patterns catch any other.
+	msg = redact.Patterns(msg)
 	cur, changed, err := w.currentLB(read)
 	if err != nil {
 		return err
@@ -144,6 +147,7 @@ func (w *writer) errorLB(read store.LoadBalancer, obs *provider.LoadBalancer, ms
 
 // lbLastError shows a retryable failure on the row without changing its state.
 func (w *writer) lbLastError(read store.LoadBalancer, msg string) error {
+	msg = redact.Patterns(msg)
 	cur, _, err := w.currentLB(read)
 	if err != nil || cur.LastError == msg || cur.State == "deleted" {
 		return err
