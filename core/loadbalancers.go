@@ -152,7 +152,7 @@ func (s *Service) createLoadBalancerTx(ctx context.Context, tx pgx.Tx, r *v1.Cre
 	if err != nil {
 		return none, err
 	}
-	if err := store.ReplaceLoadBalancerTargets(ctx, tx, row.ID, instanceIDs, lbIDs, certIDs); err != nil {
+	if err := store.InsertLoadBalancerTargets(ctx, tx, row.ID, instanceIDs, lbIDs, certIDs); err != nil {
 		return none, err
 	}
 	if err := store.PutIdempotency(ctx, tx, store.IdempotencyRecord{
