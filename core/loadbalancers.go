@@ -170,13 +170,15 @@ func (s *Service) createLoadBalancerTx(ctx context.Context, tx pgx.Tx, r *v1.Cre
 
 // GetLoadBalancer returns one load balancer.
 func (s *Service) GetLoadBalancer(ctx context.Context, r *v1.GetLoadBalancerRequest) (*v1.LoadBalancer, error) {
-	_, obj, err := s.authorizeLoadBalancer(ctx, r.GetTenantId(), r.GetLoadBalancerId(), authz.LoadBalancersRead)
+	c, err := caller(ctx)
 	if err != nil {
 		return nil, err
 	}
-	row, err := store.GetLoadBalancer(ctx, s.DB.Q(), obj.ID)
-	if err != nil {
-		return nil, storeErr(err, "load balancer")
+	// The row carries its tenant: one read serves the prologue and the answer.
+	row, err := store.GetLoadBalancer(ctx, s.DB.Q(), r.GetLoadBalancerId())
+	t := target{Type: authz.TypeProviderLoadBalancer, ID: r.GetLoadBalancerId(), Tenant: r.GetTenantId(), What: "load balancer", Field: "loadBalancerId"}
+	if _, err := s.authorizeOwned(ctx, c, t, row.TenantID, err, authz.LoadBalancersRead, ""); err != nil {
+		return nil, err
 	}
 	return loadBalancerProto(row)
 }

@@ -29,6 +29,8 @@ type Service struct {
 
 	// platformSynced remembers the platform principals whose OpenFGA grant this process wrote.
 	platformSynced sync.Map
+	// principals answers recently authenticated tokens from memory (PrincipalCacheTTL).
+	principals principalCache
 }
 
 // Caller is the authenticated principal of a request.

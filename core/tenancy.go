@@ -38,7 +38,12 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (Caller, erro
 	if !strings.HasPrefix(secret, tokenPrefix) || len(secret) > 200 {
 		return Caller{}, &apierr.Error{Code: apierr.Unauthenticated, Message: "unknown or expired token"}
 	}
-	p, err := store.AuthenticateToken(ctx, s.DB.Q(), HashSecret(secret))
+	hash := HashSecret(secret)
+	key := string(hash)
+	if c, ok := s.principals.get(key); ok {
+		return c, nil
+	}
+	p, err := store.AuthenticateToken(ctx, s.DB.Q(), hash)
 	if err != nil {
 		if apierr.CodeOf(storeErr(err, "token")) == apierr.NotFound {
 			return Caller{}, &apierr.Error{Code: apierr.Unauthenticated, Message: "unknown or expired token"}
@@ -52,6 +57,7 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (Caller, erro
 			return Caller{}, err
 		}
 	}
+	s.principals.put(key, c)
 	return c, nil
 }
 
@@ -241,6 +247,8 @@ func (s *Service) RevokeToken(ctx context.Context, r *v1.RevokeTokenRequest) (*v
 	if err != nil {
 		return nil, storeErr(err, "token")
 	}
+	// This replica refuses the token at once; the others within PrincipalCacheTTL.
+	s.principals.reset()
 	return tokenProto(t), nil
 }
 
