@@ -174,15 +174,6 @@ func (s *Service) authorizeList(ctx context.Context, perm authz.Permission, tena
 	return c, s.authorizeTenant(ctx, c, perm, tenantID)
 }
 
-// authorizeTenantOrPlatform checks perm on the tenant, letting platform admins through (they
-// administer pools, accounts and quotas of every tenant).
-func (s *Service) authorizeTenantOrPlatform(ctx context.Context, c Caller, perm authz.Permission, tenantID string) error {
-	if c.PlatformAdmin {
-		return nil
-	}
-	return s.authorizeTenant(ctx, c, perm, tenantID)
-}
-
 // convertAll converts the rows of a list (after authorizeList) in order.
 func convertAll[R any, P any](rows []R, conv func(R) (P, error)) ([]P, error) {
 	out := make([]P, 0, len(rows))

@@ -270,14 +270,6 @@ func (s *Service) authorizeMetalNode(ctx context.Context, tenantID, nodeID strin
 	return s.authorizeByID(ctx, metalTarget(tenantID, nodeID), authz.MetalManage, authz.MetalRead)
 }
 
-func metalObject(id, tenantID string) authz.Object {
-	return authz.Object{Type: authz.TypeMetalNode, ID: id, Tenant: tenantID}
-}
-
-func metalNotFound(id string) error {
-	return metalTarget("", id).notFound(nil)
-}
-
 // metalTarget names a metal node of tenantID by id for the by-id prologue.
 func metalTarget(tenantID, nodeID string) target {
 	return target{Type: authz.TypeMetalNode, ID: nodeID, Tenant: tenantID, What: "metal node", Field: "nodeId"}

@@ -394,25 +394,6 @@ func (s *Service) DeleteInstance(ctx context.Context, r *v1.DeleteInstanceReques
 	return instanceProto(out), nil
 }
 
-// filterList batch-checks each item and converts the visible ones.
-func filterList[R any, P any](ctx context.Context, s *Service, c Caller, perm authz.Permission, rows []R, obj func(R) authz.Object, conv func(R) P) ([]P, error) {
-	objs := make([]authz.Object, len(rows))
-	for i, r := range rows {
-		objs[i] = obj(r)
-	}
-	ok, err := s.filterVisible(ctx, c, perm, objs)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]P, 0, len(rows))
-	for i, r := range rows {
-		if ok[i] {
-			out = append(out, conv(r))
-		}
-	}
-	return out, nil
-}
-
 func networkProto(n store.Network) *v1.Network {
 	return &v1.Network{Id: n.ID, TenantId: n.TenantID, AccountId: n.AccountID, Name: n.Name, CreateTime: timestamppb.New(n.CreatedAt)}
 }

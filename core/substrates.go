@@ -182,10 +182,6 @@ func (s *Service) JoinNode(ctx context.Context, r *v1.JoinNodeRequest) (*v1.Join
 	return &v1.JoinNodeResponse{TenantId: tenantID, PoolId: out.PoolID, Node: substrateNodeProto(out)}, nil
 }
 
-func substrateObject(sub store.Substrate) authz.Object {
-	return authz.Object{Type: authz.TypePoolSubstrate, ID: sub.ID, Tenant: sub.TenantID}
-}
-
 func substrateProto(sub store.Substrate, nodes []store.SubstrateNode) *v1.Substrate {
 	out := &v1.Substrate{
 		Id: sub.ID, TenantId: sub.TenantID, PoolId: sub.PoolID, AccountId: sub.AccountID, State: sub.State,
