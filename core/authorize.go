@@ -6,84 +6,194 @@ import (
 
 	"better-compute.dev/compute/apierr"
 	"better-compute.dev/compute/authz"
+	"better-compute.dev/compute/store"
 )
 
-// authorize asks OpenFGA whether the caller holds perm on obj (whose Tenant comes from the
-// database). Denied is ACCESS_DENIED when the caller may see the object (it holds readPerm on it)
-// and NOT_FOUND otherwise, so a probe from another tenant learns nothing. An engine failure fails
-// closed with UNAVAILABLE.
-func (s *Service) authorize(ctx context.Context, c Caller, perm authz.Permission, obj authz.Object, readPerm authz.Permission, what string) error {
+// decide asks OpenFGA whether the caller holds perm on obj (whose Tenant comes from the
+// database). A refusal is ACCESS_DENIED when the caller may see the object (it holds readPerm on
+// it) and hidden otherwise: hidden reports it, and the caller answers with its own NOT_FOUND so
+// that a refusal and a missing object read the same. An engine failure fails closed with
+// UNAVAILABLE.
+func (s *Service) decide(ctx context.Context, c Caller, perm authz.Permission, obj authz.Object, readPerm authz.Permission, what string) (hidden bool, err error) {
 	ok, err := s.Authz.Check(ctx, authz.Check{Principal: c.PrincipalID, Permission: perm, Object: obj})
 	if err != nil {
-		return authzErr(err)
+		return false, authzErr(err)
 	}
 	if ok {
-		return nil
+		return false, nil
 	}
 	if readPerm != "" && readPerm != perm {
 		visible, err := s.Authz.Check(ctx, authz.Check{Principal: c.PrincipalID, Permission: readPerm, Object: obj})
 		if err != nil {
-			return authzErr(err)
+			return false, authzErr(err)
 		}
 		if visible {
-			return apierr.Denied("%s on %s %s is not granted", perm, what, obj.ID)
+			return false, apierr.Denied("%s on %s %s is not granted", perm, what, obj.ID)
 		}
 	}
-	if obj.Type == authz.TypeTenant {
-		return apierr.Denied("%s on tenant %s is not granted", perm, obj.ID)
-	}
-	return apierr.NotFoundf("%s %s not found", what, obj.ID)
+	return true, nil
 }
 
-// authorizeTenant checks perm on the tenant itself (list and create: the object does not exist yet).
+// authorizeTenant checks perm on the tenant itself (list and create: the object does not exist
+// yet). A refusal on a tenant is ACCESS_DENIED: tenant ids are not secret from their members,
+// and a stranger learns nothing from "not granted".
 func (s *Service) authorizeTenant(ctx context.Context, c Caller, perm authz.Permission, tenantID string) error {
-	return s.authorize(ctx, c, perm, authz.TenantObject(tenantID), "", "tenant")
+	hidden, err := s.decide(ctx, c, perm, authz.TenantObject(tenantID), "", "tenant")
+	if err != nil {
+		return err
+	}
+	if hidden {
+		return apierr.Denied("%s on tenant %s is not granted", perm, tenantID)
+	}
+	return nil
 }
 
-// authorizeByID is the prologue of a call on one object named by id: the caller, the object's
-// tenant from the database (another tenant's object is NOT_FOUND, exactly like a missing one,
-// naming field when given), then perm on it (readPerm decides ACCESS_DENIED versus NOT_FOUND on
-// a refusal, as in authorize).
-func (s *Service) authorizeByID(ctx context.Context, objectType, requestTenant, id string, perm, readPerm authz.Permission, what, field string) (Caller, authz.Object, error) {
+// target names the object a by-id call is about, as the request names it.
+type target struct {
+	Type   string // authorization type (authz.TypeX)
+	ID     string // the id the request names
+	Tenant string // the tenant the request names
+	What   string // human name in messages ("load balancer")
+	Field  string // the request field carrying the id ("loadBalancerId")
+	// Object is the authorization object's id when the request names the object by another
+	// id (a substrate by its pool); empty means ID.
+	Object string
+}
+
+// object is the authorization object of t owned by tenant.
+func (t target) object(tenant string) authz.Object {
+	id := t.Object
+	if id == "" {
+		id = t.ID
+	}
+	return authz.Object{Type: t.Type, ID: id, Tenant: tenant}
+}
+
+// notFound is the one NOT_FOUND of a by-id call. A missing id, an id of another tenant and an
+// object the caller may not see all answer with it, so they are byte-identical on the wire;
+// cause (kept for logs, never rendered) records which it was.
+func (t target) notFound(cause error) *apierr.Error {
+	return &apierr.Error{Code: apierr.NotFound, Field: t.Field, Message: t.What + " " + t.ID + " not found", Cause: cause}
+}
+
+// errTenantMismatch is the cause of a NOT_FOUND for an object of another tenant.
+var errTenantMismatch = errors.New("core: the object belongs to another tenant")
+
+// errHidden is the cause of a NOT_FOUND for an object the caller may not read.
+var errHidden = errors.New("core: the caller may not read the object")
+
+// authorizeOwned is the one prologue of every call on an object named by id, once its row (or
+// owner) has been looked up: lookupErr is that lookup's error and owner the row's tenant.
+//
+//   - store.ErrNotFound or a tenant other than the request's: NOT_FOUND (t.notFound).
+//   - any other lookup error keeps its cause and its class (UNAVAILABLE for a database fault,
+//     see storeErr): it is never turned into NOT_FOUND, which would tell a client that an
+//     existing object is gone.
+//   - then perm on the object; readPerm decides ACCESS_DENIED versus NOT_FOUND on a refusal.
+//     Platform admins read the types they administer (pools, accounts) without a check.
+func (s *Service) authorizeOwned(ctx context.Context, c Caller, t target, owner string, lookupErr error, perm, readPerm authz.Permission) (authz.Object, error) {
+	switch {
+	case errors.Is(lookupErr, store.ErrNotFound):
+		return authz.Object{}, t.notFound(lookupErr)
+	case lookupErr != nil:
+		return authz.Object{}, storeErr(lookupErr, t.What)
+	case owner != t.Tenant:
+		return authz.Object{}, t.notFound(errTenantMismatch)
+	}
+	obj := t.object(owner)
+	if c.PlatformAdmin && platformAdministered[t.Type] && perm == readPermOf[t.Type] {
+		return obj, nil
+	}
+	hidden, err := s.decide(ctx, c, perm, obj, readPerm, t.What)
+	if err != nil {
+		return obj, err
+	}
+	if hidden {
+		return obj, t.notFound(errHidden)
+	}
+	return obj, nil
+}
+
+// refErr is the answer to a lookup of a row a request refers to (a pool, a subnet, a project):
+// nf when the row is missing (store.ErrNotFound) or found but not acceptable (usable false: another
+// tenant's, deleted); the lookup's own error, unchanged, for anything else, so that a database
+// fault stays a database fault (storeErr classifies it once, at the boundary) and a
+// serialization failure inside ExecuteTx is still retried; nil when the row is usable.
+func refErr(err error, usable bool, nf *apierr.Error) error {
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		nf.Cause = err
+		return nf
+	case err != nil:
+		return err
+	case !usable:
+		nf.Cause = errTenantMismatch
+		return nf
+	}
+	return nil
+}
+
+// authorizeByID is authorizeOwned for calls that look up only the owner first (mutations: the
+// row itself is read again inside the transaction).
+func (s *Service) authorizeByID(ctx context.Context, t target, perm, readPerm authz.Permission) (Caller, authz.Object, error) {
 	c, err := caller(ctx)
 	if err != nil {
 		return c, authz.Object{}, err
 	}
-	owner, err := s.ownerOf(ctx, objectType, id)
-	if err != nil || owner != requestTenant {
-		return c, authz.Object{}, &apierr.Error{Code: apierr.NotFound, Field: field, Message: what + " " + id + " not found"}
-	}
-	obj := authz.Object{Type: objectType, ID: id, Tenant: owner}
-	return c, obj, s.authorize(ctx, c, perm, obj, readPerm, what)
+	owner, err := s.ownerOf(ctx, t.Type, t.ID)
+	obj, err := s.authorizeOwned(ctx, c, t, owner, err, perm, readPerm)
+	return c, obj, err
 }
 
-// authorizeOwnedRead is the read of one object by id: the row must exist and belong to the tenant
-// the request names (else NOT_FOUND, exactly as for a missing one), then the caller needs perm on it.
-// found reports whether the lookup found the row; obj.Tenant is the row's tenant.
-func (s *Service) authorizeOwnedRead(ctx context.Context, c Caller, requestTenant string, found bool, obj authz.Object, perm authz.Permission, what string) error {
-	if !found || obj.Tenant != requestTenant {
-		return apierr.NotFoundf("%s %s not found", what, obj.ID)
-	}
-	if c.PlatformAdmin && platformAdministered[obj.Type] {
-		return nil
-	}
-	return s.authorize(ctx, c, perm, obj, "", what)
+// platformAdministered are the types platform admins make for tenants (substrates through
+// pools) and so may read.
+var platformAdministered = map[string]bool{authz.TypePool: true, authz.TypeProviderAccount: true, authz.TypePoolSubstrate: true}
+
+// readPermOf is the read permission of the platform-administered types.
+var readPermOf = map[string]authz.Permission{
+	authz.TypePool: authz.PoolsRead, authz.TypeProviderAccount: authz.ProviderAccountsRead, authz.TypePoolSubstrate: authz.SubstratesRead,
 }
 
-// platformAdministered are the types platform admins make for tenants and so may read.
-var platformAdministered = map[string]bool{authz.TypePool: true, authz.TypeProviderAccount: true}
-
-// authorizeTenantOrPlatform checks perm on the tenant, letting platform admins through (they
-// administer pools, accounts and quotas of every tenant).
-func (s *Service) authorizeTenantOrPlatform(ctx context.Context, c Caller, perm authz.Permission, tenantID string) error {
-	if c.PlatformAdmin {
-		return nil
+// authorizeList is the one prologue of every list: the caller and perm on the tenant the
+// request names (platform admins pass where platformToo, for what they administer).
+//
+// A list needs no per-item check after that. In the model (authz/model.fga) every read relation
+// of a tenant-owned type is "reader or <perm> from tenant": holding perm on the tenant grants it
+// on every object of the tenant, and the rows come from the database filtered by that tenant,
+// so a per-item check cannot narrow the answer. TestReadRelationsInheritFromTenant keeps this
+// true: a model change that lets a per-object relation narrow a tenant grant fails it, and
+// per-item checks (filterVisible) must come back for that type.
+func (s *Service) authorizeList(ctx context.Context, perm authz.Permission, tenantID string, platformToo bool) (Caller, error) {
+	c, err := caller(ctx)
+	if err != nil {
+		return c, err
 	}
-	return s.authorizeTenant(ctx, c, perm, tenantID)
+	if platformToo && c.PlatformAdmin {
+		return c, nil
+	}
+	return c, s.authorizeTenant(ctx, c, perm, tenantID)
 }
 
-// filterVisible batch-checks perm on each object and keeps those granted (list methods: the
-// tenant is checked first, then each item).
+// convertAll converts the rows of a list (after authorizeList) in order.
+func convertAll[R any, P any](rows []R, conv func(R) (P, error)) ([]P, error) {
+	out := make([]P, 0, len(rows))
+	for _, r := range rows {
+		p, err := conv(r)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// infallible adapts a conversion that cannot fail to convertAll.
+func infallible[R any, P any](conv func(R) P) func(R) (P, error) {
+	return func(r R) (P, error) { return conv(r), nil }
+}
+
+// filterVisible batch-checks perm on each object and reports which are granted (instances a load
+// balancer targets: the caller names them, and each needs its own grant).
 func (s *Service) filterVisible(ctx context.Context, c Caller, perm authz.Permission, objs []authz.Object) ([]bool, error) {
 	if len(objs) == 0 {
 		return nil, nil

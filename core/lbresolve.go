@@ -40,7 +40,7 @@ func (s *Service) checkInstanceAccess(ctx context.Context, c Caller, tenantID st
 	}
 	rows, err := store.GetInstances(ctx, s.DB.Q(), instanceIDs)
 	if err != nil {
-		return apierr.InternalErr(err)
+		return storeErr(err, "instance")
 	}
 	byID := map[string]store.Instance{}
 	for _, r := range rows {
@@ -156,8 +156,9 @@ func resolveTargets(ctx context.Context, q store.Querier, p lbPlacement, t *v1.L
 // region or account INVALID_INPUT.
 func checkSubnet(ctx context.Context, q store.Querier, p lbPlacement) error {
 	sn, err := store.GetSubnet(ctx, q, p.SubnetID)
-	if err != nil || sn.TenantID != p.TenantID || sn.State == "deleted" || sn.State == "deleting" {
-		return &apierr.Error{Code: apierr.NotFound, Field: "subnetId", Message: "subnet " + p.SubnetID + " not found"}
+	usable := sn.TenantID == p.TenantID && sn.State != "deleted" && sn.State != "deleting"
+	if err := refErr(err, usable, &apierr.Error{Code: apierr.NotFound, Field: "subnetId", Message: "subnet " + p.SubnetID + " not found"}); err != nil {
+		return err
 	}
 	if sn.Region != p.Region {
 		return apierr.Invalid("subnetId", "subnet %s is in region %s, not %s", sn.ID, sn.Region, p.Region)
@@ -186,8 +187,9 @@ func checkCertificates(ctx context.Context, q store.Querier, p lbPlacement, rule
 	var out []string
 	for _, r := range refs {
 		ce, err := store.GetCertificate(ctx, q, r.id)
-		if err != nil || ce.TenantID != p.TenantID || ce.State == "deleted" || ce.State == "deleting" {
-			return nil, &apierr.Error{Code: apierr.NotFound, Field: r.field, Message: "certificate " + r.id + " not found"}
+		usable := ce.TenantID == p.TenantID && ce.State != "deleted" && ce.State != "deleting"
+		if err := refErr(err, usable, &apierr.Error{Code: apierr.NotFound, Field: r.field, Message: "certificate " + r.id + " not found"}); err != nil {
+			return nil, err
 		}
 		if ce.AccountID != p.AccountID {
 			return nil, apierr.Invalid(r.field, "certificate %s is on another account", r.id)

@@ -78,7 +78,7 @@ func (s *Service) replayCreate(ctx context.Context, r *v1.CreateLoadBalancerRequ
 		return nil, false, nil
 	}
 	if err != nil {
-		return nil, true, apierr.InternalErr(err)
+		return nil, true, storeErr(err, "idempotency record")
 	}
 	if string(rec.RequestHash) != string(hash) {
 		return nil, true, apierr.Invalid("idempotencyKey", "idempotencyKey %s was used with a different request", r.GetIdempotencyKey())
@@ -95,9 +95,6 @@ func (s *Service) createLoadBalancerTx(ctx context.Context, tx pgx.Tx, r *v1.Cre
 	var none store.LoadBalancer
 	pool, _, err := visiblePool(ctx, tx, r.GetTenantId(), r.GetPoolId())
 	if err != nil {
-		if apierr.CodeOf(err) == apierr.NotFound {
-			return none, &apierr.Error{Code: apierr.NotFound, Field: "poolId", Message: "pool " + r.GetPoolId() + " not found"}
-		}
 		return none, err
 	}
 	p := lbPlacement{TenantID: r.GetTenantId(), Scope: r.GetScope(), Region: r.GetRegion(), SubnetID: r.GetSubnetId(),
@@ -123,7 +120,7 @@ func (s *Service) createLoadBalancerTx(ctx context.Context, tx pgx.Tx, r *v1.Cre
 	}
 	if r.GetProjectId() != "" {
 		if _, err := store.GetProject(ctx, tx, r.GetTenantId(), r.GetProjectId()); err != nil {
-			return none, &apierr.Error{Code: apierr.NotFound, Field: "projectId", Message: "project " + r.GetProjectId() + " not found"}
+			return none, refErr(err, true, projectTarget(r.GetTenantId(), r.GetProjectId()).notFound(nil))
 		}
 	}
 	p, instanceIDs, lbIDs, err := resolveTargets(ctx, tx, p, r.GetTargets())
@@ -155,7 +152,7 @@ func (s *Service) createLoadBalancerTx(ctx context.Context, tx pgx.Tx, r *v1.Cre
 	if err != nil {
 		return none, err
 	}
-	if err := store.ReplaceLoadBalancerTargets(ctx, tx, row.ID, instanceIDs, lbIDs, certIDs); err != nil {
+	if err := store.InsertLoadBalancerTargets(ctx, tx, row.ID, instanceIDs, lbIDs, certIDs); err != nil {
 		return none, err
 	}
 	if err := store.PutIdempotency(ctx, tx, store.IdempotencyRecord{
@@ -173,13 +170,15 @@ func (s *Service) createLoadBalancerTx(ctx context.Context, tx pgx.Tx, r *v1.Cre
 
 // GetLoadBalancer returns one load balancer.
 func (s *Service) GetLoadBalancer(ctx context.Context, r *v1.GetLoadBalancerRequest) (*v1.LoadBalancer, error) {
-	_, obj, err := s.authorizeLoadBalancer(ctx, r.GetTenantId(), r.GetLoadBalancerId(), authz.LoadBalancersRead)
+	c, err := caller(ctx)
 	if err != nil {
 		return nil, err
 	}
-	row, err := store.GetLoadBalancer(ctx, s.DB.Q(), obj.ID)
-	if err != nil {
-		return nil, storeErr(err, "load balancer")
+	// The row carries its tenant: one read serves the prologue and the answer.
+	row, err := store.GetLoadBalancer(ctx, s.DB.Q(), r.GetLoadBalancerId())
+	t := target{Type: authz.TypeProviderLoadBalancer, ID: r.GetLoadBalancerId(), Tenant: r.GetTenantId(), What: "load balancer", Field: "loadBalancerId"}
+	if _, err := s.authorizeOwned(ctx, c, t, row.TenantID, err, authz.LoadBalancersRead, ""); err != nil {
+		return nil, err
 	}
 	return loadBalancerProto(row)
 }
@@ -187,11 +186,8 @@ func (s *Service) GetLoadBalancer(ctx context.Context, r *v1.GetLoadBalancerRequ
 // ListLoadBalancers returns the tenant's load balancers in creation order: the tenant is checked,
 // then each item.
 func (s *Service) ListLoadBalancers(ctx context.Context, r *v1.ListLoadBalancersRequest) ([]*v1.LoadBalancer, error) {
-	c, err := caller(ctx)
+	_, err := s.authorizeList(ctx, authz.LoadBalancersRead, r.GetTenantId(), false)
 	if err != nil {
-		return nil, err
-	}
-	if err := s.authorizeTenant(ctx, c, authz.LoadBalancersRead, r.GetTenantId()); err != nil {
 		return nil, err
 	}
 	rows, err := store.ListLoadBalancers(ctx, s.DB.Q(), store.ListLoadBalancersParams{
@@ -200,26 +196,7 @@ func (s *Service) ListLoadBalancers(ctx context.Context, r *v1.ListLoadBalancers
 	if err != nil {
 		return nil, storeErr(err, "load balancer")
 	}
-	objs := make([]authz.Object, len(rows))
-	for i, row := range rows {
-		objs[i] = authz.Object{Type: authz.TypeProviderLoadBalancer, ID: row.ID, Tenant: row.TenantID}
-	}
-	ok, err := s.filterVisible(ctx, c, authz.LoadBalancersRead, objs)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]*v1.LoadBalancer, 0, len(rows))
-	for i, row := range rows {
-		if !ok[i] {
-			continue
-		}
-		lb, err := loadBalancerProto(row)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, lb)
-	}
-	return out, nil
+	return convertAll(rows, loadBalancerProto)
 }
 
 // UpdateLoadBalancer replaces each part given, returns it updating and publishes
@@ -372,7 +349,7 @@ func (s *Service) touchLoadBalancer(ctx context.Context, tx pgx.Tx, id, why stri
 // authorizeLoadBalancer checks perm on a load balancer named by id; another tenant's load balancer
 // is NOT_FOUND (field loadBalancerId), exactly like one that does not exist.
 func (s *Service) authorizeLoadBalancer(ctx context.Context, tenantID, id string, perm authz.Permission) (Caller, authz.Object, error) {
-	return s.authorizeByID(ctx, authz.TypeProviderLoadBalancer, tenantID, id, perm, authz.LoadBalancersRead, "load balancer", "loadBalancerId")
+	return s.authorizeByID(ctx, target{Type: authz.TypeProviderLoadBalancer, ID: id, Tenant: tenantID, What: "load balancer", Field: "loadBalancerId"}, perm, authz.LoadBalancersRead)
 }
 
 func appendEvent(ctx context.Context, tx pgx.Tx, row store.LoadBalancer, typ string, data map[string]any) error {

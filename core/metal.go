@@ -83,10 +83,7 @@ func (s *Service) GetNode(ctx context.Context, r *v1.GetNodeRequest) (*v1.MetalN
 		return nil, err
 	}
 	n, err := store.GetMetalNode(ctx, s.DB.Q(), r.GetNodeId())
-	if err != nil || n.TenantID != r.GetTenantId() {
-		return nil, metalNotFound(r.GetNodeId())
-	}
-	if err := s.authorize(ctx, c, authz.MetalRead, metalObject(n.ID, n.TenantID), "", "metal node"); err != nil {
+	if _, err := s.authorizeOwned(ctx, c, metalTarget(r.GetTenantId(), r.GetNodeId()), n.TenantID, err, authz.MetalRead, ""); err != nil {
 		return nil, err
 	}
 	return metalNodeProto(n), nil
@@ -111,9 +108,7 @@ func (s *Service) ListNodes(ctx context.Context, r *v1.ListNodesRequest) ([]*v1.
 	if err != nil {
 		return nil, metalStoreErr(err)
 	}
-	return filterList(ctx, s, c, authz.MetalRead, ns, func(n store.MetalNode) authz.Object {
-		return metalObject(n.ID, n.TenantID)
-	}, metalNodeProto)
+	return convertAll(ns, infallible(metalNodeProto))
 }
 
 // InspectNode is the inspect verb (see MoveNode).
@@ -272,15 +267,12 @@ func moveOf(n store.MetalNode, verb metal.Verb) (metal.Transition, error) {
 // authorizeMetalNode checks compute:metal:manage on a node named by id: another tenant's node,
 // like a missing one, is NOT_FOUND (field nodeId).
 func (s *Service) authorizeMetalNode(ctx context.Context, tenantID, nodeID string) (Caller, authz.Object, error) {
-	return s.authorizeByID(ctx, authz.TypeMetalNode, tenantID, nodeID, authz.MetalManage, authz.MetalRead, "metal node", "nodeId")
+	return s.authorizeByID(ctx, metalTarget(tenantID, nodeID), authz.MetalManage, authz.MetalRead)
 }
 
-func metalObject(id, tenantID string) authz.Object {
-	return authz.Object{Type: authz.TypeMetalNode, ID: id, Tenant: tenantID}
-}
-
-func metalNotFound(id string) error {
-	return &apierr.Error{Code: apierr.NotFound, Field: "nodeId", Message: "metal node " + id + " not found"}
+// metalTarget names a metal node of tenantID by id for the by-id prologue.
+func metalTarget(tenantID, nodeID string) target {
+	return target{Type: authz.TypeMetalNode, ID: nodeID, Tenant: tenantID, What: "metal node", Field: "nodeId"}
 }
 
 // sealBMCPassword seals a BMC password bound to the node's id: a sealed value copied to another

@@ -48,8 +48,8 @@ func (s *Service) GetProviderAccount(ctx context.Context, r *v1.GetProviderAccou
 		return nil, err
 	}
 	a, err := store.GetAccount(ctx, s.DB.Q(), r.GetAccountId())
-	obj := authz.Object{Type: authz.TypeProviderAccount, ID: r.GetAccountId(), Tenant: a.TenantID}
-	if err := s.authorizeOwnedRead(ctx, c, r.GetTenantId(), err == nil, obj, authz.ProviderAccountsRead, "provider account"); err != nil {
+	t := target{Type: authz.TypeProviderAccount, ID: r.GetAccountId(), Tenant: r.GetTenantId(), What: "provider account", Field: "accountId"}
+	if _, err := s.authorizeOwned(ctx, c, t, a.TenantID, err, authz.ProviderAccountsRead, ""); err != nil {
 		return nil, err
 	}
 	return accountProto(a), nil
@@ -57,11 +57,8 @@ func (s *Service) GetProviderAccount(ctx context.Context, r *v1.GetProviderAccou
 
 // ListProviderAccounts returns the tenant's accounts.
 func (s *Service) ListProviderAccounts(ctx context.Context, r *v1.ListProviderAccountsRequest) ([]*v1.ProviderAccount, error) {
-	c, err := caller(ctx)
+	_, err := s.authorizeList(ctx, authz.ProviderAccountsRead, r.GetTenantId(), true)
 	if err != nil {
-		return nil, err
-	}
-	if err := s.authorizeTenantOrPlatform(ctx, c, authz.ProviderAccountsRead, r.GetTenantId()); err != nil {
 		return nil, err
 	}
 	as, err := store.ListAccounts(ctx, s.DB.Q(), r.GetTenantId())
@@ -85,8 +82,8 @@ func (s *Service) CreatePool(ctx context.Context, r *v1.CreatePoolRequest) (*v1.
 		return nil, err
 	}
 	a, err := store.GetAccount(ctx, s.DB.Q(), r.GetAccountId())
-	if err != nil || a.TenantID != r.GetTenantId() {
-		return nil, apierr.NotFoundf("provider account %s not found", r.GetAccountId())
+	if err := refErr(err, a.TenantID == r.GetTenantId(), apierr.NotFoundf("provider account %s not found", r.GetAccountId())); err != nil {
+		return nil, storeErr(err, "provider account")
 	}
 	policy, err := marshalPolicy(r.GetPolicy())
 	if err != nil {
@@ -117,8 +114,8 @@ func (s *Service) GetPool(ctx context.Context, r *v1.GetPoolRequest) (*v1.Pool, 
 		return nil, err
 	}
 	p, err := store.GetPool(ctx, s.DB.Q(), r.GetPoolId())
-	obj := authz.Object{Type: authz.TypePool, ID: r.GetPoolId(), Tenant: p.TenantID}
-	if err := s.authorizeOwnedRead(ctx, c, r.GetTenantId(), err == nil, obj, authz.PoolsRead, "pool"); err != nil {
+	t := target{Type: authz.TypePool, ID: r.GetPoolId(), Tenant: r.GetTenantId(), What: "pool", Field: "poolId"}
+	if _, err := s.authorizeOwned(ctx, c, t, p.TenantID, err, authz.PoolsRead, ""); err != nil {
 		return nil, err
 	}
 	return poolProto(p)
@@ -126,11 +123,8 @@ func (s *Service) GetPool(ctx context.Context, r *v1.GetPoolRequest) (*v1.Pool, 
 
 // ListPools returns the tenant's pools.
 func (s *Service) ListPools(ctx context.Context, r *v1.ListPoolsRequest) ([]*v1.Pool, error) {
-	c, err := caller(ctx)
+	_, err := s.authorizeList(ctx, authz.PoolsRead, r.GetTenantId(), true)
 	if err != nil {
-		return nil, err
-	}
-	if err := s.authorizeTenantOrPlatform(ctx, c, authz.PoolsRead, r.GetTenantId()); err != nil {
 		return nil, err
 	}
 	ps, err := store.ListPools(ctx, s.DB.Q(), r.GetTenantId())
@@ -167,8 +161,8 @@ func (s *Service) changePool(ctx context.Context, tenantID, poolID string, polic
 		return nil, err
 	}
 	p, err := store.GetPool(ctx, s.DB.Q(), poolID)
-	if err != nil || p.TenantID != tenantID {
-		return nil, apierr.NotFoundf("pool %s not found", poolID)
+	if err := refErr(err, p.TenantID == tenantID, apierr.NotFoundf("pool %s not found", poolID)); err != nil {
+		return nil, storeErr(err, "pool")
 	}
 	if p.State == "archived" {
 		return nil, apierr.State("archived", "pool %s is archived", poolID)
@@ -224,11 +218,8 @@ func (s *Service) SetQuota(ctx context.Context, r *v1.SetQuotaRequest) (*v1.Quot
 
 // ListQuotas returns the tenant's quota rows.
 func (s *Service) ListQuotas(ctx context.Context, r *v1.ListQuotasRequest) ([]*v1.Quota, error) {
-	c, err := caller(ctx)
+	_, err := s.authorizeList(ctx, authz.PoolsRead, r.GetTenantId(), true)
 	if err != nil {
-		return nil, err
-	}
-	if err := s.authorizeTenantOrPlatform(ctx, c, authz.PoolsRead, r.GetTenantId()); err != nil {
 		return nil, err
 	}
 	qs, err := store.ListQuotas(ctx, s.DB.Q(), r.GetTenantId(), r.GetPoolId())

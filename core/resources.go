@@ -19,8 +19,8 @@ import (
 // tenantAccount loads an account the tenant owns (else NOT_FOUND).
 func tenantAccount(ctx context.Context, q store.Querier, tenantID, accountID string) (store.Account, error) {
 	a, err := store.GetAccount(ctx, q, accountID)
-	if err != nil || a.TenantID != tenantID {
-		return a, apierr.NotFoundf("provider account %s not found", accountID)
+	if err := refErr(err, a.TenantID == tenantID, apierr.NotFoundf("provider account %s not found", accountID)); err != nil {
+		return a, err
 	}
 	return a, nil
 }
@@ -51,8 +51,8 @@ func (s *Service) GetNetwork(ctx context.Context, r *v1.GetNetworkRequest) (*v1.
 		return nil, err
 	}
 	n, err := store.GetNetwork(ctx, s.DB.Q(), r.GetNetworkId())
-	obj := authz.Object{Type: authz.TypeNetwork, ID: r.GetNetworkId(), Tenant: n.TenantID}
-	if err := s.authorizeOwnedRead(ctx, c, r.GetTenantId(), err == nil, obj, authz.NetworksRead, "network"); err != nil {
+	t := target{Type: authz.TypeNetwork, ID: r.GetNetworkId(), Tenant: r.GetTenantId(), What: "network", Field: "networkId"}
+	if _, err := s.authorizeOwned(ctx, c, t, n.TenantID, err, authz.NetworksRead, ""); err != nil {
 		return nil, err
 	}
 	return networkProto(n), nil
@@ -60,20 +60,15 @@ func (s *Service) GetNetwork(ctx context.Context, r *v1.GetNetworkRequest) (*v1.
 
 // ListNetworks returns the tenant's networks the caller may read.
 func (s *Service) ListNetworks(ctx context.Context, r *v1.ListNetworksRequest) ([]*v1.Network, error) {
-	c, err := caller(ctx)
+	_, err := s.authorizeList(ctx, authz.NetworksRead, r.GetTenantId(), false)
 	if err != nil {
-		return nil, err
-	}
-	if err := s.authorizeTenant(ctx, c, authz.NetworksRead, r.GetTenantId()); err != nil {
 		return nil, err
 	}
 	ns, err := store.ListNetworks(ctx, s.DB.Q(), r.GetTenantId())
 	if err != nil {
 		return nil, storeErr(err, "network")
 	}
-	return filterList(ctx, s, c, authz.NetworksRead, ns, func(n store.Network) authz.Object {
-		return authz.Object{Type: authz.TypeNetwork, ID: n.ID, Tenant: n.TenantID}
-	}, networkProto)
+	return convertAll(ns, infallible(networkProto))
 }
 
 // CreateSubnet makes a subnet (a VPC at the provider) and queues its reconciler.
@@ -88,8 +83,8 @@ func (s *Service) CreateSubnet(ctx context.Context, r *v1.CreateSubnetRequest) (
 	var out store.Subnet
 	err = store.ExecuteTx(ctx, s.DB, func(tx pgx.Tx) error {
 		n, err := store.GetNetwork(ctx, tx, r.GetNetworkId())
-		if err != nil || n.TenantID != r.GetTenantId() {
-			return apierr.NotFoundf("network %s not found", r.GetNetworkId())
+		if err := refErr(err, n.TenantID == r.GetTenantId(), apierr.NotFoundf("network %s not found", r.GetNetworkId())); err != nil {
+			return err
 		}
 		out, err = store.InsertSubnet(ctx, tx, store.Subnet{
 			ID: ids.New(ids.Subnet), TenantID: n.TenantID, NetworkID: n.ID, AccountID: n.AccountID,
@@ -113,8 +108,8 @@ func (s *Service) GetSubnet(ctx context.Context, r *v1.GetSubnetRequest) (*v1.Su
 		return nil, err
 	}
 	sn, err := store.GetSubnet(ctx, s.DB.Q(), r.GetSubnetId())
-	obj := authz.Object{Type: authz.TypeSubnet, ID: r.GetSubnetId(), Tenant: sn.TenantID}
-	if err := s.authorizeOwnedRead(ctx, c, r.GetTenantId(), err == nil, obj, authz.NetworksRead, "subnet"); err != nil {
+	t := target{Type: authz.TypeSubnet, ID: r.GetSubnetId(), Tenant: r.GetTenantId(), What: "subnet", Field: "subnetId"}
+	if _, err := s.authorizeOwned(ctx, c, t, sn.TenantID, err, authz.NetworksRead, ""); err != nil {
 		return nil, err
 	}
 	return subnetProto(sn), nil
@@ -122,25 +117,20 @@ func (s *Service) GetSubnet(ctx context.Context, r *v1.GetSubnetRequest) (*v1.Su
 
 // ListSubnets returns the tenant's subnets the caller may read.
 func (s *Service) ListSubnets(ctx context.Context, r *v1.ListSubnetsRequest) ([]*v1.Subnet, error) {
-	c, err := caller(ctx)
+	_, err := s.authorizeList(ctx, authz.NetworksRead, r.GetTenantId(), false)
 	if err != nil {
-		return nil, err
-	}
-	if err := s.authorizeTenant(ctx, c, authz.NetworksRead, r.GetTenantId()); err != nil {
 		return nil, err
 	}
 	ss, err := store.ListSubnets(ctx, s.DB.Q(), r.GetTenantId(), r.GetNetworkId())
 	if err != nil {
 		return nil, storeErr(err, "subnet")
 	}
-	return filterList(ctx, s, c, authz.NetworksRead, ss, func(sn store.Subnet) authz.Object {
-		return authz.Object{Type: authz.TypeSubnet, ID: sn.ID, Tenant: sn.TenantID}
-	}, subnetProto)
+	return convertAll(ss, infallible(subnetProto))
 }
 
 // DeleteSubnet marks a subnet no instance or load balancer uses for deletion.
 func (s *Service) DeleteSubnet(ctx context.Context, r *v1.DeleteSubnetRequest) (*v1.Subnet, error) {
-	if _, _, err := s.authorizeByID(ctx, authz.TypeSubnet, r.GetTenantId(), r.GetSubnetId(), authz.NetworksManage, authz.NetworksRead, "subnet", ""); err != nil {
+	if _, _, err := s.authorizeByID(ctx, target{Type: authz.TypeSubnet, ID: r.GetSubnetId(), Tenant: r.GetTenantId(), What: "subnet", Field: "subnetId"}, authz.NetworksManage, authz.NetworksRead); err != nil {
 		return nil, err
 	}
 	var out store.Subnet
@@ -210,8 +200,8 @@ func (s *Service) GetCertificate(ctx context.Context, r *v1.GetCertificateReques
 		return nil, err
 	}
 	ce, err := store.GetCertificate(ctx, s.DB.Q(), r.GetCertificateId())
-	obj := authz.Object{Type: authz.TypeCertificate, ID: r.GetCertificateId(), Tenant: ce.TenantID}
-	if err := s.authorizeOwnedRead(ctx, c, r.GetTenantId(), err == nil, obj, authz.CertificatesRead, "certificate"); err != nil {
+	t := target{Type: authz.TypeCertificate, ID: r.GetCertificateId(), Tenant: r.GetTenantId(), What: "certificate", Field: "certificateId"}
+	if _, err := s.authorizeOwned(ctx, c, t, ce.TenantID, err, authz.CertificatesRead, ""); err != nil {
 		return nil, err
 	}
 	return certificateProto(ce), nil
@@ -219,25 +209,20 @@ func (s *Service) GetCertificate(ctx context.Context, r *v1.GetCertificateReques
 
 // ListCertificates returns the tenant's certificates the caller may read.
 func (s *Service) ListCertificates(ctx context.Context, r *v1.ListCertificatesRequest) ([]*v1.Certificate, error) {
-	c, err := caller(ctx)
+	_, err := s.authorizeList(ctx, authz.CertificatesRead, r.GetTenantId(), false)
 	if err != nil {
-		return nil, err
-	}
-	if err := s.authorizeTenant(ctx, c, authz.CertificatesRead, r.GetTenantId()); err != nil {
 		return nil, err
 	}
 	cs, err := store.ListCertificates(ctx, s.DB.Q(), r.GetTenantId())
 	if err != nil {
 		return nil, storeErr(err, "certificate")
 	}
-	return filterList(ctx, s, c, authz.CertificatesRead, cs, func(ce store.Certificate) authz.Object {
-		return authz.Object{Type: authz.TypeCertificate, ID: ce.ID, Tenant: ce.TenantID}
-	}, certificateProto)
+	return convertAll(cs, infallible(certificateProto))
 }
 
 // DeleteCertificate marks a certificate no load balancer names for deletion.
 func (s *Service) DeleteCertificate(ctx context.Context, r *v1.DeleteCertificateRequest) (*v1.Certificate, error) {
-	if _, _, err := s.authorizeByID(ctx, authz.TypeCertificate, r.GetTenantId(), r.GetCertificateId(), authz.CertificatesManage, authz.CertificatesRead, "certificate", ""); err != nil {
+	if _, _, err := s.authorizeByID(ctx, target{Type: authz.TypeCertificate, ID: r.GetCertificateId(), Tenant: r.GetTenantId(), What: "certificate", Field: "certificateId"}, authz.CertificatesManage, authz.CertificatesRead); err != nil {
 		return nil, err
 	}
 	var out store.Certificate
@@ -265,17 +250,15 @@ func (s *Service) DeleteCertificate(ctx context.Context, r *v1.DeleteCertificate
 
 // visiblePool loads a pool the tenant may use: its own, or one where it holds a quota row.
 func visiblePool(ctx context.Context, q store.Querier, tenantID, poolID string) (store.Pool, *v1.PoolPolicy, error) {
+	nf := &apierr.Error{Code: apierr.NotFound, Field: "poolId", Message: "pool " + poolID + " not found"}
 	p, err := store.GetPool(ctx, q, poolID)
-	if err != nil {
-		return p, nil, apierr.NotFoundf("pool %s not found", poolID)
+	if err := refErr(err, true, nf); err != nil {
+		return p, nil, err
 	}
 	if p.TenantID != tenantID {
 		qs, err := store.ListQuotas(ctx, q, tenantID, poolID)
-		if err != nil {
+		if err := refErr(err, len(qs) > 0, nf); err != nil {
 			return p, nil, err
-		}
-		if len(qs) == 0 {
-			return p, nil, apierr.NotFoundf("pool %s not found", poolID)
 		}
 	}
 	if p.State == "archived" {
@@ -311,8 +294,8 @@ func (s *Service) CreateInstance(ctx context.Context, r *v1.CreateInstanceReques
 		}
 		if r.GetSubnetId() != "" {
 			sn, err := store.GetSubnet(ctx, tx, r.GetSubnetId())
-			if err != nil || sn.TenantID != r.GetTenantId() || sn.State == "deleted" {
-				return apierr.NotFoundf("subnet %s not found", r.GetSubnetId())
+			if err := refErr(err, sn.TenantID == r.GetTenantId() && sn.State != "deleted", apierr.NotFoundf("subnet %s not found", r.GetSubnetId())); err != nil {
+				return err
 			}
 			if sn.Region != r.GetRegion() || sn.AccountID != pool.AccountID {
 				return apierr.Invalid("subnetId", "subnet %s is in another region or account", sn.ID)
@@ -320,7 +303,7 @@ func (s *Service) CreateInstance(ctx context.Context, r *v1.CreateInstanceReques
 		}
 		if r.GetProjectId() != "" {
 			if _, err := store.GetProject(ctx, tx, r.GetTenantId(), r.GetProjectId()); err != nil {
-				return apierr.NotFoundf("project %s not found", r.GetProjectId())
+				return refErr(err, true, projectTarget(r.GetTenantId(), r.GetProjectId()).notFound(nil))
 			}
 		}
 		ok, err := store.BookQuota(ctx, tx, pool.ID, r.GetTenantId(), "instances")
@@ -352,8 +335,8 @@ func (s *Service) GetInstance(ctx context.Context, r *v1.GetInstanceRequest) (*v
 		return nil, err
 	}
 	in, err := store.GetInstance(ctx, s.DB.Q(), r.GetInstanceId())
-	obj := authz.Object{Type: authz.TypeInstance, ID: r.GetInstanceId(), Tenant: in.TenantID}
-	if err := s.authorizeOwnedRead(ctx, c, r.GetTenantId(), err == nil, obj, authz.InstancesRead, "instance"); err != nil {
+	t := target{Type: authz.TypeInstance, ID: r.GetInstanceId(), Tenant: r.GetTenantId(), What: "instance", Field: "instanceId"}
+	if _, err := s.authorizeOwned(ctx, c, t, in.TenantID, err, authz.InstancesRead, ""); err != nil {
 		return nil, err
 	}
 	return instanceProto(in), nil
@@ -361,26 +344,21 @@ func (s *Service) GetInstance(ctx context.Context, r *v1.GetInstanceRequest) (*v
 
 // ListInstances returns the tenant's instances the caller may read.
 func (s *Service) ListInstances(ctx context.Context, r *v1.ListInstancesRequest) ([]*v1.Instance, error) {
-	c, err := caller(ctx)
+	_, err := s.authorizeList(ctx, authz.InstancesRead, r.GetTenantId(), false)
 	if err != nil {
-		return nil, err
-	}
-	if err := s.authorizeTenant(ctx, c, authz.InstancesRead, r.GetTenantId()); err != nil {
 		return nil, err
 	}
 	is, err := store.ListInstances(ctx, s.DB.Q(), r.GetTenantId(), r.GetPoolId(), r.GetIncludeDeleted())
 	if err != nil {
 		return nil, storeErr(err, "instance")
 	}
-	return filterList(ctx, s, c, authz.InstancesRead, is, func(in store.Instance) authz.Object {
-		return authz.Object{Type: authz.TypeInstance, ID: in.ID, Tenant: in.TenantID}
-	}, instanceProto)
+	return convertAll(is, infallible(instanceProto))
 }
 
 // DeleteInstance marks an instance deleting and, in the same transaction, queues every load
 // balancer that reaches it, so they stop reaching it on their next provider write.
 func (s *Service) DeleteInstance(ctx context.Context, r *v1.DeleteInstanceRequest) (*v1.Instance, error) {
-	if _, _, err := s.authorizeByID(ctx, authz.TypeInstance, r.GetTenantId(), r.GetInstanceId(), authz.InstancesManage, authz.InstancesRead, "instance", ""); err != nil {
+	if _, _, err := s.authorizeByID(ctx, target{Type: authz.TypeInstance, ID: r.GetInstanceId(), Tenant: r.GetTenantId(), What: "instance", Field: "instanceId"}, authz.InstancesManage, authz.InstancesRead); err != nil {
 		return nil, err
 	}
 	var out store.Instance
@@ -414,25 +392,6 @@ func (s *Service) DeleteInstance(ctx context.Context, r *v1.DeleteInstanceReques
 		return nil, storeErr(err, "instance")
 	}
 	return instanceProto(out), nil
-}
-
-// filterList batch-checks each item and converts the visible ones.
-func filterList[R any, P any](ctx context.Context, s *Service, c Caller, perm authz.Permission, rows []R, obj func(R) authz.Object, conv func(R) P) ([]P, error) {
-	objs := make([]authz.Object, len(rows))
-	for i, r := range rows {
-		objs[i] = obj(r)
-	}
-	ok, err := s.filterVisible(ctx, c, perm, objs)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]P, 0, len(rows))
-	for i, r := range rows {
-		if ok[i] {
-			out = append(out, conv(r))
-		}
-	}
-	return out, nil
 }
 
 func networkProto(n store.Network) *v1.Network {

@@ -29,6 +29,8 @@ type Service struct {
 
 	// platformSynced remembers the platform principals whose OpenFGA grant this process wrote.
 	platformSynced sync.Map
+	// principals answers recently authenticated tokens from memory (PrincipalCacheTTL).
+	principals principalCache
 }
 
 // Caller is the authenticated principal of a request.
@@ -59,19 +61,26 @@ func caller(ctx context.Context) (Caller, error) {
 	return c, nil
 }
 
-// storeErr maps store sentinels onto platform errors in one place.
+// storeErr maps store sentinels onto platform errors in one place. A platform error already
+// decided (NOT_FOUND of a by-id prologue, INVALID_INPUT of a rule) passes unchanged; a database
+// fault (store.ErrUnavailable, store.ErrCommitUnknown, see store.TranslateError) is UNAVAILABLE
+// with what the client may do; only what the store could not classify is INTERNAL.
 func storeErr(err error, what string) error {
+	var pe *apierr.Error
 	switch {
 	case err == nil:
 		return nil
+	case errors.As(err, &pe):
+		return pe
+	case errors.Is(err, store.ErrCommitUnknown):
+		return &apierr.Error{Code: apierr.Unavailable, Cause: err, Message: "the database connection was lost while the change was committing, " +
+			"so it may or may not have been applied; retrying with the same idempotencyKey is safe (a create without one may have been made: list before retrying)"}
+	case errors.Is(err, store.ErrUnavailable):
+		return &apierr.Error{Code: apierr.Unavailable, Cause: err, Message: "the database is unavailable; nothing was changed, retry the call"}
 	case errors.Is(err, store.ErrNotFound):
 		return apierr.NotFoundf("%s not found", what)
 	case errors.Is(err, store.ErrConflict):
 		return &apierr.Error{Code: apierr.InvalidInput, Field: "name", Message: what + " with that name already exists", Cause: err}
-	}
-	var pe *apierr.Error
-	if errors.As(err, &pe) {
-		return pe
 	}
 	return apierr.InternalErr(err)
 }

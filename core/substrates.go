@@ -95,20 +95,12 @@ func (s *Service) GetSubstrate(ctx context.Context, r *v1.GetSubstrateRequest) (
 	if err != nil {
 		return nil, err
 	}
-	notFound := apierr.NotFoundf("substrate of pool %s not found", r.GetPoolId())
 	sub, err := store.GetSubstrateByPool(ctx, s.DB.Q(), r.GetPoolId())
-	if err != nil || sub.TenantID != r.GetTenantId() {
-		return nil, notFound
-	}
-	if !c.PlatformAdmin {
-		if err := s.authorize(ctx, c, authz.SubstratesRead, substrateObject(sub), "", "substrate"); err != nil {
-			// authorize names the substrate's own id in its NOT_FOUND; the caller asked by pool,
-			// and must not learn an id it could not read.
-			if apierr.From(err).Code == apierr.NotFound {
-				return nil, notFound
-			}
-			return nil, err
-		}
+	// The caller names the pool; the authorization object is the substrate, whose id a caller
+	// that may not read it must not learn (the NOT_FOUND names the pool).
+	t := target{Type: authz.TypePoolSubstrate, ID: r.GetPoolId(), Object: sub.ID, Tenant: r.GetTenantId(), What: "substrate of pool", Field: "poolId"}
+	if _, err := s.authorizeOwned(ctx, c, t, sub.TenantID, err, authz.SubstratesRead, ""); err != nil {
+		return nil, err
 	}
 	nodes, err := store.ListSubstrateNodes(ctx, s.DB.Q(), []string{sub.ID})
 	if err != nil {
@@ -119,29 +111,13 @@ func (s *Service) GetSubstrate(ctx context.Context, r *v1.GetSubstrateRequest) (
 
 // ListSubstrates returns the tenant's substrates the caller may read.
 func (s *Service) ListSubstrates(ctx context.Context, r *v1.ListSubstratesRequest) ([]*v1.Substrate, error) {
-	c, err := caller(ctx)
+	_, err := s.authorizeList(ctx, authz.SubstratesRead, r.GetTenantId(), true)
 	if err != nil {
-		return nil, err
-	}
-	if err := s.authorizeTenantOrPlatform(ctx, c, authz.SubstratesRead, r.GetTenantId()); err != nil {
 		return nil, err
 	}
 	subs, err := store.ListSubstrates(ctx, s.DB.Q(), r.GetTenantId(), r.GetIncludeDeleted())
 	if err != nil {
 		return nil, storeErr(err, "substrate")
-	}
-	if !c.PlatformAdmin {
-		visible, err := s.filterVisible(ctx, c, authz.SubstratesRead, objectsOf(subs))
-		if err != nil {
-			return nil, err
-		}
-		kept := subs[:0]
-		for i, sub := range subs {
-			if visible[i] {
-				kept = append(kept, sub)
-			}
-		}
-		subs = kept
 	}
 	idsOf := make([]string, len(subs))
 	for i, sub := range subs {
@@ -204,18 +180,6 @@ func (s *Service) JoinNode(ctx context.Context, r *v1.JoinNodeRequest) (*v1.Join
 		return nil, storeErr(err, "substrate node")
 	}
 	return &v1.JoinNodeResponse{TenantId: tenantID, PoolId: out.PoolID, Node: substrateNodeProto(out)}, nil
-}
-
-func substrateObject(sub store.Substrate) authz.Object {
-	return authz.Object{Type: authz.TypePoolSubstrate, ID: sub.ID, Tenant: sub.TenantID}
-}
-
-func objectsOf(subs []store.Substrate) []authz.Object {
-	out := make([]authz.Object, len(subs))
-	for i, sub := range subs {
-		out[i] = substrateObject(sub)
-	}
-	return out
 }
 
 func substrateProto(sub store.Substrate, nodes []store.SubstrateNode) *v1.Substrate {

@@ -38,12 +38,17 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (Caller, erro
 	if !strings.HasPrefix(secret, tokenPrefix) || len(secret) > 200 {
 		return Caller{}, &apierr.Error{Code: apierr.Unauthenticated, Message: "unknown or expired token"}
 	}
-	p, err := store.AuthenticateToken(ctx, s.DB.Q(), HashSecret(secret))
+	hash := HashSecret(secret)
+	key := string(hash)
+	if c, ok := s.principals.get(key); ok {
+		return c, nil
+	}
+	p, err := store.AuthenticateToken(ctx, s.DB.Q(), hash)
 	if err != nil {
 		if apierr.CodeOf(storeErr(err, "token")) == apierr.NotFound {
 			return Caller{}, &apierr.Error{Code: apierr.Unauthenticated, Message: "unknown or expired token"}
 		}
-		return Caller{}, apierr.InternalErr(err)
+		return Caller{}, storeErr(err, "token")
 	}
 	c := Caller{PrincipalID: p.ID, TenantID: p.TenantID}
 	if p.PlatformAdmin {
@@ -52,6 +57,7 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (Caller, erro
 			return Caller{}, err
 		}
 	}
+	s.principals.put(key, c)
 	return c, nil
 }
 
@@ -196,8 +202,8 @@ func (s *Service) ListPrincipals(ctx context.Context, r *v1.ListPrincipalsReques
 // tenantPrincipal loads a principal and checks it belongs to the tenant (else NOT_FOUND).
 func (s *Service) tenantPrincipal(ctx context.Context, tenantID, principalID string) (store.Principal, error) {
 	p, err := store.GetPrincipal(ctx, s.DB.Q(), principalID)
-	if err != nil || p.TenantID != tenantID {
-		return p, apierr.NotFoundf("principal %s not found", principalID)
+	if err := refErr(err, p.TenantID == tenantID, apierr.NotFoundf("principal %s not found", principalID)); err != nil {
+		return p, storeErr(err, "principal")
 	}
 	return p, nil
 }
@@ -241,6 +247,8 @@ func (s *Service) RevokeToken(ctx context.Context, r *v1.RevokeTokenRequest) (*v
 	if err != nil {
 		return nil, storeErr(err, "token")
 	}
+	// This replica refuses the token at once; the others within PrincipalCacheTTL.
+	s.principals.reset()
 	return tokenProto(t), nil
 }
 
@@ -272,8 +280,8 @@ func (s *Service) changeGrant(ctx context.Context, r *v1.GrantRoleRequest, grant
 		}
 	} else {
 		owner, oerr := s.ownerOf(ctx, r.GetObjectType(), r.GetObjectId())
-		if oerr != nil || owner != r.GetTenantId() {
-			return apierr.NotFoundf("%s %s not found", r.GetObjectType(), r.GetObjectId())
+		if err := refErr(oerr, owner == r.GetTenantId(), apierr.NotFoundf("%s %s not found", r.GetObjectType(), r.GetObjectId())); err != nil {
+			return storeErr(err, r.GetObjectType())
 		}
 		obj := authz.Object{Type: r.GetObjectType(), ID: r.GetObjectId(), Tenant: owner}
 		if grant {
@@ -314,11 +322,7 @@ func (s *Service) GetProject(ctx context.Context, r *v1.GetProjectRequest) (*v1.
 		return nil, err
 	}
 	p, err := store.GetProject(ctx, s.DB.Q(), r.GetTenantId(), r.GetProjectId())
-	if err != nil {
-		return nil, storeErr(err, "project")
-	}
-	obj := authz.Object{Type: authz.TypeProject, ID: p.ID, Tenant: p.TenantID}
-	if err := s.authorize(ctx, c, authz.ProjectsRead, obj, "", "project"); err != nil {
+	if _, err := s.authorizeOwned(ctx, c, projectTarget(r.GetTenantId(), r.GetProjectId()), p.TenantID, err, authz.ProjectsRead, ""); err != nil {
 		return nil, err
 	}
 	return projectProto(p), nil
@@ -326,32 +330,15 @@ func (s *Service) GetProject(ctx context.Context, r *v1.GetProjectRequest) (*v1.
 
 // ListProjects returns the tenant's projects the caller may read.
 func (s *Service) ListProjects(ctx context.Context, r *v1.ListProjectsRequest) ([]*v1.Project, error) {
-	c, err := caller(ctx)
+	_, err := s.authorizeList(ctx, authz.ProjectsRead, r.GetTenantId(), false)
 	if err != nil {
-		return nil, err
-	}
-	if err := s.authorizeTenant(ctx, c, authz.ProjectsRead, r.GetTenantId()); err != nil {
 		return nil, err
 	}
 	ps, err := store.ListProjects(ctx, s.DB.Q(), r.GetTenantId())
 	if err != nil {
 		return nil, storeErr(err, "project")
 	}
-	objs := make([]authz.Object, len(ps))
-	for i, p := range ps {
-		objs[i] = authz.Object{Type: authz.TypeProject, ID: p.ID, Tenant: p.TenantID}
-	}
-	ok, err := s.filterVisible(ctx, c, authz.ProjectsRead, objs)
-	if err != nil {
-		return nil, err
-	}
-	var out []*v1.Project
-	for i, p := range ps {
-		if ok[i] {
-			out = append(out, projectProto(p))
-		}
-	}
-	return out, nil
+	return convertAll(ps, infallible(projectProto))
 }
 
 func tenantProto(t store.Tenant) *v1.Tenant {
@@ -375,4 +362,9 @@ func tsOrNil(t *time.Time) *timestamppb.Timestamp {
 		return nil
 	}
 	return timestamppb.New(*t)
+}
+
+// projectTarget names a project of tenantID by id for the by-id prologue.
+func projectTarget(tenantID, projectID string) target {
+	return target{Type: authz.TypeProject, ID: projectID, Tenant: tenantID, What: "project", Field: "projectId"}
 }

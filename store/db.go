@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -43,7 +44,19 @@ func Open(ctx context.Context, url string) (*DB, error) {
 		return nil, fmt.Errorf("store: invalid database url")
 	}
 	applyPoolDefaults(cfg, url)
+	if t, ok := ctx.Value(tracerKey{}).(pgx.QueryTracer); ok {
+		cfg.ConnConfig.Tracer = t
+	}
 	return OpenConfig(ctx, cfg)
+}
+
+type tracerKey struct{}
+
+// WithTracer returns ctx making Open install t on every connection of the pool it opens:
+// tests count a call's round trips through a whole replica (app.Start opens the pool from
+// its configuration, so there is no other place to hand a tracer in).
+func WithTracer(ctx context.Context, t pgx.QueryTracer) context.Context {
+	return context.WithValue(ctx, tracerKey{}, t)
 }
 
 // OpenConfig connects with a prepared pool configuration (tests use it to pin search_path)

@@ -1,9 +1,15 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"strings"
+	"syscall"
 
+	"github.com/cockroachdb/cockroach-go/v2/crdb"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -23,6 +29,17 @@ var (
 	// ErrSerialization: the transaction lost a serialization race (40001, or a PostgreSQL
 	// deadlock 40P01). ExecuteTx retries these; callers outside it may retry too.
 	ErrSerialization = errors.New("store: serialization failure")
+	// ErrUnavailable: the database could not be reached or gave up on the statement for a
+	// reason of its own, not of the request: connection refused or lost, the pool could not
+	// hand out a connection in time, the server is shutting down or starting (57P01-57P03),
+	// out of connections or resources (class 53), or a transaction that kept losing
+	// serialization races past its retry budget. Nothing was committed: retrying is safe.
+	ErrUnavailable = errors.New("store: database unavailable")
+	// ErrCommitUnknown: the connection broke after COMMIT was sent and before its answer came,
+	// so the transaction may or may not have committed (CockroachDB says so itself with 40003
+	// or an ambiguous-result error). A retry is safe only where the write is idempotent (an
+	// idempotency key); ErrCommitUnknown matches ErrUnavailable too.
+	ErrCommitUnknown = errors.New("store: commit outcome unknown")
 	// ErrLeaseLost: the work item's lease epoch moved (another holder claimed it), so the
 	// caller must write nothing.
 	ErrLeaseLost = errors.New("store: lease lost")
@@ -36,7 +53,61 @@ const (
 	codeNotNullViolation     = "23502"
 	codeSerializationFailure = "40001"
 	codeDeadlockDetected     = "40P01"
+	codeStatementUnknown     = "40003" // statement_completion_unknown (CockroachDB's ambiguous result)
 )
+
+// unavailableStates are SQLSTATEs (or their two-character classes) of a server that cannot
+// serve now, whatever the request: a retry later can succeed.
+var unavailableStates = map[string]bool{
+	"08":    true, // connection exception
+	"53":    true, // insufficient resources (too_many_connections 53300, out of memory, disk full)
+	"57P01": true, // admin_shutdown (pg_terminate_backend, a fast shutdown)
+	"57P02": true, // crash_shutdown
+	"57P03": true, // cannot_connect_now (starting up, shutting down, in recovery)
+	"57P05": true, // idle_session_timeout
+	"58000": true, // system_error
+	"58030": true, // io_error
+}
+
+// classified is a database fault translated into ErrUnavailable or ErrCommitUnknown, keeping
+// the driver error in the chain.
+type classified struct {
+	kind error
+	err  error
+}
+
+func (e *classified) Error() string        { return e.kind.Error() + ": " + e.err.Error() }
+func (e *classified) Unwrap() error        { return e.err }
+func (e *classified) Is(target error) bool { return target == e.kind || target == ErrUnavailable }
+
+// unavailable wraps err as ErrUnavailable.
+func unavailable(err error) error { return &classified{kind: ErrUnavailable, err: err} }
+
+// commitUnknown wraps err as ErrCommitUnknown.
+func commitUnknown(err error) error { return &classified{kind: ErrCommitUnknown, err: err} }
+
+// isConnectionFault reports whether err says the database (or the way to it) failed, rather
+// than the statement: the server's own "cannot serve" SQLSTATEs, and client-side errors of a
+// connection that could not be made, broke, or could not be had from the pool in time.
+func isConnectionFault(err error) bool {
+	if code := sqlState(err); code != "" {
+		return unavailableStates[code] || (len(code) == 5 && unavailableStates[code[:2]])
+	}
+	var connectErr *pgconn.ConnectError
+	var netErr net.Error
+	switch {
+	case errors.As(err, &connectErr), errors.As(err, &netErr),
+		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, pgconn.ErrConnClosed),
+		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE),
+		errors.Is(err, context.DeadlineExceeded), pgconn.Timeout(err), pgconn.SafeToRetry(err):
+		return true
+	}
+	// pgconn reports a connection that died under a statement with these texts only.
+	msg := err.Error()
+	return strings.Contains(msg, "conn closed") || strings.Contains(msg, "conn busy") ||
+		strings.Contains(msg, "unexpected EOF") || strings.Contains(msg, "broken pipe") ||
+		strings.Contains(msg, "connection reset")
+}
 
 // ConstraintError is a constraint violation translated into a sentinel. It names the constraint
 // and table but never carries the server's DETAIL text, which quotes the offending values (a
@@ -74,6 +145,21 @@ func TranslateError(err error) error {
 	if err == nil || alreadyTranslated(err) {
 		return err
 	}
+	var maxRetries *crdb.MaxRetriesExceededError
+	var ambiguous *crdb.AmbiguousCommitError
+	switch {
+	case errors.As(err, &ambiguous), sqlState(err) == codeStatementUnknown:
+		return commitUnknown(err)
+	case errors.As(err, &maxRetries):
+		// A transaction that kept losing serialization races: nothing committed, and the
+		// contention may pass; the caller sees UNAVAILABLE, not INTERNAL.
+		return unavailable(fmt.Errorf("%w: %w", ErrSerialization, err))
+	case errors.Is(err, context.Canceled):
+		// The caller went away: not a database fault, and nobody reads the answer.
+		return err
+	case isConnectionFault(err):
+		return unavailable(err)
+	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		return fmt.Errorf("%w: %w", ErrNotFound, err)
 	}
@@ -98,7 +184,8 @@ func TranslateError(err error) error {
 // (a query helper inside ExecuteTx, then ExecuteTx itself) does not wrap twice.
 func alreadyTranslated(err error) bool {
 	var ce *ConstraintError
-	return errors.As(err, &ce) || errors.Is(err, ErrNotFound) || errors.Is(err, ErrSerialization)
+	var cl *classified
+	return errors.As(err, &ce) || errors.As(err, &cl) || errors.Is(err, ErrNotFound) || errors.Is(err, ErrSerialization)
 }
 
 // ConstraintName returns the name of the constraint a translated (or raw driver) constraint

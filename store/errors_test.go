@@ -4,8 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"strings"
+	"syscall"
 	"testing"
+
+	"github.com/cockroachdb/cockroach-go/v2/crdb"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -35,6 +40,16 @@ func TestTranslateError(t *testing.T) {
 		{reason: "deadlock counts as serialization failure", in: &pgconn.PgError{Code: "40P01"}, want: store.ErrSerialization},
 		{reason: "other driver errors pass through", in: &pgconn.PgError{Code: "42601"}},
 		{reason: "context errors pass through", in: context.Canceled},
+		{reason: "admin shutdown (pg_terminate_backend) is unavailable", in: &pgconn.PgError{Code: "57P01"}, want: store.ErrUnavailable},
+		{reason: "a server starting up is unavailable", in: &pgconn.PgError{Code: "57P03"}, want: store.ErrUnavailable},
+		{reason: "too many connections is unavailable", in: &pgconn.PgError{Code: "53300"}, want: store.ErrUnavailable},
+		{reason: "a connection exception class is unavailable", in: &pgconn.PgError{Code: "08006"}, want: store.ErrUnavailable},
+		{reason: "a connection lost under a statement is unavailable", in: fmt.Errorf("read: %w", io.ErrUnexpectedEOF), want: store.ErrUnavailable},
+		{reason: "a refused connection is unavailable", in: &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}, want: store.ErrUnavailable},
+		{reason: "a closed connection is unavailable", in: fmt.Errorf("query: %w", pgconn.ErrConnClosed), want: store.ErrUnavailable},
+		{reason: "a pool that could not hand out a connection in time is unavailable", in: fmt.Errorf("acquire: %w", context.DeadlineExceeded), want: store.ErrUnavailable},
+		{reason: "exhausted serialization retries are unavailable", in: crdbMaxRetries(), want: store.ErrUnavailable},
+		{reason: "CockroachDB's ambiguous result is a commit of unknown outcome", in: &pgconn.PgError{Code: "40003"}, want: store.ErrCommitUnknown},
 	}
 	for _, tc := range cases {
 		t.Run(tc.reason, func(t *testing.T) {
@@ -113,4 +128,10 @@ func TestTranslateErrorOnRealViolations(t *testing.T) {
 	if !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("missing row: err = %v, want ErrNotFound", err)
 	}
+}
+
+// crdbMaxRetries is the error crdb.ExecuteCtx returns once a transaction lost every retry.
+func crdbMaxRetries() error {
+	ctx := crdb.WithMaxRetries(context.Background(), 1)
+	return crdb.ExecuteCtx(ctx, func(context.Context, ...any) error { return &pgconn.PgError{Code: "40001"} })
 }

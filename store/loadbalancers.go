@@ -163,26 +163,37 @@ func SetLoadBalancerError(ctx context.Context, q Querier, id, state, lastError s
 }
 
 // ReplaceLoadBalancerTargets rewrites the instance, load balancer and certificate references of
-// one load balancer.
+// one load balancer: the old ones go, then InsertLoadBalancerTargets.
 func ReplaceLoadBalancerTargets(ctx context.Context, q Querier, id string, instanceIDs, lbIDs, certIDs []string) error {
-	for _, stmt := range []struct {
-		del, ins string
-		ids      []string
-	}{
-		{`DELETE FROM load_balancer_instance_targets WHERE load_balancer_id = $1`,
-			`INSERT INTO load_balancer_instance_targets (load_balancer_id, instance_id) SELECT $1, unnest($2::TEXT[])`, instanceIDs},
-		{`DELETE FROM load_balancer_lb_targets WHERE global_id = $1`,
-			`INSERT INTO load_balancer_lb_targets (global_id, regional_id) SELECT $1, unnest($2::TEXT[])`, lbIDs},
-		{`DELETE FROM load_balancer_certificates WHERE load_balancer_id = $1`,
-			`INSERT INTO load_balancer_certificates (load_balancer_id, certificate_id) SELECT DISTINCT $1, unnest($2::TEXT[])`, certIDs},
+	for _, del := range []string{
+		`DELETE FROM load_balancer_instance_targets WHERE load_balancer_id = $1`,
+		`DELETE FROM load_balancer_lb_targets WHERE global_id = $1`,
+		`DELETE FROM load_balancer_certificates WHERE load_balancer_id = $1`,
 	} {
-		if _, err := exec(ctx, q, stmt.del, id); err != nil {
+		if _, err := exec(ctx, q, del, id); err != nil {
 			return err
 		}
-		if len(stmt.ids) > 0 {
-			if _, err := exec(ctx, q, stmt.ins, id, stmt.ids); err != nil {
-				return err
-			}
+	}
+	return InsertLoadBalancerTargets(ctx, q, id, instanceIDs, lbIDs, certIDs)
+}
+
+// InsertLoadBalancerTargets records the references of a load balancer that has none yet (one
+// created in the same transaction): no DELETE of rows that cannot exist, and no statement for
+// an empty list.
+func InsertLoadBalancerTargets(ctx context.Context, q Querier, id string, instanceIDs, lbIDs, certIDs []string) error {
+	for _, stmt := range []struct {
+		ins string
+		ids []string
+	}{
+		{`INSERT INTO load_balancer_instance_targets (load_balancer_id, instance_id) SELECT $1, unnest($2::TEXT[])`, instanceIDs},
+		{`INSERT INTO load_balancer_lb_targets (global_id, regional_id) SELECT $1, unnest($2::TEXT[])`, lbIDs},
+		{`INSERT INTO load_balancer_certificates (load_balancer_id, certificate_id) SELECT DISTINCT $1, unnest($2::TEXT[])`, certIDs},
+	} {
+		if len(stmt.ids) == 0 {
+			continue
+		}
+		if _, err := exec(ctx, q, stmt.ins, id, stmt.ids); err != nil {
+			return err
 		}
 	}
 	return nil

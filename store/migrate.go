@@ -138,7 +138,7 @@ func (db *DB) bootstrapOnce(ctx context.Context) error {
 // bootstrapRace reports the errors two concurrent bootstraps give each other.
 func bootstrapRace(err error) bool {
 	switch sqlState(err) {
-	case codeUniqueViolation, "42P07" /* duplicate_table */, codeSerializationFailure:
+	case codeUniqueViolation, "42P07" /* duplicate_table */, "42710" /* duplicate_object: the table's row type */, codeSerializationFailure:
 		return true
 	}
 	return false

@@ -42,7 +42,7 @@ func ExecuteTx(ctx context.Context, db *DB, fn func(tx pgx.Tx) error) error {
 // ExecuteTxOptions is ExecuteTx with explicit transaction options (for example a read-only
 // transaction). Prefer ExecuteTx: weaker isolation behaves differently on the two engines.
 func ExecuteTxOptions(ctx context.Context, db *DB, opts pgx.TxOptions, fn func(tx pgx.Tx) error) error {
-	attempt := 0
+	attempt, connFaults := 0, 0
 	err := crdb.ExecuteCtx(ctx, func(ctx context.Context, _ ...any) error {
 		if attempt > 0 {
 			if err := pauseBeforeRetry(ctx, attempt); err != nil {
@@ -50,10 +50,41 @@ func ExecuteTxOptions(ctx context.Context, db *DB, opts pgx.TxOptions, fn func(t
 			}
 		}
 		attempt++
-		return runTxOnce(ctx, db, opts, fn)
+		err := runTxOnce(ctx, db, opts, fn)
+		if isRetryableConnFault(err) && connFaults < maxConnFaultRetries {
+			// The connection broke before COMMIT was sent (a terminated backend, a restarted
+			// server, a pooled connection that died while idle): the server rolled the
+			// transaction back, so running it again on a fresh connection is safe.
+			connFaults++
+			return retryAsSerialization{err: err}
+		}
+		return err
 	})
 	return TranslateError(err)
 }
+
+// maxConnFaultRetries bounds the reruns after a broken connection: enough to get past the
+// dead connections a pool holds after a database restart, few enough that an outage is
+// answered UNAVAILABLE within a few hundred milliseconds instead of after the 50 attempts
+// a serialization race gets.
+const maxConnFaultRetries = 3
+
+// isRetryableConnFault reports a connection fault that did not happen at COMMIT (those are
+// commitUnknown and must not be rerun blindly).
+func isRetryableConnFault(err error) bool {
+	return err != nil && !errors.Is(err, errAtCommit) && isConnectionFault(err)
+}
+
+// errAtCommit marks an error returned by COMMIT itself.
+var errAtCommit = errors.New("store: commit")
+
+// retryAsSerialization presents a safe-to-rerun connection fault to crdb.ExecuteCtx, which only
+// reruns 40001.
+type retryAsSerialization struct{ err error }
+
+func (e retryAsSerialization) Error() string    { return e.err.Error() }
+func (e retryAsSerialization) Unwrap() error    { return e.err }
+func (e retryAsSerialization) SQLState() string { return codeSerializationFailure }
 
 // runTxOnce is one attempt: BEGIN, fn, COMMIT (or ROLLBACK when fn fails or panics).
 func runTxOnce(ctx context.Context, db *DB, opts pgx.TxOptions, fn func(tx pgx.Tx) error) (err error) {
@@ -74,7 +105,12 @@ func runTxOnce(ctx context.Context, db *DB, opts pgx.TxOptions, fn func(tx pgx.T
 		return retryableDeadlock(err)
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return retryableDeadlock(fmt.Errorf("store: commit: %w", err))
+		if sqlState(err) == "" && isConnectionFault(err) {
+			// COMMIT was sent (or may have been) and no answer came back: the outcome is
+			// unknown to this process. Say so instead of guessing.
+			return commitUnknown(fmt.Errorf("%w: %w", errAtCommit, err))
+		}
+		return retryableDeadlock(fmt.Errorf("%w: %w", errAtCommit, err))
 	}
 	return nil
 }

@@ -3,6 +3,8 @@ package store_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -124,6 +126,12 @@ func TestExecuteTxFailures(t *testing.T) {
 			fnErr: &pgconn.PgError{Code: "40001"}, wantErr: store.ErrSerialization, wantAttempts: 4},
 		{reason: "a deadlock is retried like a serialization failure", ctx: crdb.WithMaxRetries(ctx, 2),
 			fnErr: &pgconn.PgError{Code: "40P01"}, wantErr: store.ErrSerialization, wantAttempts: 3},
+		{reason: "exhausted retries are a database that cannot serve now (UNAVAILABLE), not INTERNAL", ctx: crdb.WithMaxRetries(ctx, 2),
+			fnErr: &pgconn.PgError{Code: "40001"}, wantErr: store.ErrUnavailable, wantAttempts: 3},
+		{reason: "a terminated backend before COMMIT is rerun a bounded number of times, then unavailable", ctx: ctx,
+			fnErr: &pgconn.PgError{Code: "57P01"}, wantErr: store.ErrUnavailable, wantAttempts: 4},
+		{reason: "a broken connection before COMMIT is rerun, then unavailable", ctx: ctx,
+			fnErr: fmt.Errorf("read: %w", io.ErrUnexpectedEOF), wantErr: store.ErrUnavailable, wantAttempts: 4},
 	}
 	for i, tc := range cases {
 		attempts := 0

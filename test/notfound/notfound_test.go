@@ -1,0 +1,112 @@
+// Package notfound checks that NOT_FOUND tells nothing: on every procedure that takes an object
+// id (enumerated from the generated service descriptors), the answer for an id of another
+// tenant's object and for an id that does not exist are byte-identical (apart from the id the
+// caller sent, which the message repeats).
+package notfound
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
+
+	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
+	"better-compute.dev/compute/ids"
+	"better-compute.dev/compute/internal/apptest"
+)
+
+// prefixOf is the id prefix of each id field of the API.
+var prefixOf = map[string]string{
+	"load_balancer_id": ids.LoadBalancer, "pool_id": ids.Pool, "project_id": ids.Project, "subnet_id": ids.Subnet,
+	"network_id": ids.Network, "certificate_id": ids.Certificate, "instance_id": ids.Instance, "account_id": ids.Account,
+	"principal_id": ids.Principal, "token_id": ids.Token, "node_id": ids.MetalNode,
+}
+
+func TestNotFoundIsTheSameForAnotherTenantsObjectAndAMissingOne(t *testing.T) {
+	s := apptest.Start(t)
+	a := s.NewTenant(t, "nf-a", "admin")
+	b := s.NewTenant(t, "nf-b", "admin")
+	svc := s.App.Service
+	// Objects of tenant b that tenant a's requests name.
+	theirs := map[string]string{"pool_id": b.PoolID, "account_id": b.AccountID, "principal_id": b.PrincipalID}
+	if p, err := svc.CreateProject(b.Ctx, &v1.CreateProjectRequest{TenantId: b.ID, Name: "theirs"}); err == nil {
+		theirs["project_id"] = p.GetId()
+	} else {
+		t.Fatal(err)
+	}
+	if n, err := svc.CreateNetwork(b.Ctx, &v1.CreateNetworkRequest{TenantId: b.ID, AccountId: b.AccountID, Name: "theirs"}); err == nil {
+		theirs["network_id"] = n.GetId()
+	} else {
+		t.Fatal(err)
+	}
+	lb, err := svc.CreateLoadBalancer(b.Ctx, &v1.CreateLoadBalancerRequest{TenantId: b.ID, PoolId: b.PoolID, Name: "theirs", Region: "nyc3",
+		Targets:    &v1.LoadBalancerTargets{Pool: proto.Bool(true)},
+		Forwarding: []*v1.ForwardingRule{{EntryProtocol: "http", EntryPort: 80, TargetProtocol: "http", TargetPort: 8080}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	theirs["load_balancer_id"] = lb.GetId()
+
+	call := func(procedure, body string) (int, string) {
+		req, _ := http.NewRequest(http.MethodPost, s.App.URL+procedure, bytes.NewBufferString(body))
+		req.Header.Set("Authorization", "Bearer "+a.Token)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := s.HTTP.Do(req)
+		if err != nil {
+			t.Fatalf("%s: %v", procedure, err)
+		}
+		defer resp.Body.Close()
+		raw, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(raw)
+	}
+	checked, notFound := 0, 0
+	protoregistry.GlobalFiles.RangeFilesByPackage("bettercompute.compute.v1", func(fd protoreflect.FileDescriptor) bool {
+		for i := range fd.Services().Len() {
+			sd := fd.Services().Get(i)
+			for j := range sd.Methods().Len() {
+				md := sd.Methods().Get(j)
+				if md.IsStreamingServer() || md.IsStreamingClient() {
+					continue
+				}
+				in := md.Input()
+				if in.Fields().ByName("tenant_id") == nil {
+					continue
+				}
+				for k := range in.Fields().Len() {
+					f := in.Fields().Get(k)
+					other, ok := theirs[string(f.Name())]
+					if !ok || f.Kind() != protoreflect.StringKind || f.Cardinality() == protoreflect.Repeated {
+						continue
+					}
+					missing := prefixOf[string(f.Name())] + strings.Repeat("0", 26)
+					procedure := fmt.Sprintf("/%s/%s", sd.FullName(), md.Name())
+					body := func(id string) string {
+						return fmt.Sprintf(`{"tenantId":%q,%q:%q}`, a.ID, f.JSONName(), id)
+					}
+					// The answer may repeat the id the caller sent; everything else must match.
+					st1, b1 := call(procedure, body(missing))
+					st2, b2 := call(procedure, body(other))
+					b1, b2 = strings.ReplaceAll(b1, missing, "<id>"), strings.ReplaceAll(b2, other, "<id>")
+					checked++
+					if st1 != st2 || b1 != b2 {
+						t.Errorf("%s %s: a missing id answers %d %s but another tenant's answers %d %s", procedure, f.JSONName(), st1, b1, st2, b2)
+					}
+					if strings.Contains(b1, `"not_found"`) {
+						notFound++
+					}
+				}
+			}
+		}
+		return true
+	})
+	t.Logf("%d (procedure, id field) pairs compared, %d answered not_found", checked, notFound)
+	if checked == 0 || notFound == 0 {
+		t.Fatal("no procedure was compared")
+	}
+}

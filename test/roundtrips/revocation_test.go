@@ -1,0 +1,54 @@
+package roundtrips
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"better-compute.dev/compute/core"
+	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
+	"better-compute.dev/compute/internal/apptest"
+	"better-compute.dev/compute/store/storetest"
+)
+
+// TestRevokedTokenIsRefusedEverywhereWithinTheBound checks the staleness bound of the principal
+// cache with two replicas of one deployment: a token both replicas have cached is revoked
+// through the first; the first refuses it at once, the second within core.PrincipalCacheTTL
+// (the promise is 2 s).
+func TestRevokedTokenIsRefusedEverywhereWithinTheBound(t *testing.T) {
+	schema := storetest.NewSchema(t)
+	one := startReplica(t, schema, "postgres", nil)
+	two := startReplica(t, schema, "postgres", nil)
+	tn := one.NewTenant(t, "revoke", "editor")
+	tok, secret, err := one.App.Service.CreateToken(one.AdminCtx, &v1.CreateTokenRequest{TenantId: tn.ID, PrincipalId: tn.PrincipalID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	list := func(s *apptest.Stack) int {
+		status, _ := s.PostJSON(t, "/api/compute/loadBalancers/list", secret, map[string]any{"tenantId": tn.ID})
+		return status
+	}
+	if list(one) != http.StatusOK || list(two) != http.StatusOK {
+		t.Fatal("the token does not work before its revocation")
+	}
+	if _, err := one.App.Service.RevokeToken(one.AdminCtx, &v1.RevokeTokenRequest{TenantId: tn.ID, TokenId: tok.GetId()}); err != nil {
+		t.Fatal(err)
+	}
+	revoked := time.Now()
+	if got := list(one); got != http.StatusUnauthorized {
+		t.Errorf("the revoking replica answers %d, want 401 at once", got)
+	}
+	// The bound under test is 2 s; poll a little past it so that a failure shows how late.
+	var refusedAfter time.Duration
+	for time.Since(revoked) < 3*time.Second {
+		if list(two) == http.StatusUnauthorized {
+			refusedAfter = time.Since(revoked)
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Logf("the other replica refused the revoked token %v after the revocation (cache TTL %v)", refusedAfter, core.PrincipalCacheTTL)
+	if refusedAfter == 0 || refusedAfter > 2*time.Second {
+		t.Errorf("the other replica still accepted the revoked token %v after the revocation; the bound is 2s", time.Since(revoked))
+	}
+}
