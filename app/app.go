@@ -9,10 +9,12 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"time"
 
 	"better-compute.dev/compute/authz"
 	"better-compute.dev/compute/core"
+	"better-compute.dev/compute/netguard"
 	"better-compute.dev/compute/seal"
 	"better-compute.dev/compute/server"
 	"better-compute.dev/compute/store"
@@ -40,6 +42,10 @@ type Config struct {
 	Reconcile bool
 	// Replica names this replica in leases.
 	Replica string
+	// OutboundAllow lists prefixes tenant-named connections (BMCs) may reach although the
+	// outbound policy refuses them by default (loopback, link-local, unspecified, the replica's
+	// own addresses); BC_OUTBOUND_ALLOW. Dev mode allows loopback.
+	OutboundAllow []netip.Prefix
 
 	Logger *slog.Logger
 }
@@ -86,7 +92,7 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 		a.Close(context.Background())
 		return nil, fmt.Errorf("authorization: %w", err)
 	}
-	a.Service = &core.Service{DB: db, Authz: a.Authz, Keyring: ring, Log: cfg.Logger}
+	a.Service = &core.Service{DB: db, Authz: a.Authz, Keyring: ring, Log: cfg.Logger, Outbound: netguard.Policy{Allow: cfg.OutboundAllow}}
 	if a.Handler, err = server.New(server.Options{Service: a.Service, Logger: cfg.Logger, CORSOrigins: cfg.CORSOrigins}); err != nil {
 		a.Close(context.Background())
 		return nil, err

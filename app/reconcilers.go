@@ -64,7 +64,7 @@ func (a *App) newRunner(rc ReconcileConfig) (*reconcile.Runner, error) {
 	runner, err := reconcile.New(reconcile.Options{
 		DB: a.DB, Holder: a.Config.Replica, Handlers: map[string]reconcile.Handler{
 			core.ReconcileKind:  rec,
-			metalreconcile.Kind: metalreconcile.New(a.DB, a.Service.Keyring, &bmc.Runner{Logger: a.Config.Logger}, a.Config.Logger),
+			metalreconcile.Kind: metalreconcile.New(a.DB, a.Service.Keyring, &bmc.Runner{Logger: a.Config.Logger, Outbound: a.Service.Outbound}, a.Config.Logger),
 			substrates.Kind:     subs,
 		},
 		Concurrency: rc.Concurrency, LeaseTTL: rc.LeaseTTL, PollInterval: rc.PollInterval,

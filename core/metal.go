@@ -12,6 +12,7 @@ import (
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
 	"better-compute.dev/compute/ids"
 	"better-compute.dev/compute/metal"
+	"better-compute.dev/compute/netguard"
 	"better-compute.dev/compute/seal"
 	"better-compute.dev/compute/store"
 )
@@ -48,6 +49,12 @@ func (s *Service) EnrollNode(ctx context.Context, r *v1.EnrollNodeRequest) (*v1.
 	b := r.GetBmc()
 	if err := checkBMCSettings(b); err != nil {
 		return nil, err
+	}
+	// The address is a connection the control plane will make on the tenant's behalf. A name
+	// that does not resolve yet (DNS provisioned after enrollment) is accepted: the reconciler
+	// checks it again after resolution, at connect time.
+	if _, err := s.Outbound.Resolve(ctx, b.GetAddress()); err != nil && !errors.Is(err, netguard.ErrUnresolved) {
+		return nil, apierr.Invalid("bmc.address", "bmc.address %q is not allowed: %v", b.GetAddress(), err)
 	}
 	row := store.MetalNode{
 		ID: ids.New(ids.MetalNode), TenantID: r.GetTenantId(), Name: r.GetName(), State: string(metal.Enrolled),

@@ -309,6 +309,11 @@ func TestMetalEnroll(t *testing.T) {
 		{"no password", func(r *v1.EnrollNodeRequest) { r.Bmc.Password = "" }, "bmc.password"},
 		{"no bmc", func(r *v1.EnrollNodeRequest) { r.Bmc = nil }, "bmc"},
 		{"an unknown protocol", func(r *v1.EnrollNodeRequest) { r.Bmc.Protocol = "snmp" }, "bmc.protocol"},
+		{"a loopback BMC", func(r *v1.EnrollNodeRequest) { r.Bmc.Address = "127.0.0.1" }, "bmc.address"},
+		{"a loopback BMC by name", func(r *v1.EnrollNodeRequest) { r.Bmc.Address = "LOCALHOST" }, "bmc.address"},
+		{"the metadata service", func(r *v1.EnrollNodeRequest) { r.Bmc.Address = "169.254.169.254" }, "bmc.address"},
+		{"an unspecified address", func(r *v1.EnrollNodeRequest) { r.Bmc.Address = "0.0.0.0" }, "bmc.address"},
+		{"IPv6 link-local", func(r *v1.EnrollNodeRequest) { r.Bmc.Address = "fe80::1" }, "bmc.address"},
 	} {
 		r := metalEnrollRequest(e.tenantA, "another", "10.4.0.1")
 		tc.edit(r)

@@ -12,6 +12,7 @@ import (
 
 	"better-compute.dev/compute/apierr"
 	"better-compute.dev/compute/authz"
+	"better-compute.dev/compute/netguard"
 	"better-compute.dev/compute/seal"
 	"better-compute.dev/compute/store"
 )
@@ -26,6 +27,9 @@ type Service struct {
 	Authz   authz.Authorizer
 	Keyring *seal.Keyring
 	Log     *slog.Logger
+	// Outbound is the policy for addresses tenants name (BMCs): checked at enrollment, and
+	// again by the metal reconciler at connect time. The zero value is production's.
+	Outbound netguard.Policy
 
 	// platformSynced remembers the platform principals whose OpenFGA grant this process wrote.
 	platformSynced sync.Map

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"better-compute.dev/compute/app"
+	"better-compute.dev/compute/netguard"
 	"better-compute.dev/compute/seal"
 )
 
@@ -46,6 +47,8 @@ func dev(ctx context.Context, log *slog.Logger, args []string) error {
 	a, err := app.Start(ctx, app.Config{
 		Listen: *addr, DatabaseURL: dbURL, SealKey: key.Encode(), CORSOrigins: []string{"*"},
 		OpenFGADatastore: "memory", Reconcile: true, Replica: "dev", Logger: log,
+		// The simulators listen on loopback.
+		OutboundAllow: netguard.AllowLoopback(),
 	})
 	if err != nil {
 		return err

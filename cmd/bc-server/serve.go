@@ -3,12 +3,14 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"strings"
 	"time"
 
 	"better-compute.dev/compute/app"
+	"better-compute.dev/compute/netguard"
 	"better-compute.dev/compute/store"
 )
 
@@ -27,6 +29,11 @@ func configFromEnv(log *slog.Logger) (app.Config, error) {
 		Replica:          env("BC_REPLICA", hostname()),
 		Logger:           log,
 	}
+	allow, err := netguard.ParseAllow(os.Getenv("BC_OUTBOUND_ALLOW"))
+	if err != nil {
+		return cfg, fmt.Errorf("BC_OUTBOUND_ALLOW: %w", err)
+	}
+	cfg.OutboundAllow = allow
 	if cfg.DatabaseURL == "" || cfg.SealKey == "" {
 		return cfg, errors.New("BC_DATABASE_URL and BC_SEAL_KEY are required")
 	}

@@ -18,6 +18,7 @@ import (
 	"better-compute.dev/compute/core"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
 	"better-compute.dev/compute/ids"
+	"better-compute.dev/compute/netguard"
 	"better-compute.dev/compute/seal"
 	"better-compute.dev/compute/store"
 	"better-compute.dev/compute/store/storetest"
@@ -50,7 +51,9 @@ func Start(t testing.TB, opts ...Option) *Stack {
 		t.Fatal(err)
 	}
 	cfg := app.Config{
-		Listen: "127.0.0.1:0", DatabaseURL: schema.URL, SealKey: key.Encode(), CORSOrigins: []string{"*"},
+		// The simulators of these tests listen on loopback, which production refuses.
+		OutboundAllow: netguard.AllowLoopback(),
+		Listen:        "127.0.0.1:0", DatabaseURL: schema.URL, SealKey: key.Encode(), CORSOrigins: []string{"*"},
 		OpenFGADatastore: "memory", Replica: "test",
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}

@@ -101,7 +101,7 @@ func TestFailuresAgainstSimulator(t *testing.T) {
 			if tc.setup != nil {
 				tc.setup(sim, &target)
 			}
-			rep, err := (&Runner{}).Run(testCtx(t), target, tc.workflow)
+			rep, err := (&Runner{Outbound: testOutbound}).Run(testCtx(t), target, tc.workflow)
 			if diff := cmp.Diff(tc.actions, sim.Actions()); diff != "" {
 				t.Errorf("BMC actions (-want +got):\n%s", diff)
 			}
@@ -138,7 +138,7 @@ func TestRetryAfterTransientFailure(t *testing.T) {
 	t.Parallel()
 	sim, target := newSim(t, redfishsim.PowerOff, testPassword)
 	sim.InjectFault(redfishsim.Fault{Method: "POST", Path: "/redfish/v1/Systems/1/Actions", Status: 500, Count: 1})
-	r := &Runner{}
+	r := &Runner{Outbound: testOutbound}
 	_, err := r.Run(testCtx(t), target, metal.WorkflowDeploy)
 	if !Retryable(err) {
 		t.Fatalf("first run: %v, want retryable", err)
@@ -158,7 +158,7 @@ func TestIPMIWithoutIpmitool(t *testing.T) {
 	if _, err := exec.LookPath("ipmitool"); err == nil {
 		t.Skip("ipmitool is installed; this checks the message when it is not")
 	}
-	_, err := (&Runner{}).Run(testCtx(t), Target{
+	_, err := (&Runner{Outbound: testOutbound}).Run(testCtx(t), Target{
 		Address: "127.0.0.1", Port: closedPort(t), Protocol: IPMI, Username: "u", Password: "p",
 	}, metal.WorkflowRetire)
 	if !errors.Is(err, ErrUnsupported) || Retryable(err) {
@@ -171,7 +171,7 @@ func TestCancelledContextIsRetryable(t *testing.T) {
 	_, target := newSim(t, redfishsim.PowerOn, testPassword)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := (&Runner{}).Run(ctx, target, metal.WorkflowRetire)
+	_, err := (&Runner{Outbound: testOutbound}).Run(ctx, target, metal.WorkflowRetire)
 	if !errors.Is(err, ErrTimeout) || !Retryable(err) {
 		t.Fatalf("cancelled run: %v, want retryable ErrTimeout", err)
 	}
@@ -267,7 +267,7 @@ func TestTargetValidate(t *testing.T) {
 func TestRefusesWithDebugBmclib(t *testing.T) {
 	t.Setenv("DEBUG_BMCLIB", "true")
 	sim, target := newSim(t, redfishsim.PowerOn, testPassword)
-	_, err := (&Runner{}).Run(testCtx(t), target, metal.WorkflowRetire)
+	_, err := (&Runner{Outbound: testOutbound}).Run(testCtx(t), target, metal.WorkflowRetire)
 	if !errors.Is(err, ErrUnsupported) || Retryable(err) {
 		t.Fatalf("with DEBUG_BMCLIB set: %v, want permanent ErrUnsupported", err)
 	}

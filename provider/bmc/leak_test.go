@@ -80,7 +80,7 @@ func TestNoCredentialLeaks(t *testing.T) {
 	)
 
 	logs := &syncBuffer{}
-	runner := &Runner{Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+	runner := &Runner{Outbound: testOutbound, Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
 	t.Cleanup(func() {
 		out := logs.String()
 		for _, f := range leakForms("operator") {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"better-compute.dev/compute/metal"
+	"better-compute.dev/compute/netguard"
 )
 
 // plans are the steps of each workflow, after the power state has been read. Commissioning's
@@ -43,6 +44,26 @@ type Runner struct {
 	// StepTimeout bounds each BMC call; zero means DefaultStepTimeout. The whole run is bounded
 	// by ctx (the reconciler gives it what is left of the state's deadline).
 	StepTimeout time.Duration
+	// Outbound decides which addresses a BMC connection may reach. A BMC address is named by a
+	// tenant, so the zero value refuses loopback, link-local (metadata services), unspecified
+	// and the replica's own addresses; dev mode and tests allow loopback through it.
+	Outbound netguard.Policy
+}
+
+// guard resolves t's address through the outbound policy before anything is sent. An IPMI
+// target is then dialed by the checked address itself (ipmitool resolves on its own, so a name
+// could resolve differently a moment later); a Redfish target keeps its name for TLS and is
+// checked again at connect time by the policy's dialer.
+func (r *Runner) guard(ctx context.Context, t Target) (Target, error) {
+	addrs, err := r.Outbound.Resolve(ctx, t.Address)
+	if err != nil {
+		// The message names the policy's reason, never what answered at the address.
+		return t, &Error{Step: StepOpen, Kind: ErrInvalidTarget, msg: "bmc address refused: " + err.Error()}
+	}
+	if t.Protocol == IPMI {
+		t.Address = addrs[0].String()
+	}
+	return t, nil
 }
 
 func (r *Runner) logger() *slog.Logger {
@@ -75,10 +96,14 @@ func (r *Runner) Run(ctx context.Context, t Target, w metal.Workflow) (Report, e
 	if err := t.Validate(); err != nil {
 		return rep, r.fail(ctx, t, &rep, &Error{Step: StepOpen, Kind: ErrInvalidTarget, msg: scrub.clean(err.Error())})
 	}
+	t, err := r.guard(ctx, t)
+	if err != nil {
+		return rep, r.fail(ctx, t, &rep, err.(*Error))
+	}
 	log := r.logger().With(slog.Any("bmc", t), slog.String("workflow", string(w)))
 	log.LogAttrs(ctx, slog.LevelInfo, "bmc workflow started")
 
-	sess, err := open(ctx, t, r.timeout(), scrub, &rep)
+	sess, err := open(ctx, t, r.timeout(), r.Outbound, scrub, &rep)
 	if err != nil {
 		return rep, r.fail(ctx, t, &rep, r.classified(StepOpen, err, scrub))
 	}
@@ -216,7 +241,11 @@ func (r *Runner) Probe(ctx context.Context, t Target) (Report, error) {
 	if err := t.Validate(); err != nil {
 		return rep, r.fail(ctx, t, &rep, &Error{Step: StepOpen, Kind: ErrInvalidTarget, msg: scrub.clean(err.Error())})
 	}
-	sess, err := open(ctx, t, r.timeout(), scrub, &rep)
+	t, err := r.guard(ctx, t)
+	if err != nil {
+		return rep, r.fail(ctx, t, &rep, err.(*Error))
+	}
+	sess, err := open(ctx, t, r.timeout(), r.Outbound, scrub, &rep)
 	if err != nil {
 		return rep, r.fail(ctx, t, &rep, r.classified(StepOpen, err, scrub))
 	}

@@ -2,14 +2,19 @@ package bmc
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/cookiejar"
 	"os"
 	"time"
 
 	bmclib "github.com/bmc-toolbox/bmclib/v2"
 	"github.com/bmc-toolbox/common"
 	"github.com/go-logr/logr"
+
+	"better-compute.dev/compute/netguard"
 )
 
 // session is one bmclib client with one open connection, used by one Run on one goroutine
@@ -23,7 +28,7 @@ type session struct {
 }
 
 // open builds the client for t, filtered to t's protocol and driver, and logs in.
-func open(ctx context.Context, t Target, timeout time.Duration, scrub scrubber, report *Report) (*session, error) {
+func open(ctx context.Context, t Target, timeout time.Duration, outbound netguard.Policy, scrub scrubber, report *Report) (*session, error) {
 	if os.Getenv("DEBUG_BMCLIB") != "" {
 		// bmclib's Redfish driver then dumps every request, login body included, to stdout.
 		return nil, fmt.Errorf("DEBUG_BMCLIB is set in the environment; refusing to send credentials: %w", errNoDriver)
@@ -32,6 +37,9 @@ func open(ctx context.Context, t Target, timeout time.Duration, scrub scrubber, 
 		// bmclib's own logging is off: its messages carry driver errors we have not scrubbed.
 		bmclib.WithLogger(logr.Discard()),
 		bmclib.WithPerProviderTimeout(timeout),
+		// Every HTTP connection (Redfish) is checked at connect time against the outbound
+		// policy, and every request is bounded on its own, not only the step.
+		bmclib.WithHTTPClient(guardedHTTPClient(outbound, timeout)),
 	}
 	switch t.Protocol {
 	case Redfish:
@@ -136,4 +144,23 @@ func (s *session) answer(call, answer string, err error) {
 		answer = err.Error()
 	}
 	s.report.LastAnswer = s.scrub.clean(call + ": " + answer)
+}
+
+// guardedHTTPClient is bmclib's default HTTP client (unverified TLS unless WithSecureTLS turns
+// verification on, no keep-alives: BMCs allow few connections) with a dialer that refuses what
+// the outbound policy refuses, and per-request bounds on the TLS handshake and the answer's
+// headers, so a BMC that accepts TCP and never answers holds a slot for one timeout, not more.
+func guardedHTTPClient(outbound netguard.Policy, timeout time.Duration) *http.Client {
+	jar, _ := cookiejar.New(nil)
+	return &http.Client{
+		Timeout: timeout,
+		Jar:     jar,
+		Transport: &http.Transport{
+			TLSClientConfig:       &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // WithSecureTLS turns verification on unless the target says InsecureTLS
+			DisableKeepAlives:     true,
+			DialContext:           outbound.Dialer(timeout).DialContext,
+			TLSHandshakeTimeout:   timeout,
+			ResponseHeaderTimeout: timeout,
+		},
+	}
 }

@@ -63,7 +63,7 @@ func TestWorkflowsAgainstSimulator(t *testing.T) {
 			t.Parallel()
 			sim, target := newSim(t, tc.power, testPassword)
 			target.LegacyBoot = tc.legacy
-			rep, err := (&Runner{}).Run(testCtx(t), target, tc.workflow)
+			rep, err := (&Runner{Outbound: testOutbound}).Run(testCtx(t), target, tc.workflow)
 			if err != nil {
 				t.Fatalf("Run: %v (report %+v)", err, rep)
 			}
@@ -104,7 +104,7 @@ func TestWorkflowsAgainstSimulator(t *testing.T) {
 func TestInventorySummary(t *testing.T) {
 	t.Parallel()
 	_, target := newSim(t, redfishsim.PowerOff, testPassword)
-	rep, err := (&Runner{}).Run(testCtx(t), target, metal.WorkflowInspect)
+	rep, err := (&Runner{Outbound: testOutbound}).Run(testCtx(t), target, metal.WorkflowInspect)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +122,7 @@ func TestBasicAuthAndProbe(t *testing.T) {
 	t.Parallel()
 	sim, target := newSim(t, redfishsim.PowerOn, testPassword)
 	target.BasicAuth = true
-	rep, err := (&Runner{}).Probe(testCtx(t), target)
+	rep, err := (&Runner{Outbound: testOutbound}).Probe(testCtx(t), target)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +144,7 @@ func TestBasicAuthAndProbe(t *testing.T) {
 
 func TestWorkflowNoneAndPlans(t *testing.T) {
 	t.Parallel()
-	rep, err := (&Runner{}).Run(testCtx(t), Target{}, metal.WorkflowNone)
+	rep, err := (&Runner{Outbound: testOutbound}).Run(testCtx(t), Target{}, metal.WorkflowNone)
 	if err != nil || len(rep.Steps) != 0 {
 		t.Fatalf("WorkflowNone: %+v, %v", rep, err)
 	}

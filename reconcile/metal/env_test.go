@@ -11,6 +11,7 @@ import (
 	"better-compute.dev/compute/core"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
 	"better-compute.dev/compute/ids"
+	"better-compute.dev/compute/netguard"
 	"better-compute.dev/compute/provider/bmc"
 	"better-compute.dev/compute/provider/bmc/redfishsim"
 	"better-compute.dev/compute/reconcile"
@@ -67,7 +68,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{db: db, az: az, ring: ring, svc: &core.Service{DB: db, Authz: az, Keyring: ring, Log: o.logger},
+	e := &env{db: db, az: az, ring: ring, svc: &core.Service{DB: db, Authz: az, Keyring: ring, Log: o.logger, Outbound: netguard.Policy{Allow: netguard.AllowLoopback()}},
 		clock: reconciletest.NewClock(time.Now().Add(time.Minute)), tenant: "tenant-" + ids.New("")}
 	if _, err := store.InsertTenant(ctx, db.Q(), store.Tenant{ID: e.tenant, DisplayName: "metal"}); err != nil {
 		t.Fatal(err)
@@ -93,7 +94,7 @@ func (e *env) runner(t *testing.T, o envOptions) *reconcile.Runner {
 	}
 	ro := o.reconcilerO
 	ro.DB, ro.Keyring, ro.Logger = e.db, e.ring, o.logger
-	ro.Runner = &bmc.Runner{Logger: o.logger}
+	ro.Runner = &bmc.Runner{Logger: o.logger, Outbound: netguard.Policy{Allow: netguard.AllowLoopback()}}
 	if o.runnerHook != nil {
 		ro.Runner.Logger = o.runnerHook
 	}
