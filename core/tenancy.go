@@ -236,12 +236,16 @@ func (s *Service) RevokeToken(ctx context.Context, r *v1.RevokeTokenRequest) (*v
 	if _, err := s.authorizeTenantAdmin(ctx, r.GetTenantId()); err != nil {
 		return nil, err
 	}
+	// A missing token and another tenant's token are the same NOT_FOUND; a database fault in
+	// either lookup keeps its cause.
+	notFound := apierr.NotFoundf("token %s not found", r.GetTokenId())
 	t, err := store.GetToken(ctx, s.DB.Q(), r.GetTokenId())
-	if err != nil {
+	if err := refErr(err, true, notFound); err != nil {
 		return nil, storeErr(err, "token")
 	}
-	if _, err := s.tenantPrincipal(ctx, r.GetTenantId(), t.PrincipalID); err != nil {
-		return nil, apierr.NotFoundf("token %s not found", r.GetTokenId())
+	owner, err := store.GetPrincipal(ctx, s.DB.Q(), t.PrincipalID)
+	if err := refErr(err, owner.TenantID == r.GetTenantId(), notFound); err != nil {
+		return nil, storeErr(err, "token")
 	}
 	t, err = store.RevokeToken(ctx, s.DB.Q(), t.ID)
 	if err != nil {

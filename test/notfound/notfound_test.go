@@ -52,6 +52,43 @@ func TestNotFoundIsTheSameForAnotherTenantsObjectAndAMissingOne(t *testing.T) {
 		t.Fatal(err)
 	}
 	theirs["load_balancer_id"] = lb.GetId()
+	theirs["instance_id"] = s.MachineInstance(t, b, "nyc3", "").GetId()
+	sn, err := svc.CreateSubnet(b.Ctx, &v1.CreateSubnetRequest{TenantId: b.ID, NetworkId: theirs["network_id"], Name: "theirs", Region: "nyc3", IpRange: "10.7.0.0/24"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	theirs["subnet_id"] = sn.GetId()
+	cert, err := svc.CreateCertificate(b.Ctx, &v1.CreateCertificateRequest{TenantId: b.ID, AccountId: b.AccountID, Name: "theirs",
+		Source: &v1.CreateCertificateRequest_Managed{Managed: &v1.ManagedCertificate{DnsNames: []string{"theirs.example.com"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	theirs["certificate_id"] = cert.GetId()
+	tok, _, err := svc.CreateToken(b.Ctx, &v1.CreateTokenRequest{TenantId: b.ID, PrincipalId: b.PrincipalID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	theirs["token_id"] = tok.GetId()
+	node, err := svc.EnrollNode(b.Ctx, &v1.EnrollNodeRequest{TenantId: b.ID, Name: "theirs", Bmc: &v1.MetalBmcSettings{
+		Address: "192.0.2.10", Protocol: "redfish", Username: "u", Password: "p", InsecureTls: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	theirs["node_id"] = node.GetId()
+	// What each procedure needs besides its tenant and the id under test to pass validation, so
+	// that the comparison is made where the id is looked up (the id under test overrides).
+	fwd := `[{"entryProtocol":"http","entryPort":80,"targetProtocol":"http","targetPort":8080}]`
+	base := map[string]string{
+		"CreateCertificate":     `"name":"nf","managed":{"dnsNames":["nf.example.com"]}`,
+		"CreateInstance":        `"name":"nf","region":"nyc3","flavor":"small","poolId":"` + a.PoolID + `"`,
+		"CreateLoadBalancer":    `"name":"nf","region":"nyc3","targets":{"pool":true},"forwarding":` + fwd + `,"idempotencyKey":"nf-1","poolId":"` + a.PoolID + `"`,
+		"CreateNetwork":         `"name":"nf"`,
+		"CreateSubnet":          `"name":"nf","region":"nyc3","ipRange":"10.9.0.0/24"`,
+		"UpdatePool":            `"policy":{"flavors":[{"name":"small","size":"s-1vcpu-1gb"}]}`,
+		"SetQuota":              `"resource":"loadBalancers","limit":1`,
+		"GrantRole":             `"role":"editor"`,
+		"UpdateNodeCredentials": `"username":"u","password":"p"`,
+	}
 
 	call := func(procedure, body string) (int, string) {
 		req, _ := http.NewRequest(http.MethodPost, s.App.URL+procedure, bytes.NewBufferString(body))
@@ -87,7 +124,13 @@ func TestNotFoundIsTheSameForAnotherTenantsObjectAndAMissingOne(t *testing.T) {
 					missing := prefixOf[string(f.Name())] + strings.Repeat("0", 26)
 					procedure := fmt.Sprintf("/%s/%s", sd.FullName(), md.Name())
 					body := func(id string) string {
-						return fmt.Sprintf(`{"tenantId":%q,%q:%q}`, a.ID, f.JSONName(), id)
+						extra := base[string(md.Name())]
+						// The id under test wins over a base field of the same name.
+						extra = strings.ReplaceAll(extra, fmt.Sprintf(`,%q:%q`, f.JSONName(), a.PoolID), "")
+						if extra != "" {
+							extra += ","
+						}
+						return fmt.Sprintf(`{"tenantId":%q,%s%q:%q}`, a.ID, extra, f.JSONName(), id)
 					}
 					// The answer may repeat the id the caller sent; everything else must match.
 					st1, b1 := call(procedure, body(missing))
@@ -99,6 +142,8 @@ func TestNotFoundIsTheSameForAnotherTenantsObjectAndAMissingOne(t *testing.T) {
 					}
 					if strings.Contains(b1, `"not_found"`) {
 						notFound++
+					} else {
+						t.Logf("not reached: %s %s: %s", procedure, f.JSONName(), b1)
 					}
 				}
 			}
@@ -106,7 +151,9 @@ func TestNotFoundIsTheSameForAnotherTenantsObjectAndAMissingOne(t *testing.T) {
 		return true
 	})
 	t.Logf("%d (procedure, id field) pairs compared, %d answered not_found", checked, notFound)
-	if checked == 0 || notFound == 0 {
-		t.Fatal("no procedure was compared")
+	// A floor, so that a change making requests fail validation before the lookup (and so
+	// compare nothing) fails here instead of passing quietly.
+	if checked < 30 || notFound < 24 {
+		t.Fatalf("only %d pairs compared and %d reached the lookup", checked, notFound)
 	}
 }
