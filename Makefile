@@ -56,6 +56,7 @@ bench: postgres
 	go test -run '^$$' -bench . -benchtime 300x ./bench/creates
 	go test -run '^$$' -bench . -benchtime 1000x ./bench/authz
 	go test -run '^$$' -bench . -benchtime 1x ./bench/converge
+	go test -run '^$$' -bench . -benchtime 1x ./bench/latency
 
 clean:
 	rm -rf .build bin
