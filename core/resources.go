@@ -379,7 +379,7 @@ func (s *Service) DeleteInstance(ctx context.Context, r *v1.DeleteInstanceReques
 			return err
 		}
 		for _, id := range lbs {
-			if err := s.touchLoadBalancer(ctx, tx, id, "instance "+in.ID+" deleted"); err != nil {
+			if err := leaveLoadBalancer(ctx, tx, id, in); err != nil {
 				return err
 			}
 		}

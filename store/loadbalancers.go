@@ -112,6 +112,22 @@ func SetLoadBalancerState(ctx context.Context, q Querier, id, state string) (Loa
 		  WHERE id = $1 RETURNING `+loadBalancerCols, id, state)
 }
 
+// SetLoadBalancerReach replaces what a load balancer reaches and its state, bumping its spec
+// version so the reconciler applies it: an instance delete takes the instance out at once, in the
+// delete's own transaction, instead of waiting for the reconciler to notice.
+func SetLoadBalancerReach(ctx context.Context, q Querier, id, state string, instanceIDs, machineIDs []string) (LoadBalancer, error) {
+	if instanceIDs == nil {
+		instanceIDs = []string{}
+	}
+	if machineIDs == nil {
+		machineIDs = []string{}
+	}
+	return one(ctx, q, scanLoadBalancer,
+		`UPDATE load_balancers SET state = $2, reached_instance_ids = $3, reached_machine_ids = $4,
+		        spec_version = spec_version + 1, updated_at = now()
+		  WHERE id = $1 RETURNING `+loadBalancerCols, id, state, instanceIDs, machineIDs)
+}
+
 // LoadBalancerObservation is what a reconciler writes after talking to the provider.
 type LoadBalancerObservation struct {
 	ID                 string
