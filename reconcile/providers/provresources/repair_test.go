@@ -3,6 +3,7 @@ package provresources_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -37,6 +38,21 @@ func TestInstanceDeletionUpdatesLoadBalancers(t *testing.T) {
 	e.sim.SetFaults(sim.Faults{Rate: 1, Methods: []string{"DELETE"}, Paths: []string{"/v2/droplets"}})
 	if _, err := e.s.App.Service.DeleteInstance(e.tn.Ctx, &v1.DeleteInstanceRequest{TenantId: e.tn.ID, InstanceId: a.ID}); err != nil {
 		t.Fatal(err)
+	}
+	// "Deleting an instance updates its load balancers at once": the delete's own transaction
+	// took it out, so the very next read no longer lists it and the update is announced.
+	for _, id := range []string{byPool.GetId(), byName.GetId()} {
+		row := e.lbRow(t, id)
+		if slices.Contains(row.ReachedInstanceIDs, a.ID) || slices.Contains(row.ReachedMachineIDs, a.MachineID) {
+			t.Fatalf("%s still reaches the deleted instance right after its delete: %v %v", id, row.ReachedInstanceIDs, row.ReachedMachineIDs)
+		}
+		if row.State != "updating" {
+			t.Errorf("%s state right after the instance delete = %s, want updating", id, row.State)
+		}
+		types := e.eventTypes(t, id)
+		if n := len(types); n == 0 || types[n-1] != "providerLoadBalancer.updated" {
+			t.Errorf("%s events right after the instance delete = %v, want providerLoadBalancer.updated last", id, types)
+		}
 	}
 	for _, id := range []string{byPool.GetId(), byName.GetId()} {
 		eventually(t, id+" without the deleted instance's droplet", func() (bool, string) {
