@@ -97,6 +97,14 @@ func (s *Service) createLoadBalancerTx(ctx context.Context, tx pgx.Tx, r *v1.Cre
 	if err != nil {
 		return none, err
 	}
+	// The quota row is the one row a tenant's creates must share: book it first, so that a
+	// contender meets the conflict before doing the rest of the work (on CockroachDB it waits on
+	// the lock and refreshes instead of restarting; on PostgreSQL SERIALIZABLE the loser is
+	// rerun by ExecuteTx at once rather than at COMMIT).
+	booked, err := store.BookQuota(ctx, tx, pool.ID, r.GetTenantId(), QuotaLoadBalancers)
+	if err != nil {
+		return none, err
+	}
 	p := lbPlacement{TenantID: r.GetTenantId(), Scope: r.GetScope(), Region: r.GetRegion(), SubnetID: r.GetSubnetId(),
 		AccountID: pool.AccountID, PoolID: pool.ID, SubnetFixed: r.GetSubnetId() != ""}
 	if p.Scope == "" {
@@ -131,11 +139,8 @@ func (s *Service) createLoadBalancerTx(ctx context.Context, tx pgx.Tx, r *v1.Cre
 	if err != nil {
 		return none, err
 	}
-	booked, err := store.BookQuota(ctx, tx, pool.ID, r.GetTenantId(), QuotaLoadBalancers)
-	if err != nil {
-		return none, err
-	}
 	if !booked {
+		// Reported after the request's own mistakes, which a caller fixes first.
 		return none, apierr.Quota("no loadBalancers quota left on pool %s for tenant %s", pool.ID, r.GetTenantId())
 	}
 	spec, err := marshalSpec(&v1.LoadBalancer{

@@ -47,7 +47,8 @@ func TestQuotaRace(t *testing.T) {
 	var rows, events int
 	q := s.App.DB.Q()
 	_ = q.QueryRow(context.Background(), "SELECT count(*) FROM load_balancers").Scan(&rows)
-	_ = q.QueryRow(context.Background(), "SELECT count(*) FROM events WHERE type = 'providerLoadBalancer.created'").Scan(&events)
+	_ = q.QueryRow(context.Background(), `SELECT (SELECT count(*) FROM events WHERE type = 'providerLoadBalancer.created')
+		 + (SELECT count(*) FROM event_inbox WHERE type = 'providerLoadBalancer.created')`).Scan(&events)
 	if rows != limit || events != limit || used(t, s, tn) != limit {
 		t.Fatalf("rows %d, events %d, used %d; want %d each", rows, events, used(t, s, tn), limit)
 	}

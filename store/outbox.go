@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -26,9 +27,10 @@ func scanEvent(r pgx.Row) (Event, error) {
 	return e, err
 }
 
-// AppendEvent writes an event in the caller's transaction. The tenant's counter row is bumped in
-// the same transaction, so seq order is commit order for that tenant and a cursor never skips an
-// event that commits late.
+// AppendEvent records an event in the caller's transaction. It goes to the inbox, which no
+// other writer shares: the tenant's sequence is assigned later, by SequenceEvents, so a change
+// writes no per-tenant counter row and concurrent changes of one tenant do not conflict on one.
+// The returned event has no Seq yet.
 func AppendEvent(ctx context.Context, q Querier, e Event) (Event, error) {
 	if e.Data == nil {
 		e.Data = map[string]any{}
@@ -37,18 +39,71 @@ func AppendEvent(ctx context.Context, q Querier, e Event) (Event, error) {
 	if err != nil {
 		return Event{}, err
 	}
-	return one(ctx, q, scanEvent,
-		`WITH s AS (UPDATE tenants SET event_seq = event_seq + 1 WHERE id = $1 RETURNING event_seq)
-		 INSERT INTO events (tenant_id, seq, id, type, resource_id, data)
-		 SELECT $1, s.event_seq, $2, $3, $4, $5 FROM s
-		 RETURNING tenant_id, seq, id, type, resource_id, data, created_at`,
-		e.TenantID, e.ID, e.Type, e.ResourceID, data)
+	var created time.Time
+	err = q.QueryRow(ctx,
+		`INSERT INTO event_inbox (tenant_id, id, type, resource_id, data) VALUES ($1, $2, $3, $4, $5)
+		 RETURNING created_at`, e.TenantID, e.ID, e.Type, e.ResourceID, data).Scan(&created)
+	if err != nil {
+		return Event{}, fmt.Errorf("store: append event: %w", err)
+	}
+	e.CreatedAt = created
+	return e, nil
 }
 
-// ListEvents returns a tenant's events after a cursor, oldest first.
+// sequenceBatch bounds how many inbox events one numbering statement moves.
+const sequenceBatch = 1000
+
+// sqlSequenceEvents numbers a tenant's committed inbox events in one statement: it takes up to
+// sequenceBatch of them (skipping rows another numbering statement holds), moves them to events
+// with the next seqs, and advances the tenant's counter. The counter row is written only when
+// there is something to number, so an idle tenant's readers write nothing. Two numbering
+// statements of one tenant serialize on the counter row: the second waits for the first and
+// numbers after it, so seqs become visible in seq order.
+const sqlSequenceEvents = `
+WITH picked AS (
+    SELECT id FROM event_inbox WHERE tenant_id = $1
+     ORDER BY created_at, id LIMIT $2 FOR UPDATE SKIP LOCKED
+), moved AS (
+    DELETE FROM event_inbox WHERE tenant_id = $1 AND id IN (SELECT id FROM picked)
+    RETURNING id, type, resource_id, data, created_at
+), n AS (
+    SELECT count(*) AS c FROM moved
+), counter AS (
+    INSERT INTO event_counters (tenant_id, seq) SELECT $1, c FROM n WHERE c > 0
+    ON CONFLICT (tenant_id) DO UPDATE SET seq = event_counters.seq + excluded.seq
+    RETURNING seq
+)
+INSERT INTO events (tenant_id, seq, id, type, resource_id, data, created_at)
+SELECT $1, counter.seq - n.c + row_number() OVER (ORDER BY m.created_at, m.id), m.id, m.type, m.resource_id, m.data, m.created_at
+  FROM moved m, n, counter`
+
+// SequenceEvents numbers the tenant's events that have committed to the inbox, so that a read
+// of events after it sees every event committed before it. Readers call it (ListEvents does);
+// it is one statement in its own implicit transaction, and is rerun on a serialization failure.
+func SequenceEvents(ctx context.Context, q Querier, tenantID string) error {
+	for attempt := 0; ; attempt++ {
+		_, err := q.Exec(ctx, sqlSequenceEvents, tenantID, sequenceBatch)
+		if err == nil || !IsRetryable(err) || attempt >= 5 {
+			if err != nil {
+				return TranslateError(fmt.Errorf("store: sequence events: %w", err))
+			}
+			return nil
+		}
+		if err := pauseBeforeRetry(ctx, attempt+1); err != nil {
+			return err
+		}
+	}
+}
+
+// ListEvents returns a tenant's events after a cursor, oldest first, having numbered what the
+// inbox holds first (two round trips). Run it outside a transaction: the numbering must commit
+// before the read for the read to see it.
 func ListEvents(ctx context.Context, q Querier, tenantID string, after int64, limit int, resourceID string) ([]Event, error) {
 	if limit <= 0 || limit > 1000 {
 		limit = 100
+	}
+	if err := SequenceEvents(ctx, q, tenantID); err != nil {
+		return nil, err
 	}
 	return collect(ctx, q, scanEvent,
 		`SELECT tenant_id, seq, id, type, resource_id, data, created_at FROM events
