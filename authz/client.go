@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	openfgav1 "github.com/openfga/api/proto/openfga/v1"
 	"google.golang.org/protobuf/types/known/structpb"
@@ -23,6 +24,8 @@ type client struct {
 	binding string
 	// reqContext is the request context of every check, built once.
 	reqContext *structpb.Struct
+	// cache holds recent answers for DecisionTTL (see decisions.go).
+	cache *decisions
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -58,7 +61,7 @@ func newBootstrappedClient(eng engine, m *compiledModel, boot bootstrapResult, r
 	if err != nil {
 		return nil, fmt.Errorf("authz: request context: %w", err)
 	}
-	return &client{eng: eng, model: m, boot: boot, binding: binding, reqContext: reqContext, release: release}, nil
+	return &client{eng: eng, model: m, boot: boot, binding: binding, reqContext: reqContext, release: release, cache: newDecisions(DecisionTTL)}, nil
 }
 
 // StoreID is the OpenFGA store every call uses.
@@ -98,6 +101,11 @@ func (c *client) Check(ctx context.Context, ck Check) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	allowed, hit, gen := c.cache.get(ck)
+	if hit {
+		return allowed, nil
+	}
+	asked := time.Now()
 	resp, err := c.eng.Check(ctx, &openfgav1.CheckRequest{
 		StoreId:              c.boot.storeID,
 		AuthorizationModelId: c.boot.modelID,
@@ -109,6 +117,7 @@ func (c *client) Check(ctx context.Context, ck Check) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("authz: check %s %s on %s: %w", ck.Principal, ck.Permission, ck.Object, err)
 	}
+	c.cache.put(ck, resp.GetAllowed(), gen, asked)
 	return resp.GetAllowed(), nil
 }
 
@@ -118,16 +127,28 @@ func (c *client) BatchCheck(ctx context.Context, cs []Check) ([]bool, error) {
 	if err := c.live(); err != nil {
 		return nil, err
 	}
-	items := make([]*openfgav1.BatchCheckItem, len(cs))
+	out := make([]bool, len(cs))
+	// Only the checks the cache cannot answer go to the engine; pending maps their place in
+	// items back to their place in cs.
+	var items []*openfgav1.BatchCheckItem
+	var pending []int
+	var gens []uint64
 	for i, ck := range cs {
 		it, err := c.item(ck)
 		if err != nil {
 			return nil, fmt.Errorf("check %d: %w", i, err)
 		}
-		it.CorrelationId = strconv.Itoa(i % MaxBatch)
-		items[i] = it
+		allowed, hit, gen := c.cache.get(ck)
+		if hit {
+			out[i] = allowed
+			continue
+		}
+		it.CorrelationId = strconv.Itoa(len(items) % MaxBatch)
+		items = append(items, it)
+		pending = append(pending, i)
+		gens = append(gens, gen)
 	}
-	out := make([]bool, len(cs))
+	asked := time.Now()
 	for start := 0; start < len(items); start += MaxBatch {
 		end := min(start+MaxBatch, len(items))
 		resp, err := c.eng.BatchCheck(ctx, &openfgav1.BatchCheckRequest{
@@ -140,8 +161,9 @@ func (c *client) BatchCheck(ctx context.Context, cs []Check) ([]bool, error) {
 			return nil, fmt.Errorf("authz: batch check: %w", err)
 		}
 		results := resp.GetResult()
-		for i := start; i < end; i++ {
-			r, ok := results[items[i].GetCorrelationId()]
+		for j := start; j < end; j++ {
+			i := pending[j]
+			r, ok := results[items[j].GetCorrelationId()]
 			if !ok {
 				return nil, fmt.Errorf("%w: batch check: no result for check %d", ErrUnavailable, i)
 			}
@@ -149,6 +171,7 @@ func (c *client) BatchCheck(ctx context.Context, cs []Check) ([]bool, error) {
 				return nil, fmt.Errorf("authz: batch check %d (%s %s on %s): %w", i, cs[i].Principal, cs[i].Permission, cs[i].Object, itemError(e))
 			}
 			out[i] = r.GetAllowed()
+			c.cache.put(cs[i], out[i], gens[j], asked)
 		}
 	}
 	return out, nil

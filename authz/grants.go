@@ -104,6 +104,8 @@ func (c *client) write(ctx context.Context, key *openfgav1.TupleKey, grant bool)
 			OnMissing: "ignore",
 		}
 	}
+	// Forget cached answers whatever the outcome: a write whose answer was lost may have landed.
+	defer c.cache.invalidate()
 	if _, err := c.eng.Write(ctx, req); err != nil {
 		return fmt.Errorf("authz: %s %s#%s@%s: %w", verb, key.GetObject(), key.GetRelation(), key.GetUser(), err)
 	}

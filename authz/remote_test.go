@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	openfgav1 "github.com/openfga/api/proto/openfga/v1"
@@ -104,6 +105,13 @@ func TestRemoteFailsClosed(t *testing.T) {
 		t.Fatalf("before stop: %v, %v", ok, err)
 	}
 	hs.Close()
+	// An answer asked for before the outage may be served until DecisionTTL has passed; a
+	// question the cache cannot answer fails closed at once.
+	other := Check{prnAdmin, LoadBalancersRead, TenantObject(tenantA)}
+	if ok, err := r.Check(ctx, other); !errors.Is(err, ErrUnavailable) || ok {
+		t.Errorf("uncached Check with the engine stopped = %v, %v; want false, ErrUnavailable", ok, err)
+	}
+	r.cache.now = func() time.Time { return time.Now().Add(DecisionTTL) }
 	if ok, err := r.Check(ctx, c); !errors.Is(err, ErrUnavailable) || ok {
 		t.Errorf("Check with the engine stopped = %v, %v; want false, ErrUnavailable", ok, err)
 	}

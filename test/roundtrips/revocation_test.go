@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"better-compute.dev/compute/authz"
 	"better-compute.dev/compute/core"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
 	"better-compute.dev/compute/internal/apptest"
@@ -50,5 +51,44 @@ func TestRevokedTokenIsRefusedEverywhereWithinTheBound(t *testing.T) {
 	t.Logf("the other replica refused the revoked token %v after the revocation (cache TTL %v)", refusedAfter, core.PrincipalCacheTTL)
 	if refusedAfter == 0 || refusedAfter > 2*time.Second {
 		t.Errorf("the other replica still accepted the revoked token %v after the revocation; the bound is 2s", time.Since(revoked))
+	}
+}
+
+// TestRemovedRoleIsRefusedEverywhereWithinTheBound checks the staleness bound of the authorization
+// decision cache with two replicas sharing one OpenFGA store: both have the principal's allowed
+// list cached; the role is removed through the first, which refuses at once (a local write clears
+// its cache), and the second refuses within authz.DecisionTTL (the promise is 2 s).
+func TestRemovedRoleIsRefusedEverywhereWithinTheBound(t *testing.T) {
+	schema := storetest.NewSchema(t)
+	one := startReplica(t, schema, "postgres", nil)
+	two := startReplica(t, schema, "postgres", nil)
+	tn := one.NewTenant(t, "unrole", "editor")
+	list := func(s *apptest.Stack) int {
+		status, _ := s.PostJSON(t, "/api/compute/loadBalancers/list", tn.Token, map[string]any{"tenantId": tn.ID})
+		return status
+	}
+	for range 3 { // warm both replicas' caches
+		if list(one) != http.StatusOK || list(two) != http.StatusOK {
+			t.Fatal("the role does not work before its removal")
+		}
+	}
+	if err := one.App.Service.RevokeRole(one.AdminCtx, &v1.GrantRoleRequest{TenantId: tn.ID, PrincipalId: tn.PrincipalID, Role: "editor"}); err != nil {
+		t.Fatal(err)
+	}
+	removed := time.Now()
+	if got := list(one); got != http.StatusForbidden {
+		t.Errorf("the replica that removed the role answers %d, want 403 at once", got)
+	}
+	var refusedAfter time.Duration
+	for time.Since(removed) < 3*time.Second {
+		if list(two) == http.StatusForbidden {
+			refusedAfter = time.Since(removed)
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Logf("the other replica refused the removed role %v after the removal (decision cache TTL %v)", refusedAfter, authz.DecisionTTL)
+	if refusedAfter == 0 || refusedAfter > 2*time.Second {
+		t.Errorf("the other replica still allowed the removed role %v after the removal; the bound is 2s", time.Since(removed))
 	}
 }
