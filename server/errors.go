@@ -1,8 +1,11 @@
 package server
 
 import (
+	"time"
+
 	"errors"
 	"fmt"
+	"google.golang.org/protobuf/types/known/durationpb"
 	"strings"
 
 	"buf.build/go/protovalidate"
@@ -47,8 +50,18 @@ func toConnect(err error) *connect.Error {
 	if d, derr := connect.NewErrorDetail(&errdetails.ErrorInfo{Reason: string(pe.Code), Domain: apierr.Domain, Metadata: md}); derr == nil {
 		out.AddDetail(d)
 	}
+	if pe.Code == apierr.Unavailable {
+		// The retry hint: a fault of the database or the engine is usually over within a second.
+		if d, derr := connect.NewErrorDetail(&errdetails.RetryInfo{RetryDelay: durationpb.New(RetryAfter)}); derr == nil {
+			out.AddDetail(d)
+		}
+	}
 	return out
 }
+
+// RetryAfter is the pause an UNAVAILABLE answer suggests before retrying (RetryInfo on Connect
+// and gRPC, Retry-After on the JSON mapping).
+const RetryAfter = time.Second
 
 // validationError turns protovalidate violations into INVALID_INPUT naming the first field in the
 // seed's camelCase spelling (forwarding[0].entryPort); every violation goes along as

@@ -1,7 +1,9 @@
 package server_test
 
 import (
+	"io"
 	"net/http"
+	"strings"
 	"testing"
 
 	"better-compute.dev/compute/internal/apptest"
@@ -37,6 +39,27 @@ func TestAuthorizationFailsClosed(t *testing.T) {
 		status, got := s.PostJSON(t, call.path, tn.Token, call.body)
 		if status != http.StatusServiceUnavailable || got["code"] != "UNAVAILABLE" {
 			t.Errorf("%s: %d %v, want 503 UNAVAILABLE", call.path, status, got)
+		}
+	}
+	// The answer says when to retry: Retry-After on the JSON mapping, RetryInfo on Connect.
+	for _, path := range []string{"/api/compute/loadBalancers/list", "/bettercompute.compute.v1.LoadBalancerService/ListLoadBalancers"} {
+		req, _ := http.NewRequest(http.MethodPost, s.App.URL+path, strings.NewReader(`{"tenantId":"`+tn.ID+`"}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+tn.Token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusServiceUnavailable {
+			t.Errorf("%s: HTTP %d, want 503", path, resp.StatusCode)
+		}
+		if strings.HasPrefix(path, "/api/") && resp.Header.Get("Retry-After") != "1" {
+			t.Errorf("%s: Retry-After %q, want 1", path, resp.Header.Get("Retry-After"))
+		}
+		if !strings.HasPrefix(path, "/api/") && !strings.Contains(string(raw), "google.rpc.RetryInfo") {
+			t.Errorf("%s: no RetryInfo in %s", path, raw)
 		}
 	}
 	var state string

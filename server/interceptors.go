@@ -3,7 +3,10 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"net/http"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -30,6 +33,11 @@ func (i *interceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 	return func(ctx context.Context, req connect.AnyRequest) (resp connect.AnyResponse, err error) {
 		start := time.Now()
 		defer func() { i.observe(ctx, req.Spec().Procedure, start, err) }()
+		defer func() {
+			if p := recover(); p != nil {
+				resp, err = nil, i.recovered(ctx, req.Spec(), nil, p)
+			}
+		}()
 		ctx, err = i.admit(ctx, req.Header().Get("Authorization"), req.Any())
 		if err != nil {
 			return nil, err
@@ -51,6 +59,11 @@ func (i *interceptor) WrapStreamingHandler(next connect.StreamingHandlerFunc) co
 	return func(ctx context.Context, conn connect.StreamingHandlerConn) (err error) {
 		start := time.Now()
 		defer func() { i.observe(ctx, conn.Spec().Procedure, start, err) }()
+		defer func() {
+			if p := recover(); p != nil {
+				err = i.recovered(ctx, conn.Spec(), nil, p)
+			}
+		}()
 		// Server streams carry one request: authenticate here, validate it in the handler.
 		ctx, err = i.admit(ctx, conn.RequestHeader().Get("Authorization"), nil)
 		if err != nil {
@@ -68,15 +81,17 @@ func (i *interceptor) WrapStreamingHandler(next connect.StreamingHandlerFunc) co
 // resolves the bearer token to a caller.
 func (i *interceptor) admit(ctx context.Context, authorization string, msg any) (context.Context, error) {
 	if m, ok := msg.(proto.Message); ok {
-		if err := i.validator.Validate(m); err != nil {
-			return ctx, validationError(err)
+		if err := i.validateMessage(m); err != nil {
+			return ctx, err
 		}
 	}
-	token, ok := strings.CutPrefix(authorization, "Bearer ")
-	if !ok || token == "" {
+	// The scheme is case-insensitive (RFC 9110 section 11.6.2): "bearer" and "BEARER" are Bearer.
+	scheme, token, ok := strings.Cut(strings.TrimSpace(authorization), " ")
+	token = strings.TrimSpace(token)
+	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
 		return ctx, toConnect(&apierr.Error{Code: apierr.Unauthenticated, Message: "an Authorization: Bearer token is required"})
 	}
-	c, err := i.svc.Authenticate(ctx, strings.TrimSpace(token))
+	c, err := i.svc.Authenticate(ctx, token)
 	if err != nil {
 		return ctx, toConnect(err)
 	}
@@ -128,8 +143,18 @@ func reasonOf(err error) string {
 
 // validateMessage validates a message outside the interceptor (the stream's request).
 func (i *interceptor) validateMessage(m proto.Message) error {
+	if path := nulField(m.ProtoReflect()); path != "" {
+		return toConnect(apierr.Invalid(path, "%s must not contain the NUL character (U+0000)", path))
+	}
 	if err := i.validator.Validate(m); err != nil {
 		return validationError(err)
 	}
 	return nil
+}
+
+// recovered turns a handler's panic into INTERNAL for its caller and keeps the replica serving.
+// The panic value is logged, not returned: it may quote anything the handler held.
+func (i *interceptor) recovered(ctx context.Context, spec connect.Spec, _ http.Header, p any) error {
+	i.log.ErrorContext(ctx, "handler panicked", "procedure", spec.Procedure, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+	return toConnect(&apierr.Error{Code: apierr.Internal, Message: "internal error"})
 }

@@ -5,7 +5,9 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"strings"
+	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/protobuf/proto"
@@ -217,6 +219,9 @@ func writeJSONError(w http.ResponseWriter, e JSONError) {
 
 func writeJSONErrorStatus(w http.ResponseWriter, status int, e JSONError) {
 	w.Header().Set("Content-Type", "application/json")
+	if e.Code == apierr.Unavailable {
+		w.Header().Set("Retry-After", strconv.Itoa(int(RetryAfter/time.Second)))
+	}
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(e)
 }

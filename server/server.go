@@ -53,7 +53,7 @@ func New(opts Options) (http.Handler, error) {
 	}
 	ic := &interceptor{svc: opts.Service, validator: validator, log: log, metrics: newMetrics(reg)}
 	ho := []connect.HandlerOption{
-		connect.WithInterceptors(ic), connect.WithReadMaxBytes(4 << 20),
+		connect.WithInterceptors(ic), connect.WithReadMaxBytes(MaxBodyBytes), connect.WithRecover(ic.recovered),
 		connect.WithCodec(strictJSON{"json"}), connect.WithCodec(strictJSON{"json; charset=utf-8"}),
 	}
 	svc := opts.Service
@@ -73,12 +73,13 @@ func New(opts Options) (http.Handler, error) {
 	mount(c.NewMetalServiceHandler(metal{svc}, ho...))
 	mount(c.NewSubstrateServiceHandler(substrates{svc}, ho...))
 	// The join is authenticated by its join token, not a bearer token: no interceptor.
-	mount(c.NewSubstrateJoinServiceHandler(substrateJoin{svc, ic}, connect.WithReadMaxBytes(64<<10),
+	mount(c.NewSubstrateJoinServiceHandler(substrateJoin{svc, ic}, connect.WithReadMaxBytes(64<<10), connect.WithRecover(ic.recovered),
 		connect.WithCodec(strictJSON{"json"}), connect.WithCodec(strictJSON{"json; charset=utf-8"})))
 
 	root := http.NewServeMux()
-	root.Handle("/", api)
-	root.Handle(JSONPrefix, jsonMapping(api))
+	bounded := readBodyFirst(api)
+	root.Handle("/", bounded)
+	root.Handle(JSONPrefix, readBodyFirst(jsonMapping(api)))
 	root.Handle(grpchealth.NewHandler(grpchealth.NewStaticChecker(ServiceNames...)))
 	reflector := grpcreflect.NewStaticReflector(ServiceNames...)
 	root.Handle(grpcreflect.NewHandlerV1(reflector))

@@ -1,0 +1,98 @@
+package server
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"better-compute.dev/compute/apierr"
+)
+
+// Bounds of a request body on the API: every body is read whole before a handler sees it, within
+// BodyReadTimeout and MaxBodyBytes, so that a client that drips its body or sends a broken one
+// costs the replica no handler and no database connection, and gets a clear answer.
+const (
+	// BodyReadTimeout is how long a client has to send its request body once its headers are in.
+	BodyReadTimeout = 10 * time.Second
+	// MaxBodyBytes bounds a request body (the handlers' own read limit is 4 MiB).
+	MaxBodyBytes = 4 << 20
+)
+
+// readBodyFirst reads the request body under the bounds above and hands the handler a body that
+// cannot fail. A body that cannot be read (a broken chunked encoding, a connection cut, a read past
+// the deadline) or is too large is the caller's mistake: INVALID_INPUT on the JSON mapping and
+// invalid_argument on Connect, gRPC and gRPC-Web, instead of an internal error from deep inside.
+func readBodyFirst(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body == nil || r.Body == http.NoBody || r.Method == http.MethodGet || r.Method == http.MethodOptions {
+			next.ServeHTTP(w, r)
+			return
+		}
+		rc := http.NewResponseController(w)
+		deadlineSet := rc.SetReadDeadline(time.Now().Add(BodyReadTimeout)) == nil
+		body, err := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
+		_ = r.Body.Close()
+		if deadlineSet {
+			_ = rc.SetReadDeadline(time.Time{})
+		}
+		switch {
+		case err != nil:
+			refuseBody(w, r, "the request body could not be read: "+bodyReadReason(err))
+			return
+		case len(body) > MaxBodyBytes:
+			refuseBody(w, r, fmt.Sprintf("the request body exceeds %d bytes", MaxBodyBytes))
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.ContentLength = int64(len(body))
+		next.ServeHTTP(w, r)
+	})
+}
+
+// bodyReadReason names what went wrong without quoting the body.
+func bodyReadReason(err error) string {
+	var ne interface{ Timeout() bool }
+	if errors.As(err, &ne) && ne.Timeout() {
+		return fmt.Sprintf("not received within %v", BodyReadTimeout)
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return "it ended early"
+	}
+	return "malformed encoding"
+}
+
+// refuseBody answers a body the server cannot take in the protocol the caller speaks.
+func refuseBody(w http.ResponseWriter, r *http.Request, msg string) {
+	w.Header().Set("Connection", "close")
+	ct := r.Header.Get("Content-Type")
+	switch {
+	case strings.HasPrefix(r.URL.Path, JSONPrefix):
+		writeJSONErrorStatus(w, http.StatusBadRequest, JSONError{Code: apierr.InvalidInput, Message: msg})
+	case strings.HasPrefix(ct, "application/grpc"):
+		// Trailers-only answer: the status travels in the headers.
+		w.Header().Set("Content-Type", ct)
+		w.Header().Set("Grpc-Status", "3")
+		w.Header().Set("Grpc-Message", msg)
+		w.WriteHeader(http.StatusOK)
+	case strings.HasPrefix(ct, "application/connect+"):
+		// A Connect stream: one end-of-stream message carrying the error.
+		end, _ := json.Marshal(map[string]any{"error": map[string]string{"code": "invalid_argument", "message": msg}})
+		var frame bytes.Buffer
+		frame.WriteByte(0x02)
+		_ = binary.Write(&frame, binary.BigEndian, uint32(len(end)))
+		frame.Write(end)
+		w.Header().Set("Content-Type", ct)
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(frame.Bytes())
+	default:
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		_ = json.NewEncoder(w).Encode(map[string]string{"code": "invalid_argument", "message": msg})
+	}
+}
