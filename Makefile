@@ -57,6 +57,7 @@ bench: postgres
 	go test -run '^$$' -bench . -benchtime 1000x ./bench/authz
 	go test -run '^$$' -bench . -benchtime 1x ./bench/converge
 	go test -run '^$$' -bench . -benchtime 1x ./bench/latency
+	go test -run '^$$' -bench . -benchtime 500x ./bench/slowclients
 
 clean:
 	rm -rf .build bin

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"golang.org/x/net/netutil"
 	"log/slog"
 	"net"
 	"net/http"
@@ -30,6 +31,11 @@ type Config struct {
 	SealKey string
 	// CORSOrigins lists browser origins allowed; "*" any.
 	CORSOrigins []string
+	// BodyReadTimeout bounds the time a client has to send a request body (0: 10 s).
+	BodyReadTimeout time.Duration
+	// MaxConnections bounds the connections the replica holds open at once (0: 10000); more
+	// wait in the listen backlog until one closes.
+	MaxConnections int
 
 	// OpenFGAURL, when set, uses an OpenFGA cluster through go-sdk; otherwise the engine runs in
 	// process with OpenFGADatastore "memory" or "postgres" (on DatabaseURL, shared by replicas).
@@ -93,7 +99,7 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 		return nil, fmt.Errorf("authorization: %w", err)
 	}
 	a.Service = &core.Service{DB: db, Authz: a.Authz, Keyring: ring, Log: cfg.Logger, Outbound: netguard.Policy{Allow: cfg.OutboundAllow}}
-	if a.Handler, err = server.New(server.Options{Service: a.Service, Logger: cfg.Logger, CORSOrigins: cfg.CORSOrigins}); err != nil {
+	if a.Handler, err = server.New(server.Options{Service: a.Service, Logger: cfg.Logger, CORSOrigins: cfg.CORSOrigins, BodyReadTimeout: cfg.BodyReadTimeout}); err != nil {
 		a.Close(context.Background())
 		return nil, err
 	}
@@ -102,6 +108,11 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 		return nil, err
 	}
 	a.URL = "http://" + a.listener.Addr().String()
+	maxConns := cfg.MaxConnections
+	if maxConns <= 0 {
+		maxConns = DefaultMaxConnections
+	}
+	a.listener = netutil.LimitListener(a.listener, maxConns)
 	protocols := new(http.Protocols)
 	protocols.SetHTTP1(true)
 	protocols.SetUnencryptedHTTP2(true)
@@ -111,6 +122,10 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    1 << 20,
+		// HTTP/2 connections silent for 30 s are pinged and closed when the peer does not answer
+		// within 15 s: a vanished client does not hold a connection slot, and long watches stay
+		// alive through proxies that cut silent connections.
+		HTTP2: &http.HTTP2Config{SendPingTimeout: 30 * time.Second, PingTimeout: 15 * time.Second},
 	}
 	go func() {
 		if err := a.srv.Serve(a.listener); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -155,3 +170,6 @@ func (a *App) Close(ctx context.Context) {
 		a.DB.Close()
 	}
 }
+
+// DefaultMaxConnections is the connection bound of a replica when Config.MaxConnections is 0.
+const DefaultMaxConnections = 10000

@@ -18,7 +18,8 @@ import (
 // BodyReadTimeout and MaxBodyBytes, so that a client that drips its body or sends a broken one
 // costs the replica no handler and no database connection, and gets a clear answer.
 const (
-	// BodyReadTimeout is how long a client has to send its request body once its headers are in.
+	// BodyReadTimeout is how long a client has to send its request body once its headers are in,
+	// unless Options.BodyReadTimeout says otherwise.
 	BodyReadTimeout = 10 * time.Second
 	// MaxBodyBytes bounds a request body (the handlers' own read limit is 4 MiB).
 	MaxBodyBytes = 4 << 20
@@ -28,14 +29,14 @@ const (
 // cannot fail. A body that cannot be read (a broken chunked encoding, a connection cut, a read past
 // the deadline) or is too large is the caller's mistake: INVALID_INPUT on the JSON mapping and
 // invalid_argument on Connect, gRPC and gRPC-Web, instead of an internal error from deep inside.
-func readBodyFirst(next http.Handler) http.Handler {
+func readBodyFirst(timeout time.Duration, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body == nil || r.Body == http.NoBody || r.Method == http.MethodGet || r.Method == http.MethodOptions {
 			next.ServeHTTP(w, r)
 			return
 		}
 		rc := http.NewResponseController(w)
-		deadlineSet := rc.SetReadDeadline(time.Now().Add(BodyReadTimeout)) == nil
+		deadlineSet := rc.SetReadDeadline(time.Now().Add(timeout)) == nil
 		body, err := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
 		_ = r.Body.Close()
 		if deadlineSet {
@@ -43,7 +44,7 @@ func readBodyFirst(next http.Handler) http.Handler {
 		}
 		switch {
 		case err != nil:
-			refuseBody(w, r, "the request body could not be read: "+bodyReadReason(err))
+			refuseBody(w, r, "the request body could not be read: "+bodyReadReason(err, timeout))
 			return
 		case len(body) > MaxBodyBytes:
 			refuseBody(w, r, fmt.Sprintf("the request body exceeds %d bytes", MaxBodyBytes))
@@ -56,10 +57,10 @@ func readBodyFirst(next http.Handler) http.Handler {
 }
 
 // bodyReadReason names what went wrong without quoting the body.
-func bodyReadReason(err error) string {
+func bodyReadReason(err error, timeout time.Duration) string {
 	var ne interface{ Timeout() bool }
 	if errors.As(err, &ne) && ne.Timeout() {
-		return fmt.Sprintf("not received within %v", BodyReadTimeout)
+		return fmt.Sprintf("not received within %v", timeout)
 	}
 	if errors.Is(err, io.ErrUnexpectedEOF) {
 		return "it ended early"

@@ -6,6 +6,7 @@ package server
 import (
 	"log/slog"
 	"net/http"
+	"time"
 
 	"buf.build/go/protovalidate"
 	"connectrpc.com/connect"
@@ -26,6 +27,8 @@ type Options struct {
 	CORSOrigins []string
 	// Registry receives the metrics; nil makes a private one.
 	Registry *prometheus.Registry
+	// BodyReadTimeout bounds the time to receive a request body (0: BodyReadTimeout).
+	BodyReadTimeout time.Duration
 }
 
 // ServiceNames lists every service, for health and reflection.
@@ -77,9 +80,12 @@ func New(opts Options) (http.Handler, error) {
 		connect.WithCodec(strictJSON{"json"}), connect.WithCodec(strictJSON{"json; charset=utf-8"})))
 
 	root := http.NewServeMux()
-	bounded := readBodyFirst(api)
-	root.Handle("/", bounded)
-	root.Handle(JSONPrefix, readBodyFirst(jsonMapping(api)))
+	bodyTimeout := opts.BodyReadTimeout
+	if bodyTimeout <= 0 {
+		bodyTimeout = BodyReadTimeout
+	}
+	root.Handle("/", readBodyFirst(bodyTimeout, api))
+	root.Handle(JSONPrefix, readBodyFirst(bodyTimeout, jsonMapping(api)))
 	root.Handle(grpchealth.NewHandler(grpchealth.NewStaticChecker(ServiceNames...)))
 	reflector := grpcreflect.NewStaticReflector(ServiceNames...)
 	root.Handle(grpcreflect.NewHandlerV1(reflector))

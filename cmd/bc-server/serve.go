@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -34,6 +35,20 @@ func configFromEnv(log *slog.Logger) (app.Config, error) {
 		return cfg, fmt.Errorf("BC_OUTBOUND_ALLOW: %w", err)
 	}
 	cfg.OutboundAllow = allow
+	if v := os.Getenv("BC_BODY_READ_TIMEOUT"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return cfg, fmt.Errorf("BC_BODY_READ_TIMEOUT: %q is not a positive duration", v)
+		}
+		cfg.BodyReadTimeout = d
+	}
+	if v := os.Getenv("BC_MAX_CONNECTIONS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			return cfg, fmt.Errorf("BC_MAX_CONNECTIONS: %q is not a positive integer", v)
+		}
+		cfg.MaxConnections = n
+	}
 	if cfg.DatabaseURL == "" || cfg.SealKey == "" {
 		return cfg, errors.New("BC_DATABASE_URL and BC_SEAL_KEY are required")
 	}
