@@ -87,7 +87,25 @@ func (s *Service) WatchEvents(ctx context.Context, r *v1.WatchEventsRequest, sen
 			return nil
 		case <-tick.C:
 		}
+		if err := s.stillAllowed(ctx, c, r.GetTenantId()); err != nil {
+			return err
+		}
 	}
+}
+
+// stillAllowed asks again, between polls of a watch, whether the caller's token and permission
+// stand: a revoked token ends the stream with UNAUTHENTICATED, a removed
+// role with PERMISSION_DENIED. Both answers come from the principal and decision caches, so this
+// costs a map lookup most of the time and the caches' 1 s bounds are the stream's too.
+func (s *Service) stillAllowed(ctx context.Context, c Caller, tenantID string) error {
+	if c.tokenHash != nil {
+		now, err := s.authenticateHash(ctx, c.tokenHash)
+		if err != nil {
+			return err
+		}
+		c = now
+	}
+	return s.authorizeTenant(ctx, c, authz.EventsRead, tenantID)
 }
 
 // ListUsage returns metered usage overlapping a window, clipped to it, with per-meter totals.

@@ -42,6 +42,9 @@ type Caller struct {
 	PrincipalID   string
 	TenantID      string // the principal's home tenant; empty for platform principals
 	PlatformAdmin bool
+	// tokenHash is the hash of the bearer token the caller authenticated with, so that a long
+	// call (a watch) can ask again whether the token still stands.
+	tokenHash []byte
 }
 
 type callerKey struct{}

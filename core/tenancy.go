@@ -38,7 +38,11 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (Caller, erro
 	if !strings.HasPrefix(secret, tokenPrefix) || len(secret) > 200 {
 		return Caller{}, &apierr.Error{Code: apierr.Unauthenticated, Message: "unknown or expired token"}
 	}
-	hash := HashSecret(secret)
+	return s.authenticateHash(ctx, HashSecret(secret))
+}
+
+// authenticateHash resolves a token by its hash (Authenticate, and watches asking again).
+func (s *Service) authenticateHash(ctx context.Context, hash []byte) (Caller, error) {
 	key := string(hash)
 	if c, ok := s.principals.get(key); ok {
 		return c, nil
@@ -50,7 +54,7 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (Caller, erro
 		}
 		return Caller{}, storeErr(err, "token")
 	}
-	c := Caller{PrincipalID: p.ID, TenantID: p.TenantID}
+	c := Caller{PrincipalID: p.ID, TenantID: p.TenantID, tokenHash: hash}
 	if p.PlatformAdmin {
 		// The database names platform principals; OpenFGA decides whether they act as one.
 		if c.PlatformAdmin, err = s.platformAdmin(ctx, p.ID); err != nil {
