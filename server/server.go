@@ -9,7 +9,6 @@ import (
 
 	"buf.build/go/protovalidate"
 	"connectrpc.com/connect"
-	"connectrpc.com/grpchealth"
 	"connectrpc.com/grpcreflect"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -26,6 +25,8 @@ type Options struct {
 	CORSOrigins []string
 	// Registry receives the metrics; nil makes a private one.
 	Registry *prometheus.Registry
+	// Health answers /healthz, /readyz and gRPC health; nil checks Service's database and engine.
+	Health *Health
 }
 
 // ServiceNames lists every service, for health and reflection.
@@ -79,7 +80,11 @@ func New(opts Options) (http.Handler, error) {
 	root := http.NewServeMux()
 	root.Handle("/", api)
 	root.Handle(JSONPrefix, jsonMapping(api))
-	root.Handle(grpchealth.NewHandler(grpchealth.NewStaticChecker(ServiceNames...)))
+	health := opts.Health
+	if health == nil {
+		health = NewHealth(svc.DB, svc.Authz)
+	}
+	mountHealth(root, health)
 	reflector := grpcreflect.NewStaticReflector(ServiceNames...)
 	root.Handle(grpcreflect.NewHandlerV1(reflector))
 	root.Handle(grpcreflect.NewHandlerV1Alpha(reflector))
