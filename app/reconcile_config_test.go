@@ -37,3 +37,14 @@ func TestReconcileConfigDefaults(t *testing.T) {
 		}
 	}
 }
+
+// TestStartRefusesBadReconcileConfig: a replica whose reconcilers cannot run does not start
+// (it used to log the error and serve without them).
+func TestStartRefusesBadReconcileConfig(t *testing.T) {
+	t.Parallel()
+	a, err := Start(t.Context(), Config{Listen: "127.0.0.1:0", Reconcile: true, Reconcilers: ReconcileConfig{PeriodicInterval: 6 * time.Minute}})
+	if err == nil {
+		a.Close(t.Context())
+		t.Fatal("Start accepted a periodic interval over five minutes")
+	}
+}
