@@ -16,6 +16,7 @@ import (
 	"better-compute.dev/compute/authz"
 	"better-compute.dev/compute/core"
 	"better-compute.dev/compute/netguard"
+	"better-compute.dev/compute/reconcile"
 	"better-compute.dev/compute/seal"
 	"better-compute.dev/compute/server"
 	"better-compute.dev/compute/store"
@@ -52,6 +53,13 @@ type Config struct {
 	// outbound policy refuses them by default (loopback, link-local, unspecified, the replica's
 	// own addresses); BC_OUTBOUND_ALLOW. Dev mode allows loopback.
 	OutboundAllow []netip.Prefix
+	// Reconcilers tunes the reconcilers; the zero value is production's defaults.
+	Reconcilers ReconcileConfig
+	// WatchPoll is how often an event watch looks for new events; zero means core's default.
+	WatchPoll time.Duration
+	// DrainDelay is how long Close keeps the listener open with /readyz (and gRPC health)
+	// answering not ready, so load balancers stop sending before connections close.
+	DrainDelay time.Duration
 
 	Logger *slog.Logger
 }
@@ -67,6 +75,7 @@ type App struct {
 	URL string
 
 	srv      *http.Server
+	health   *server.Health
 	stopBG   context.CancelFunc
 	bgDone   chan struct{}
 	listener net.Listener
@@ -77,6 +86,11 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	rc, err := cfg.Reconcilers.WithDefaults()
+	if err != nil {
+		return nil, err
+	}
+	cfg.Reconcilers = rc
 	key, err := seal.ParseKey(cfg.SealKey)
 	if err != nil {
 		return nil, fmt.Errorf("seal key: %w", err)
@@ -98,8 +112,11 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 		a.Close(context.Background())
 		return nil, fmt.Errorf("authorization: %w", err)
 	}
-	a.Service = &core.Service{DB: db, Authz: a.Authz, Keyring: ring, Log: cfg.Logger, Outbound: netguard.Policy{Allow: cfg.OutboundAllow}}
-	if a.Handler, err = server.New(server.Options{Service: a.Service, Logger: cfg.Logger, CORSOrigins: cfg.CORSOrigins, BodyReadTimeout: cfg.BodyReadTimeout}); err != nil {
+	a.Service = &core.Service{DB: db, Authz: a.Authz, Keyring: ring, Log: cfg.Logger, Outbound: netguard.Policy{Allow: cfg.OutboundAllow},
+		WatchPoll: cfg.WatchPoll}
+	a.health = server.NewHealth(db, a.Authz)
+	if a.Handler, err = server.New(server.Options{Service: a.Service, Logger: cfg.Logger, CORSOrigins: cfg.CORSOrigins, Health: a.health,
+		BodyReadTimeout: cfg.BodyReadTimeout}); err != nil {
 		a.Close(context.Background())
 		return nil, err
 	}
@@ -113,6 +130,13 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 		maxConns = DefaultMaxConnections
 	}
 	a.listener = netutil.LimitListener(a.listener, maxConns)
+	var runner *reconcile.Runner
+	if cfg.Reconcile {
+		if runner, err = a.newRunner(cfg.Reconcilers); err != nil {
+			a.Close(context.Background())
+			return nil, fmt.Errorf("reconcilers: %w", err)
+		}
+	}
 	protocols := new(http.Protocols)
 	protocols.SetHTTP1(true)
 	protocols.SetUnencryptedHTTP2(true)
@@ -136,8 +160,8 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 	a.stopBG, a.bgDone = stop, make(chan struct{})
 	go func() {
 		defer close(a.bgDone)
-		if cfg.Reconcile {
-			a.runReconcilers(bg)
+		if runner != nil {
+			a.runReconcilers(bg, runner)
 		}
 	}()
 	return a, nil
@@ -154,8 +178,20 @@ func openAuthz(ctx context.Context, cfg Config) (authz.Authorizer, error) {
 	return authz.NewEmbedded(ctx, opts)
 }
 
-// Close stops serving (graceful: in-flight calls finish), then the reconcilers, then the parts.
+// Close drains (readiness reports not ready for DrainDelay while the listener still serves),
+// stops serving (graceful: in-flight calls finish), then the reconcilers, then the parts.
 func (a *App) Close(ctx context.Context) {
+	if a.health != nil {
+		a.health.Drain()
+	}
+	if a.srv != nil && a.Config.DrainDelay > 0 {
+		t := time.NewTimer(a.Config.DrainDelay)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		t.Stop()
+	}
 	if a.srv != nil {
 		_ = a.srv.Shutdown(ctx)
 	}

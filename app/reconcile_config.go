@@ -2,8 +2,6 @@ package app
 
 import (
 	"fmt"
-	"os"
-	"strconv"
 	"time"
 
 	"better-compute.dev/compute/provider/digitalocean"
@@ -11,9 +9,9 @@ import (
 	"better-compute.dev/compute/reconcile/providers/provresources"
 )
 
-// ReconcileConfig tunes a replica's reconcilers. The zero value is production's defaults; tests
-// and benchmarks shorten the lease and the polls. It is read from the environment (see
-// ReconcileConfigFromEnv) because the replica's Config has no field for it yet.
+// ReconcileConfig tunes a replica's reconcilers (Config.Reconcilers). The zero value is
+// production's defaults; tests and benchmarks shorten the lease and the polls. cmd/bc-server
+// fills it from the BC_* variables named on the fields.
 type ReconcileConfig struct {
 	// Concurrency is how many resources this replica reconciles at once (BC_RECONCILE_CONCURRENCY).
 	Concurrency int
@@ -48,55 +46,8 @@ func (c ReconcileConfig) PublicURL(fallback string) string {
 	return fallback
 }
 
-// ReconcileConfigFromEnv reads the BC_* knobs named on ReconcileConfig's fields with getenv
-// (os.Getenv when nil); unset ones keep the defaults.
-func ReconcileConfigFromEnv(getenv func(string) string) (ReconcileConfig, error) {
-	if getenv == nil {
-		getenv = os.Getenv
-	}
-	var c ReconcileConfig
-	var errs []error
-	dur := func(name string, into *time.Duration) {
-		if v := getenv(name); v != "" {
-			d, err := time.ParseDuration(v)
-			if err != nil || d <= 0 {
-				errs = append(errs, fmt.Errorf("%s=%q is not a positive duration", name, v))
-				return
-			}
-			*into = d
-		}
-	}
-	num := func(name string, into *int) {
-		if v := getenv(name); v != "" {
-			n, err := strconv.Atoi(v)
-			if err != nil || n <= 0 {
-				errs = append(errs, fmt.Errorf("%s=%q is not a positive number", name, v))
-				return
-			}
-			*into = n
-		}
-	}
-	c.JoinURL = getenv("BC_PUBLIC_URL")
-	num("BC_RECONCILE_CONCURRENCY", &c.Concurrency)
-	dur("BC_LEASE_TTL", &c.LeaseTTL)
-	dur("BC_RECONCILE_POLL", &c.PollInterval)
-	dur("BC_PERIODIC_INTERVAL", &c.PeriodicInterval)
-	dur("BC_RECONCILE_BACKOFF", &c.BackoffInitial)
-	dur("BC_RECONCILE_BACKOFF_MAX", &c.BackoffMax)
-	dur("BC_PROVIDER_POLL", &c.ProviderPoll)
-	dur("BC_DEPENDENCY_POLL", &c.DependencyPoll)
-	dur("BC_CREATE_WINDOW", &c.CreateWindow)
-	num("BC_DO_REQUESTS_PER_MINUTE", &c.DigitalOcean.RequestsPerMinute)
-	num("BC_DO_BURST", &c.DigitalOcean.Burst)
-	dur("BC_DO_REQUEST_TIMEOUT", &c.DigitalOcean.RequestTimeout)
-	if len(errs) > 0 {
-		return c, fmt.Errorf("reconcile configuration: %v", errs)
-	}
-	return c.withDefaults()
-}
-
-// withDefaults fills the zero fields and checks the periodic interval's bound.
-func (c ReconcileConfig) withDefaults() (ReconcileConfig, error) {
+// WithDefaults fills the zero fields and checks the periodic interval's bound.
+func (c ReconcileConfig) WithDefaults() (ReconcileConfig, error) {
 	if c.LeaseTTL <= 0 {
 		c.LeaseTTL = reconcile.DefaultLeaseTTL
 	}

@@ -18,21 +18,11 @@ const pruneKind = "work.prune"
 
 // runReconcilers runs this replica's share of the reconcile work until ctx ends: the
 // vps.provider-resources reconciler and its periodic pass, on leases shared with every other
-// replica of the database. A misconfiguration is logged and the replica keeps serving the API.
-func (a *App) runReconcilers(ctx context.Context) {
+// replica of the database. The runner was built by Start, so a misconfiguration stopped the
+// replica there instead of leaving it serving without reconcilers.
+func (a *App) runReconcilers(ctx context.Context, runner *reconcile.Runner) {
 	log := a.Config.Logger
-	rc, err := ReconcileConfigFromEnv(nil)
-	if err != nil {
-		log.Error("reconcilers not started", "err", err.Error())
-		<-ctx.Done()
-		return
-	}
-	runner, err := a.newRunner(rc)
-	if err != nil {
-		log.Error("reconcilers not started", "err", err.Error())
-		<-ctx.Done()
-		return
-	}
+	rc := a.Config.Reconcilers
 	log.Info("reconcilers running", "replica", a.Config.Replica, "leaseTTL", rc.LeaseTTL.String(),
 		"periodic", rc.PeriodicInterval.String())
 	if err := runner.Run(ctx); err != nil {

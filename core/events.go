@@ -13,9 +13,10 @@ import (
 	"better-compute.dev/compute/store"
 )
 
-// WatchPollInterval is how often a watch looks for new events. Polling keeps the design portable
-// (no LISTEN/NOTIFY on CockroachDB) and every replica can serve any watch.
-var WatchPollInterval = 250 * time.Millisecond
+// DefaultWatchPoll is how often a watch looks for new events when Service.WatchPoll is zero.
+// Polling keeps the design portable (no LISTEN/NOTIFY on CockroachDB) and every replica can
+// serve any watch.
+const DefaultWatchPoll = 250 * time.Millisecond
 
 // ListEvents returns the tenant's events after a cursor.
 func (s *Service) ListEvents(ctx context.Context, r *v1.ListEventsRequest) ([]*v1.Event, int64, error) {
@@ -63,7 +64,11 @@ func (s *Service) WatchEvents(ctx context.Context, r *v1.WatchEventsRequest, sen
 		return err
 	}
 	after := r.GetAfter()
-	tick := time.NewTicker(WatchPollInterval)
+	poll := s.WatchPoll
+	if poll <= 0 {
+		poll = DefaultWatchPoll
+	}
+	tick := time.NewTicker(poll)
 	defer tick.Stop()
 	for {
 		evs, next, err := s.readEvents(ctx, r.GetTenantId(), after, 500, "")

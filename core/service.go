@@ -9,6 +9,7 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"time"
 
 	"better-compute.dev/compute/apierr"
 	"better-compute.dev/compute/authz"
@@ -30,6 +31,8 @@ type Service struct {
 	// Outbound is the policy for addresses tenants name (BMCs): checked at enrollment, and
 	// again by the metal reconciler at connect time. The zero value is production's.
 	Outbound netguard.Policy
+	// WatchPoll is how often an event watch looks for new events; zero is DefaultWatchPoll.
+	WatchPoll time.Duration
 
 	// platformSynced remembers the platform principals whose OpenFGA grant this process wrote.
 	platformSynced sync.Map

@@ -7,7 +7,7 @@ import (
 
 	"connectrpc.com/connect"
 
-	"better-compute.dev/compute/core"
+	"better-compute.dev/compute/app"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
 	"better-compute.dev/compute/gen/go/bettercompute/compute/v1/computev1connect"
 	"better-compute.dev/compute/internal/apptest"
@@ -17,8 +17,7 @@ import (
 // events as they commit; a watcher that reconnects with its last cursor misses nothing and sees
 // nothing twice. Another tenant's watch sees none of it.
 func TestWatchResumesFromCursor(t *testing.T) {
-	core.WatchPollInterval = 20 * time.Millisecond
-	s := apptest.Start(t)
+	s := apptest.Start(t, func(c *app.Config) { c.WatchPoll = 20 * time.Millisecond })
 	tn := s.NewTenant(t, "acme", "editor")
 	other := s.NewTenant(t, "globex", "editor")
 	lbs := computev1connect.NewLoadBalancerServiceClient(h2c(), s.App.URL, connect.WithGRPC(), bearer(tn.Token))

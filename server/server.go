@@ -10,7 +10,6 @@ import (
 
 	"buf.build/go/protovalidate"
 	"connectrpc.com/connect"
-	"connectrpc.com/grpchealth"
 	"connectrpc.com/grpcreflect"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -29,6 +28,8 @@ type Options struct {
 	Registry *prometheus.Registry
 	// BodyReadTimeout bounds the time to receive a request body (0: BodyReadTimeout).
 	BodyReadTimeout time.Duration
+	// Health answers /healthz, /readyz and gRPC health; nil checks Service's database and engine.
+	Health *Health
 }
 
 // ServiceNames lists every service, for health and reflection.
@@ -86,7 +87,11 @@ func New(opts Options) (http.Handler, error) {
 	}
 	root.Handle("/", readBodyFirst(bodyTimeout, api))
 	root.Handle(JSONPrefix, readBodyFirst(bodyTimeout, jsonMapping(api)))
-	root.Handle(grpchealth.NewHandler(grpchealth.NewStaticChecker(ServiceNames...)))
+	health := opts.Health
+	if health == nil {
+		health = NewHealth(svc.DB, svc.Authz)
+	}
+	mountHealth(root, health)
 	reflector := grpcreflect.NewStaticReflector(ServiceNames...)
 	root.Handle(grpcreflect.NewHandlerV1(reflector))
 	root.Handle(grpcreflect.NewHandlerV1Alpha(reflector))

@@ -5,9 +5,10 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
-	"log/slog"
+	"io"
 	"net/url"
 	"os"
 
@@ -21,13 +22,28 @@ import (
 // dev runs the whole control plane on embedded defaults: a private schema of the local
 // PostgreSQL (dropped on exit), the OpenFGA engine in process, the DigitalOcean simulator in
 // process, and a demo tenant ready for the README's curl walk-through.
-func dev(ctx context.Context, log *slog.Logger, args []string) error {
+func dev(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	// The same BC_* variables as serve are checked (a bad knob stops dev too); dev supplies the
+	// database schema, the key, the listener and the embedded parts itself.
+	cfg, err := parseConfig(getenv, false)
+	if err != nil {
+		return err
+	}
+	log := newLogger(stderr, cfg.LogLevel)
 	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
+	fs.SetOutput(stderr)
 	addr := fs.String("addr", "127.0.0.1:8080", "listen address")
 	readyFile := fs.String("ready-file", "", "write the addresses and tokens as JSON here once serving")
-	base := fs.String("database", env("BC_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"), "PostgreSQL URL")
+	defBase := cfg.App.DatabaseURL
+	if defBase == "" {
+		defBase = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+	}
+	base := fs.String("database", defBase, "PostgreSQL URL")
 	if err := fs.Parse(args); err != nil {
-		return err
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return fmt.Errorf("%w: %v", errUsage, err)
 	}
 	schema := "bc_dev_" + randomHex(4)
 	dbURL, dropSchema, err := devSchema(ctx, *base, schema)
@@ -44,12 +60,12 @@ func dev(ctx context.Context, log *slog.Logger, args []string) error {
 		return err
 	}
 	defer closeSim()
-	a, err := app.Start(ctx, app.Config{
-		Listen: *addr, DatabaseURL: dbURL, SealKey: key.Encode(), CORSOrigins: []string{"*"},
-		OpenFGADatastore: "memory", Reconcile: true, Replica: "dev", Logger: log,
-		// The simulators listen on loopback.
-		OutboundAllow: netguard.AllowLoopback(),
-	})
+	ac := cfg.App
+	ac.Listen, ac.DatabaseURL, ac.SealKey, ac.CORSOrigins = *addr, dbURL, key.Encode(), []string{"*"}
+	ac.OpenFGAURL, ac.OpenFGADatastore, ac.Reconcile, ac.Replica, ac.Logger = "", "memory", true, "dev", log
+	// The simulators listen on loopback; dev stops at once on Ctrl-C.
+	ac.OutboundAllow, ac.DrainDelay = append(netguard.AllowLoopback(), ac.OutboundAllow...), 0
+	a, err := app.Start(ctx, ac)
 	if err != nil {
 		return err
 	}
@@ -59,7 +75,7 @@ func dev(ctx context.Context, log *slog.Logger, args []string) error {
 		return fmt.Errorf("seed: %w", err)
 	}
 	info.URL, info.Schema = a.URL, schema
-	printDev(info)
+	printDev(stdout, info)
 	if *readyFile != "" {
 		b, _ := json.Marshal(info)
 		if err := os.WriteFile(*readyFile, b, 0o600); err != nil {

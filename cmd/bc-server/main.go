@@ -1,15 +1,20 @@
 // Command bc-server runs the Better Compute control plane.
 //
-//	bc-server serve     run a replica (configuration from BC_* environment variables)
-//	bc-server migrate   apply the database migrations and exit
-//	bc-server dev       run everything on embedded defaults: local PostgreSQL, the OpenFGA engine
-//	                    in process, the DigitalOcean simulator in process; prints the address and
-//	                    a bootstrap admin token
+//	bc-server serve            run a replica (configuration from BC_* environment variables)
+//	bc-server migrate          apply the database migrations and exit
+//	bc-server bootstrap-admin  make the first platform admin and print its token once
+//	bc-server revoke-token     revoke a token by id
+//	bc-server dev              run everything on embedded defaults: local PostgreSQL, the OpenFGA
+//	                           engine in process, the DigitalOcean simulator in process; prints the
+//	                           address and a bootstrap admin token
 package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -17,34 +22,78 @@ import (
 )
 
 func main() {
-	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: bc-server serve|migrate|dev [flags]")
-		os.Exit(2)
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel()}))
-	var err error
-	switch os.Args[1] {
-	case "serve":
-		err = serve(ctx, log)
-	case "migrate":
-		err = migrate(ctx)
-	case "dev":
-		err = dev(ctx, log, os.Args[2:])
-	default:
-		err = fmt.Errorf("unknown command %q", os.Args[1])
+	code := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// errUsage marks a command line that does not parse: exit status 2.
+var errUsage = errors.New("usage")
+
+// run executes one command and returns the process's exit status: 0 done, 1 failed, 2 the
+// command line is wrong.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		printUsage(stderr)
+		return 2
 	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "bc-server:", err)
-		os.Exit(1)
+	cmd, rest := args[0], args[1:]
+	var err error
+	switch cmd {
+	case "help", "-h", "-help", "--help":
+		printUsage(stdout)
+		return 0
+	case "serve":
+		err = serve(ctx, getenv, stderr)
+	case "migrate":
+		err = migrate(ctx, getenv)
+	case "bootstrap-admin":
+		err = bootstrapAdmin(ctx, rest, getenv, stdout, stderr)
+	case "revoke-token":
+		err = revokeToken(ctx, rest, getenv, stdout, stderr)
+	case "dev":
+		err = dev(ctx, rest, getenv, stdout, stderr)
+	default:
+		fmt.Fprintf(stderr, "bc-server: unknown command %q\n", cmd)
+		printUsage(stderr)
+		return 2
+	}
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.Is(err, errUsage):
+		fmt.Fprintln(stderr, "bc-server:", err)
+		return 2
+	default:
+		fmt.Fprintln(stderr, "bc-server:", err)
+		return 1
 	}
 }
 
-func logLevel() slog.Level {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(os.Getenv("BC_LOG_LEVEL"))); err != nil {
-		return slog.LevelInfo
+func printUsage(w io.Writer) {
+	fmt.Fprint(w, `usage: bc-server <command> [flags]
+
+commands:
+  serve            run a replica (configuration from the BC_* environment variables below)
+  migrate          apply the database migrations to BC_DATABASE_URL and exit
+  bootstrap-admin  make the first platform admin on BC_DATABASE_URL and print its token once
+                   (--additional mints another token for it; --rotate mints one and revokes the others)
+  revoke-token     revoke a token by id: bc-server revoke-token tok_...
+  dev              run everything on embedded defaults (local PostgreSQL, OpenFGA and the
+                   DigitalOcean simulator in process) with a demo tenant
+  help             print this text
+
+environment:
+`)
+	for _, v := range envVars {
+		fmt.Fprintf(w, "  %-26s %-22s %s\n", v.name, v.def, v.meaning)
 	}
-	return l
+}
+
+// newLogger makes the JSON logger at the configured level.
+func newLogger(w io.Writer, level slog.Level) *slog.Logger {
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level}))
 }

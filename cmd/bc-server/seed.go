@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 
 	"better-compute.dev/compute/app"
 	"better-compute.dev/compute/core"
@@ -83,8 +84,8 @@ func seedDev(ctx context.Context, a *app.App, simURL string) (devInfo, error) {
 	return info, nil
 }
 
-func printDev(i devInfo) {
-	fmt.Printf(`Better Compute control plane (dev mode)
+func printDev(w io.Writer, i devInfo) {
+	fmt.Fprintf(w, `Better Compute control plane (dev mode)
   listening        %s   (Connect, gRPC, gRPC-Web, JSON at /api/compute/...)
   admin token      %s
   demo tenant      %s   token %s

@@ -63,7 +63,7 @@ func TestReplicasConvergeWithKillAndPause(t *testing.T) {
 		"BC_SEAL_KEY=" + key.Encode(), "BC_OPENFGA_DATASTORE=postgres", "BC_RECONCILE=true", "BC_LOG_LEVEL=info",
 		"BC_LEASE_TTL=" + leaseTTL.String(), "BC_RECONCILE_POLL=50ms", "BC_PERIODIC_INTERVAL=5s",
 		"BC_PROVIDER_POLL=250ms", "BC_DEPENDENCY_POLL=500ms", "BC_RECONCILE_BACKOFF=100ms", "BC_RECONCILE_BACKOFF_MAX=2s",
-		"BC_DO_REQUESTS_PER_MINUTE=6000", "BC_DO_BURST=50", "BC_RECONCILE_CONCURRENCY=8",
+		"BC_DO_REQUESTS_PER_MINUTE=6000", "BC_DO_BURST=50", "BC_RECONCILE_CONCURRENCY=8", "BC_DRAIN_DELAY=0s",
 	}
 	// Each replica connects under its own application_name, which the audit records.
 	start := func(name string) *replica {

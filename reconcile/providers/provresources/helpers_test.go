@@ -10,6 +10,7 @@ import (
 
 	"github.com/digitalocean/godo"
 
+	"better-compute.dev/compute/app"
 	"better-compute.dev/compute/core"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
 	"better-compute.dev/compute/internal/apptest"
@@ -33,17 +34,15 @@ type env struct {
 }
 
 // newEnv starts the simulator and the stack with short leases, polls and periodic pass, and
-// makes a tenant with a pool quota of limit load balancers and instances. It sets environment
-// variables, so tests using it do not run in parallel.
+// makes a tenant with a pool quota of limit load balancers and instances.
 func newEnv(t *testing.T, tenantID string, limit int64) *env {
 	t.Helper()
-	for k, v := range map[string]string{
-		"BC_LEASE_TTL": "5s", "BC_RECONCILE_POLL": "20ms", "BC_PERIODIC_INTERVAL": "1s",
-		"BC_PROVIDER_POLL": "100ms", "BC_DEPENDENCY_POLL": "200ms", "BC_RECONCILE_BACKOFF": "50ms",
-		"BC_RECONCILE_BACKOFF_MAX": "500ms", "BC_DO_REQUESTS_PER_MINUTE": "30000", "BC_DO_BURST": "100",
-		"BC_RECONCILE_CONCURRENCY": "8",
-	} {
-		t.Setenv(k, v)
+	short := func(c *app.Config) {
+		r := &c.Reconcilers
+		r.LeaseTTL, r.PollInterval, r.PeriodicInterval = 5*time.Second, 20*time.Millisecond, time.Second
+		r.ProviderPoll, r.DependencyPoll = 100*time.Millisecond, 200*time.Millisecond
+		r.BackoffInitial, r.BackoffMax = 50*time.Millisecond, 500*time.Millisecond
+		r.DigitalOcean.RequestsPerMinute, r.DigitalOcean.Burst, r.Concurrency = 30000, 100, 8
 	}
 	simulator := sim.New(sim.Options{
 		AcceptAnyToken: true, RequestsPerMinute: 100000, RequestsPerHour: 1000000,
@@ -56,7 +55,7 @@ func newEnv(t *testing.T, tenantID string, limit int64) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = simulator.Close() })
-	s := apptest.Start(t, apptest.WithReconcile())
+	s := apptest.Start(t, apptest.WithReconcile(), short)
 	s.SimulatorURL = url
 	tn := s.NewTenant(t, tenantID, "editor")
 	tn.PoolID = s.NewPool(t, tn.ID, tn.AccountID, "big", limit)

@@ -1,0 +1,202 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"better-compute.dev/compute/app"
+	"better-compute.dev/compute/authz"
+	"better-compute.dev/compute/netguard"
+	"better-compute.dev/compute/seal"
+)
+
+// Config is everything the BC_* environment sets, parsed and checked once at start. A value
+// that does not parse stops the command with an error naming its variable; nothing below
+// cmd/bc-server reads the environment.
+type Config struct {
+	App      app.Config
+	LogLevel slog.Level
+}
+
+// envVar documents one BC_* variable; usage and the README table list the same set.
+type envVar struct{ name, def, meaning string }
+
+// envVars is every variable parseConfig reads.
+var envVars = []envVar{
+	{"BC_DATABASE_URL", "(required)", "CockroachDB or PostgreSQL URL"},
+	{"BC_SEAL_KEY", "(required)", "base64 AES-256 key sealing provider tokens and keys at rest"},
+	{"BC_LISTEN", ":8080", "listen address (Connect, gRPC, gRPC-Web, JSON, health, metrics)"},
+	{"BC_REPLICA", "host name", "this replica's name in leases"},
+	{"BC_CORS_ORIGINS", "*", "comma-separated browser origins allowed"},
+	{"BC_LOG_LEVEL", "info", "debug, info, warn or error"},
+	{"BC_PUBLIC_URL", "listener URL", "http(s) base URL substrate nodes call to join"},
+	{"BC_OUTBOUND_ALLOW", "(none)", "comma-separated prefixes tenant-named BMC addresses may reach although refused by default"},
+	{"BC_OPENFGA_URL", "(embedded engine)", "OpenFGA cluster URL; unset runs the engine in process"},
+	{"BC_OPENFGA_STORE", "(default store)", "OpenFGA store name"},
+	{"BC_OPENFGA_TOKEN", "(none)", "OpenFGA API token (secret)"},
+	{"BC_OPENFGA_DATASTORE", "postgres", "in-process engine datastore: postgres (on BC_DATABASE_URL) or memory"},
+	{"BC_RECONCILE", "true", "run reconcilers on this replica (true or false)"},
+	{"BC_DRAIN_DELAY", "5s", "after SIGTERM, how long /readyz answers 503 before the listener closes"},
+	{"BC_BODY_READ_TIMEOUT", "10s", "time a client has to send a request body once its headers are in"},
+	{"BC_MAX_CONNECTIONS", "10000", "connections a replica holds open at once (more wait in the listen backlog)"},
+	{"BC_WATCH_POLL", "250ms", "how often an event watch looks for new events"},
+	{"BC_RECONCILE_CONCURRENCY", "4", "resources reconciled at once"},
+	{"BC_LEASE_TTL", "30s", "reconcile lease lifetime without renewal"},
+	{"BC_RECONCILE_POLL", "1s", "pause after a claim found nothing due"},
+	{"BC_PERIODIC_INTERVAL", "1m", "period of the pass queueing every live resource (at most 5m)"},
+	{"BC_RECONCILE_BACKOFF", "1s", "first retry delay after a failure"},
+	{"BC_RECONCILE_BACKOFF_MAX", "5m", "longest retry delay"},
+	{"BC_PROVIDER_POLL", "2s", "how soon a pass returns while the provider works"},
+	{"BC_DEPENDENCY_POLL", "10s", "how soon a pass returns while a dependency is not ready"},
+	{"BC_CREATE_WINDOW", "10s", "bound of one create request; kept under half the lease"},
+	{"BC_DO_REQUESTS_PER_MINUTE", "240", "DigitalOcean requests a minute per token"},
+	{"BC_DO_BURST", "10", "DigitalOcean request burst"},
+	{"BC_DO_REQUEST_TIMEOUT", "30s", "DigitalOcean request timeout; kept under half the lease"},
+}
+
+// defaultDrainDelay gives load balancers time to see /readyz fail before the listener closes.
+const defaultDrainDelay = 5 * time.Second
+
+// parseConfig reads every BC_* variable with getenv. requireServe demands the variables a
+// replica cannot run without (serve); dev supplies its own database and key.
+func parseConfig(getenv func(string) string, requireServe bool) (Config, error) {
+	var errs []error
+	bad := func(name, v, want string) { errs = append(errs, fmt.Errorf("%s=%q: %s", name, v, want)) }
+	get := func(name, def string) string {
+		if v := strings.TrimSpace(getenv(name)); v != "" {
+			return v
+		}
+		return def
+	}
+	dur := func(name string, into *time.Duration, allowZero bool) {
+		v := get(name, "")
+		if v == "" {
+			return
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 || (d == 0 && !allowZero) {
+			bad(name, v, "not a positive duration (e.g. 30s)")
+			return
+		}
+		*into = d
+	}
+	num := func(name string, into *int) {
+		v := get(name, "")
+		if v == "" {
+			return
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			bad(name, v, "not a positive number")
+			return
+		}
+		*into = n
+	}
+
+	var c Config
+	a := &c.App
+	a.DatabaseURL = get("BC_DATABASE_URL", "")
+	if a.DatabaseURL != "" {
+		if u, err := url.Parse(a.DatabaseURL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+			// The URL may carry a password: name the variable, never echo the value.
+			errs = append(errs, errors.New("BC_DATABASE_URL: not a postgres:// or postgresql:// URL"))
+		}
+	} else if requireServe {
+		errs = append(errs, errors.New("BC_DATABASE_URL: required"))
+	}
+	a.SealKey = getenv("BC_SEAL_KEY")
+	if a.SealKey != "" {
+		if _, err := seal.ParseKey(a.SealKey); err != nil {
+			errs = append(errs, errors.New("BC_SEAL_KEY: not a base64 32-byte key"))
+		}
+	} else if requireServe {
+		errs = append(errs, errors.New("BC_SEAL_KEY: required"))
+	}
+	a.Listen = get("BC_LISTEN", ":8080")
+	a.Replica = get("BC_REPLICA", hostname())
+	a.CORSOrigins = nil
+	for _, o := range strings.Split(get("BC_CORS_ORIGINS", "*"), ",") {
+		if o = strings.TrimSpace(o); o != "" {
+			a.CORSOrigins = append(a.CORSOrigins, o)
+		}
+	}
+	if v := get("BC_LOG_LEVEL", "info"); c.LogLevel.UnmarshalText([]byte(v)) != nil {
+		bad("BC_LOG_LEVEL", v, "not one of debug, info, warn, error")
+	}
+	if v := get("BC_PUBLIC_URL", ""); v != "" {
+		u, err := url.Parse(v)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			bad("BC_PUBLIC_URL", v, "not an http:// or https:// URL")
+		}
+		a.Reconcilers.JoinURL = v
+	}
+	if v := get("BC_OUTBOUND_ALLOW", ""); v != "" {
+		allow, err := netguard.ParseAllow(v)
+		if err != nil {
+			bad("BC_OUTBOUND_ALLOW", v, err.Error())
+		}
+		a.OutboundAllow = allow
+	}
+	a.OpenFGAURL = get("BC_OPENFGA_URL", "")
+	if a.OpenFGAURL != "" {
+		if u, err := url.Parse(a.OpenFGAURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			bad("BC_OPENFGA_URL", a.OpenFGAURL, "not an http:// or https:// URL")
+		}
+	}
+	a.OpenFGAStore = get("BC_OPENFGA_STORE", "")
+	a.OpenFGAToken = getenv("BC_OPENFGA_TOKEN")
+	a.OpenFGADatastore = get("BC_OPENFGA_DATASTORE", authz.DatastorePostgres)
+	if a.OpenFGADatastore != authz.DatastorePostgres && a.OpenFGADatastore != authz.DatastoreMemory {
+		bad("BC_OPENFGA_DATASTORE", a.OpenFGADatastore, "not postgres or memory")
+	}
+	if v := get("BC_RECONCILE", "true"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			bad("BC_RECONCILE", v, "not true or false")
+		}
+		a.Reconcile = b
+	}
+	a.DrainDelay = defaultDrainDelay
+	dur("BC_DRAIN_DELAY", &a.DrainDelay, true)
+	dur("BC_BODY_READ_TIMEOUT", &a.BodyReadTimeout, false)
+	num("BC_MAX_CONNECTIONS", &a.MaxConnections)
+	dur("BC_WATCH_POLL", &a.WatchPoll, false)
+
+	r := &a.Reconcilers
+	num("BC_RECONCILE_CONCURRENCY", &r.Concurrency)
+	dur("BC_LEASE_TTL", &r.LeaseTTL, false)
+	dur("BC_RECONCILE_POLL", &r.PollInterval, false)
+	dur("BC_PERIODIC_INTERVAL", &r.PeriodicInterval, false)
+	dur("BC_RECONCILE_BACKOFF", &r.BackoffInitial, false)
+	dur("BC_RECONCILE_BACKOFF_MAX", &r.BackoffMax, false)
+	dur("BC_PROVIDER_POLL", &r.ProviderPoll, false)
+	dur("BC_DEPENDENCY_POLL", &r.DependencyPoll, false)
+	dur("BC_CREATE_WINDOW", &r.CreateWindow, false)
+	num("BC_DO_REQUESTS_PER_MINUTE", &r.DigitalOcean.RequestsPerMinute)
+	num("BC_DO_BURST", &r.DigitalOcean.Burst)
+	dur("BC_DO_REQUEST_TIMEOUT", &r.DigitalOcean.RequestTimeout, false)
+	if len(errs) == 0 {
+		// Cross-field rules (the periodic bound) are checked here too, not when the reconcilers start.
+		if _, err := r.WithDefaults(); err != nil {
+			errs = append(errs, fmt.Errorf("BC_PERIODIC_INTERVAL: %w", err))
+		}
+	}
+	if len(errs) > 0 {
+		return c, fmt.Errorf("configuration: %w", errors.Join(errs...))
+	}
+	return c, nil
+}
+
+func hostname() string {
+	h, err := os.Hostname()
+	if err != nil {
+		return "bc-server"
+	}
+	return h
+}

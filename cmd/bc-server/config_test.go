@@ -1,0 +1,157 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"better-compute.dev/compute/seal"
+)
+
+func validEnv(t *testing.T) map[string]string {
+	t.Helper()
+	key, err := seal.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return map[string]string{
+		"BC_DATABASE_URL": "postgres://postgres@127.0.0.1:1/postgres?sslmode=disable",
+		"BC_SEAL_KEY":     key.Encode(),
+	}
+}
+
+func lookup(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+// TestParseConfigBadValueNamesVariable: every knob with a value that does not parse stops the
+// configuration with an error naming that variable.
+func TestParseConfigBadValueNamesVariable(t *testing.T) {
+	t.Parallel()
+	bad := map[string]string{
+		"BC_DATABASE_URL": "mysql://x", "BC_SEAL_KEY": "short", "BC_LOG_LEVEL": "loud",
+		"BC_PUBLIC_URL": "ftp://x", "BC_OUTBOUND_ALLOW": "not-a-prefix", "BC_OPENFGA_URL": "nohost",
+		"BC_OPENFGA_DATASTORE": "mysql", "BC_RECONCILE": "maybe", "BC_DRAIN_DELAY": "-1s", "BC_BODY_READ_TIMEOUT": "0s", "BC_MAX_CONNECTIONS": "lots", "BC_WATCH_POLL": "0s",
+		"BC_RECONCILE_CONCURRENCY": "0", "BC_LEASE_TTL": "soon", "BC_RECONCILE_POLL": "x",
+		"BC_PERIODIC_INTERVAL": "6m", "BC_RECONCILE_BACKOFF": "-5s", "BC_RECONCILE_BACKOFF_MAX": "1",
+		"BC_PROVIDER_POLL": "fast", "BC_DEPENDENCY_POLL": "0", "BC_CREATE_WINDOW": "long",
+		"BC_DO_REQUESTS_PER_MINUTE": "many", "BC_DO_BURST": "-1", "BC_DO_REQUEST_TIMEOUT": "1y",
+	}
+	// Free-form variables have no bad value.
+	free := []string{"BC_LISTEN", "BC_REPLICA", "BC_CORS_ORIGINS", "BC_OPENFGA_STORE", "BC_OPENFGA_TOKEN"}
+	for _, v := range envVars {
+		if _, ok := bad[v.name]; !ok && !slices.Contains(free, v.name) {
+			t.Errorf("%s has no bad-value case", v.name)
+		}
+	}
+	for name, value := range bad {
+		env := validEnv(t)
+		env[name] = value
+		_, err := parseConfig(lookup(env), true)
+		if err == nil {
+			t.Errorf("%s=%q: no error", name, value)
+			continue
+		}
+		if !strings.Contains(err.Error(), name) {
+			t.Errorf("%s=%q: error %q does not name the variable", name, value, err)
+		}
+	}
+	// Secrets are named, never echoed.
+	env := validEnv(t)
+	env["BC_DATABASE_URL"] = "mysql://user:hunter2@db/x"
+	if _, err := parseConfig(lookup(env), true); err == nil || strings.Contains(err.Error(), "hunter2") {
+		t.Errorf("database URL error %v echoes the password", err)
+	}
+	// serve requires the database and the key.
+	if _, err := parseConfig(lookup(nil), true); err == nil || !strings.Contains(err.Error(), "BC_DATABASE_URL") || !strings.Contains(err.Error(), "BC_SEAL_KEY") {
+		t.Errorf("empty environment: %v", err)
+	}
+}
+
+// TestParseConfigFields: values land in the fields passed down, defaults otherwise.
+func TestParseConfigFields(t *testing.T) {
+	t.Parallel()
+	c, err := parseConfig(lookup(validEnv(t)), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.App.Listen != ":8080" || !c.App.Reconcile || c.App.OpenFGADatastore != "postgres" || c.App.DrainDelay != defaultDrainDelay ||
+		!slices.Equal(c.App.CORSOrigins, []string{"*"}) || c.App.Reconcilers.LeaseTTL != 0 {
+		t.Errorf("defaults: %+v", c.App)
+	}
+	env := validEnv(t)
+	for k, v := range map[string]string{
+		"BC_LEASE_TTL": "3s", "BC_PERIODIC_INTERVAL": "5s", "BC_DO_BURST": "7", "BC_WATCH_POLL": "20ms",
+		"BC_RECONCILE": "false", "BC_PUBLIC_URL": "https://cp.example.com", "BC_OUTBOUND_ALLOW": "10.0.0.0/8",
+		"BC_LOG_LEVEL": "debug", "BC_DRAIN_DELAY": "0s", "BC_CORS_ORIGINS": "https://a.example, https://b.example",
+	} {
+		env[k] = v
+	}
+	c, err = parseConfig(lookup(env), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := c.App.Reconcilers
+	if r.LeaseTTL != 3*time.Second || r.PeriodicInterval != 5*time.Second || r.DigitalOcean.Burst != 7 || c.App.WatchPoll != 20*time.Millisecond ||
+		c.App.Reconcile || r.JoinURL != "https://cp.example.com" || len(c.App.OutboundAllow) != 1 || c.LogLevel.String() != "DEBUG" ||
+		c.App.DrainDelay != 0 || !slices.Equal(c.App.CORSOrigins, []string{"https://a.example", "https://b.example"}) {
+		t.Errorf("set: %+v", c)
+	}
+}
+
+// TestEveryVariableDocumented: the variables parseConfig reads are the ones usage lists, and
+// the README's table has a row for each.
+func TestEveryVariableDocumented(t *testing.T) {
+	t.Parallel()
+	var read []string
+	_, _ = parseConfig(func(k string) string { read = append(read, k); return "" }, true)
+	var listed []string
+	for _, v := range envVars {
+		listed = append(listed, v.name)
+	}
+	slices.Sort(read)
+	read = slices.Compact(read)
+	slices.Sort(listed)
+	if !slices.Equal(read, listed) {
+		t.Errorf("read %v, listed %v", read, listed)
+	}
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range listed {
+		if !regexp.MustCompile("(?m)^\\| `" + name + "` \\|").Match(readme) {
+			t.Errorf("README has no table row for %s", name)
+		}
+	}
+}
+
+// TestCommandLine: help exits 0 with usage on stdout; an unknown or missing command exits 2;
+// a bad knob stops serve and dev before they start, naming the variable.
+func TestCommandLine(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{{"help"}, {"-h"}, {"--help"}} {
+		var out, errOut bytes.Buffer
+		if code := run(context.Background(), args, lookup(nil), &out, &errOut); code != 0 || !strings.Contains(out.String(), "usage: bc-server") ||
+			!strings.Contains(out.String(), "BC_DRAIN_DELAY") {
+			t.Errorf("%v: exit %d, stdout %q", args, code, out.String())
+		}
+	}
+	for _, args := range [][]string{nil, {"frobnicate"}, {"bootstrap-admin", "--bogus"}, {"revoke-token"}} {
+		var out, errOut bytes.Buffer
+		if code := run(context.Background(), args, lookup(nil), &out, &errOut); code != 2 || !strings.Contains(errOut.String(), "bc-server") {
+			t.Errorf("%v: exit %d, stderr %q", args, code, errOut.String())
+		}
+	}
+	for _, cmd := range []string{"serve", "dev"} {
+		env := validEnv(t)
+		env["BC_LEASE_TTL"] = "soon"
+		var out, errOut bytes.Buffer
+		if code := run(context.Background(), []string{cmd}, lookup(env), &out, &errOut); code != 1 || !strings.Contains(errOut.String(), "BC_LEASE_TTL") {
+			t.Errorf("%s with a bad BC_LEASE_TTL: exit %d, stderr %q", cmd, code, errOut.String())
+		}
+	}
+}
