@@ -237,9 +237,13 @@ func (s *Service) updateLoadBalancerTx(ctx context.Context, tx pgx.Tx, r *v1.Upd
 		return row, err
 	}
 	next := proto.Clone(cur).(*v1.LoadBalancer)
+	given, err := updateParts(r)
+	if err != nil {
+		return row, err
+	}
 	var changed []string
-	set := func(name string, given bool, apply func()) {
-		if !given {
+	set := func(name string, apply func()) {
+		if !given[name] {
 			return
 		}
 		before := proto.Clone(next)
@@ -248,14 +252,20 @@ func (s *Service) updateLoadBalancerTx(ctx context.Context, tx pgx.Tx, r *v1.Upd
 			changed = append(changed, name)
 		}
 	}
-	set("targets", r.Targets != nil, func() { next.Targets = r.GetTargets() })
-	set("forwarding", len(r.GetForwarding()) > 0, func() { next.Forwarding = r.GetForwarding() })
-	set("healthCheck", r.HealthCheck != nil, func() { next.HealthCheck = r.GetHealthCheck() })
-	set("stickySessions", r.StickySessions != nil, func() { next.StickySessions = r.GetStickySessions() })
-	set("sourceRanges", r.SourceRanges != nil, func() { next.SourceRanges = r.GetSourceRanges() })
-	set("redirectHttpToHttps", r.RedirectHttpToHttps != nil, func() { next.RedirectHttpToHttps = r.GetRedirectHttpToHttps() })
-	set("domains", len(r.GetDomains()) > 0, func() { next.Domains = r.GetDomains() })
-	if len(r.GetDomains()) > 0 && row.Scope != "global" {
+	if given["targets"] && r.Targets == nil {
+		return row, apierr.Invalid("targets", "targets cannot be removed")
+	}
+	if given["forwarding"] && len(r.GetForwarding()) == 0 {
+		return row, apierr.Invalid("forwarding", "forwarding needs 1 to 15 rules")
+	}
+	set("targets", func() { next.Targets = r.GetTargets() })
+	set("forwarding", func() { next.Forwarding = r.GetForwarding() })
+	set("healthCheck", func() { next.HealthCheck = r.GetHealthCheck() })
+	set("stickySessions", func() { next.StickySessions = r.GetStickySessions() })
+	set("sourceRanges", func() { next.SourceRanges = r.GetSourceRanges() })
+	set("redirectHttpToHttps", func() { next.RedirectHttpToHttps = r.GetRedirectHttpToHttps() })
+	set("domains", func() { next.Domains = r.GetDomains() })
+	if given["domains"] && len(r.GetDomains()) > 0 && row.Scope != "global" {
 		return row, apierr.Invalid("domains", "domains are for global load balancers only")
 	}
 	// Scope, region, pool and subnet never change: targets are checked against the ones fixed at create.
