@@ -29,9 +29,9 @@ type pageKey struct {
 
 // page is the decoded paging part of a list request.
 type page struct {
-	size   int           // rows the caller gets
-	after  *store.Cursor // nil = from the first row
-	aad    []byte
+	size  int           // rows the caller gets
+	after *store.Cursor // nil = from the first row
+	aad   []byte
 }
 
 // openPage validates pageSize and pageToken of list method for tenant with its filters.
