@@ -59,11 +59,17 @@ func (s *Service) CreateLoadBalancer(ctx context.Context, r *v1.CreateLoadBalanc
 		row, err = s.createLoadBalancerTx(ctx, tx, r, hash)
 		return err
 	})
-	if errors.Is(err, store.ErrConflict) && store.ConstraintName(err) == "idempotency_keys_pkey" {
-		// A concurrent twin with the same key committed first: answer as it did.
+	if constraint := store.ConstraintName(err); errors.Is(err, store.ErrConflict) &&
+		(constraint == "idempotency_keys_pkey" || constraint == "load_balancers_live_name") {
+		// A concurrent twin with the same key committed first (its row took the name before
+		// this one reached the key): answer as it did.
 		if lb, done, err := s.replayCreate(ctx, r, hash); done {
 			return lb, err
 		}
+	}
+	if errors.Is(err, store.ErrConflict) && store.ConstraintName(err) == "load_balancers_live_name" {
+		return nil, apierr.Invalid("name", "the tenant already has a load balancer named %s that is not deleted: choose another name, "+
+			"or wait until that one is deleted", r.GetName())
 	}
 	if err != nil {
 		return nil, storeErr(err, "load balancer")

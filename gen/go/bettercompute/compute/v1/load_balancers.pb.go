@@ -457,7 +457,8 @@ type LoadBalancer struct {
 	PoolId string `protobuf:"bytes,4,opt,name=pool_id,json=poolId,proto3" json:"pool_id,omitempty"`
 	// The provider account (the pool's).
 	AccountId string `protobuf:"bytes,5,opt,name=account_id,json=accountId,proto3" json:"account_id,omitempty"`
-	// Unique per tenant among load balancers not deleted.
+	// Unique per tenant among load balancers not deleted (one being deleted still holds it); a
+	// create with a name taken is INVALID_INPUT name.
 	Name string `protobuf:"bytes,6,opt,name=name,proto3" json:"name,omitempty"`
 	// Free text.
 	Description string `protobuf:"bytes,7,opt,name=description,proto3" json:"description,omitempty"`
@@ -724,7 +725,8 @@ type CreateLoadBalancerRequest struct {
 	ProjectId string `protobuf:"bytes,2,opt,name=project_id,json=projectId,proto3" json:"project_id,omitempty"`
 	// At most 57 characters; ^pool_[0-9a-hjkmnp-tv-z]{26,52}$.
 	PoolId string `protobuf:"bytes,3,opt,name=pool_id,json=poolId,proto3" json:"pool_id,omitempty"`
-	// At most 42 characters; ^[a-z]([-a-z0-9]{0,40}[a-z0-9])?$.
+	// At most 42 characters; ^[a-z]([-a-z0-9]{0,40}[a-z0-9])?$. Unique per tenant among its load
+	// balancers not deleted: a name taken is INVALID_INPUT name.
 	Name string `protobuf:"bytes,4,opt,name=name,proto3" json:"name,omitempty"`
 	// At most 256 characters.
 	Description string `protobuf:"bytes,5,opt,name=description,proto3" json:"description,omitempty"`

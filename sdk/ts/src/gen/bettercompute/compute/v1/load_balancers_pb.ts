@@ -295,7 +295,8 @@ export type LoadBalancer = Message<"bettercompute.compute.v1.LoadBalancer"> & {
   accountId: string;
 
   /**
-   * Unique per tenant among load balancers not deleted.
+   * Unique per tenant among load balancers not deleted (one being deleted still holds it); a
+   * create with a name taken is INVALID_INPUT name.
    *
    * @generated from field: string name = 6;
    */
@@ -477,7 +478,8 @@ export type CreateLoadBalancerRequest = Message<"bettercompute.compute.v1.Create
   poolId: string;
 
   /**
-   * At most 42 characters; ^[a-z]([-a-z0-9]{0,40}[a-z0-9])?$.
+   * At most 42 characters; ^[a-z]([-a-z0-9]{0,40}[a-z0-9])?$. Unique per tenant among its load
+   * balancers not deleted: a name taken is INVALID_INPUT name.
    *
    * @generated from field: string name = 4;
    */
