@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strconv"
 
 	"github.com/jackc/pgx/v5"
 	"google.golang.org/protobuf/proto"
@@ -58,11 +59,17 @@ func (s *Service) CreateLoadBalancer(ctx context.Context, r *v1.CreateLoadBalanc
 		row, err = s.createLoadBalancerTx(ctx, tx, r, hash)
 		return err
 	})
-	if errors.Is(err, store.ErrConflict) && store.ConstraintName(err) == "idempotency_keys_pkey" {
-		// A concurrent twin with the same key committed first: answer as it did.
+	if constraint := store.ConstraintName(err); errors.Is(err, store.ErrConflict) &&
+		(constraint == "idempotency_keys_pkey" || constraint == "load_balancers_live_name") {
+		// A concurrent twin with the same key committed first (its row took the name before
+		// this one reached the key): answer as it did.
 		if lb, done, err := s.replayCreate(ctx, r, hash); done {
 			return lb, err
 		}
+	}
+	if errors.Is(err, store.ErrConflict) && store.ConstraintName(err) == "load_balancers_live_name" {
+		return nil, apierr.Invalid("name", "the tenant already has a load balancer named %s that is not deleted: choose another name, "+
+			"or wait until that one is deleted", r.GetName())
 	}
 	if err != nil {
 		return nil, storeErr(err, "load balancer")
@@ -189,19 +196,37 @@ func (s *Service) GetLoadBalancer(ctx context.Context, r *v1.GetLoadBalancerRequ
 }
 
 // ListLoadBalancers returns the tenant's load balancers in creation order: the tenant is checked,
-// then each item.
+// then each item. It is ListLoadBalancersPage without the next page's token.
 func (s *Service) ListLoadBalancers(ctx context.Context, r *v1.ListLoadBalancersRequest) ([]*v1.LoadBalancer, error) {
+	lbs, _, err := s.ListLoadBalancersPage(ctx, r)
+	return lbs, err
+}
+
+// ListLoadBalancersPage returns at most 1000 load balancers, or one page of pageSize, in
+// creation order (created_at, id), and the token of the next page when more follow.
+func (s *Service) ListLoadBalancersPage(ctx context.Context, r *v1.ListLoadBalancersRequest) ([]*v1.LoadBalancer, string, error) {
 	_, err := s.authorizeList(ctx, authz.LoadBalancersRead, r.GetTenantId(), false)
 	if err != nil {
-		return nil, err
+		return nil, "", err
+	}
+	pg, err := s.openPage("loadBalancers", r.GetTenantId(), r.GetPageSize(), r.GetPageToken(),
+		r.GetPoolId(), r.GetProjectId(), strconv.FormatBool(r.GetIncludeDeleted()))
+	if err != nil {
+		return nil, "", err
 	}
 	rows, err := store.ListLoadBalancers(ctx, s.DB.Q(), store.ListLoadBalancersParams{
-		TenantID: r.GetTenantId(), PoolID: r.GetPoolId(), ProjectID: r.GetProjectId(), IncludeDeleted: r.GetIncludeDeleted(), Limit: 1000,
+		TenantID: r.GetTenantId(), PoolID: r.GetPoolId(), ProjectID: r.GetProjectId(), IncludeDeleted: r.GetIncludeDeleted(),
+		Limit: pg.limit(), After: pg.after,
 	})
 	if err != nil {
-		return nil, storeErr(err, "load balancer")
+		return nil, "", storeErr(err, "load balancer")
 	}
-	return convertAll(rows, loadBalancerProto)
+	rows, next, err := finish(s, pg, rows, func(l store.LoadBalancer) store.Cursor { return store.Cursor{CreatedAt: l.CreatedAt, ID: l.ID} })
+	if err != nil {
+		return nil, "", err
+	}
+	lbs, err := convertAll(rows, loadBalancerProto)
+	return lbs, next, err
 }
 
 // UpdateLoadBalancer replaces each part given, returns it updating and publishes
@@ -242,9 +267,13 @@ func (s *Service) updateLoadBalancerTx(ctx context.Context, tx pgx.Tx, r *v1.Upd
 		return row, err
 	}
 	next := proto.Clone(cur).(*v1.LoadBalancer)
+	given, err := updateParts(r)
+	if err != nil {
+		return row, err
+	}
 	var changed []string
-	set := func(name string, given bool, apply func()) {
-		if !given {
+	set := func(name string, apply func()) {
+		if !given[name] {
 			return
 		}
 		before := proto.Clone(next)
@@ -253,14 +282,20 @@ func (s *Service) updateLoadBalancerTx(ctx context.Context, tx pgx.Tx, r *v1.Upd
 			changed = append(changed, name)
 		}
 	}
-	set("targets", r.Targets != nil, func() { next.Targets = r.GetTargets() })
-	set("forwarding", len(r.GetForwarding()) > 0, func() { next.Forwarding = r.GetForwarding() })
-	set("healthCheck", r.HealthCheck != nil, func() { next.HealthCheck = r.GetHealthCheck() })
-	set("stickySessions", r.StickySessions != nil, func() { next.StickySessions = r.GetStickySessions() })
-	set("sourceRanges", r.SourceRanges != nil, func() { next.SourceRanges = r.GetSourceRanges() })
-	set("redirectHttpToHttps", r.RedirectHttpToHttps != nil, func() { next.RedirectHttpToHttps = r.GetRedirectHttpToHttps() })
-	set("domains", len(r.GetDomains()) > 0, func() { next.Domains = r.GetDomains() })
-	if len(r.GetDomains()) > 0 && row.Scope != "global" {
+	if given["targets"] && r.Targets == nil {
+		return row, apierr.Invalid("targets", "targets cannot be removed")
+	}
+	if given["forwarding"] && len(r.GetForwarding()) == 0 {
+		return row, apierr.Invalid("forwarding", "forwarding needs 1 to 15 rules")
+	}
+	set("targets", func() { next.Targets = r.GetTargets() })
+	set("forwarding", func() { next.Forwarding = r.GetForwarding() })
+	set("healthCheck", func() { next.HealthCheck = r.GetHealthCheck() })
+	set("stickySessions", func() { next.StickySessions = r.GetStickySessions() })
+	set("sourceRanges", func() { next.SourceRanges = r.GetSourceRanges() })
+	set("redirectHttpToHttps", func() { next.RedirectHttpToHttps = r.GetRedirectHttpToHttps() })
+	set("domains", func() { next.Domains = r.GetDomains() })
+	if given["domains"] && len(r.GetDomains()) > 0 && row.Scope != "global" {
 		return row, apierr.Invalid("domains", "domains are for global load balancers only")
 	}
 	// Scope, region, pool and subnet never change: targets are checked against the ones fixed at create.

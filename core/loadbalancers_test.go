@@ -31,9 +31,11 @@ func newKey() string {
 	return fmt.Sprintf("key-%d", keyN)
 }
 
+// regional is a create request with a name of its own (names are unique per tenant).
 func regional(tn apptest.Tenant, targets *v1.LoadBalancerTargets) *v1.CreateLoadBalancerRequest {
-	return &v1.CreateLoadBalancerRequest{TenantId: tn.ID, PoolId: tn.PoolID, Name: "web", Region: "nyc3",
-		Targets: targets, Forwarding: httpRule(), IdempotencyKey: newKey()}
+	key := newKey()
+	return &v1.CreateLoadBalancerRequest{TenantId: tn.ID, PoolId: tn.PoolID, Name: "web-" + key, Region: "nyc3",
+		Targets: targets, Forwarding: httpRule(), IdempotencyKey: key}
 }
 
 // world is two tenants, each with a pool, a network with a subnet in nyc3 and one in sfo3,
@@ -255,7 +257,7 @@ func TestSeedSentences(t *testing.T) {
 		}},
 		{"A regional load balancer a global one of the tenant targets is INVALID_STATE (reason inUse)", func(t *testing.T) {
 			mine, _ := svc.CreateLoadBalancer(a.Ctx, regional(a, poolTargets()))
-			g := &v1.CreateLoadBalancerRequest{TenantId: a.ID, PoolId: a.PoolID, Name: "edge", Scope: "global", Forwarding: httpRule(),
+			g := &v1.CreateLoadBalancerRequest{TenantId: a.ID, PoolId: a.PoolID, Name: "edge-inuse", Scope: "global", Forwarding: httpRule(),
 				Targets: &v1.LoadBalancerTargets{LoadBalancerIds: []string{mine.GetId()}}, IdempotencyKey: newKey()}
 			glb, err := svc.CreateLoadBalancer(a.Ctx, g)
 			if err != nil {

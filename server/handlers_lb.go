@@ -23,8 +23,8 @@ func (h loadBalancers) CreateLoadBalancer(ctx context.Context, r *connect.Reques
 }
 
 func (h loadBalancers) ListLoadBalancers(ctx context.Context, r *connect.Request[v1.ListLoadBalancersRequest]) (*connect.Response[v1.ListLoadBalancersResponse], error) {
-	lbs, err := h.svc.ListLoadBalancers(ctx, r.Msg)
-	return reply(&v1.ListLoadBalancersResponse{LoadBalancers: lbs}, err)
+	lbs, next, err := h.svc.ListLoadBalancersPage(ctx, r.Msg)
+	return reply(&v1.ListLoadBalancersResponse{LoadBalancers: lbs, NextPageToken: next}, err)
 }
 
 func (h loadBalancers) GetLoadBalancer(ctx context.Context, r *connect.Request[v1.GetLoadBalancerRequest]) (*connect.Response[v1.GetLoadBalancerResponse], error) {

@@ -135,6 +135,9 @@ func jsonMapping(connectMux http.Handler) http.Handler {
 		inner.Header.Set("Content-Type", "application/json")
 		inner.Header.Del("Connect-Protocol-Version")
 		inner.Header.Del("Content-Encoding")
+		if procedure == c.LoadBalancerServiceUpdateLoadBalancerProcedure {
+			withUpdateMask(inner) // the keys present are the parts replaced
+		}
 		rec := &errorCapture{ResponseWriter: w}
 		connectMux.ServeHTTP(rec, inner)
 		if rec.status != 0 && rec.status != http.StatusOK {

@@ -53,10 +53,20 @@ func (b bearerAuth) WrapStreamingHandler(next connect.StreamingHandlerFunc) conn
 	return next
 }
 
+// createRequest is a valid create whose name follows from key (names are unique per tenant).
 func createRequest(tn apptest.Tenant, key string) *v1.CreateLoadBalancerRequest {
 	pool := true
+	name := strings.Trim(strings.Map(func(r rune) rune {
+		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') {
+			return r
+		}
+		return '-'
+	}, strings.ToLower("web-"+key)), "-")
+	if len(name) > 42 {
+		name = strings.TrimRight(name[:42], "-")
+	}
 	return &v1.CreateLoadBalancerRequest{
-		TenantId: tn.ID, PoolId: tn.PoolID, Name: "web", Region: "nyc3",
+		TenantId: tn.ID, PoolId: tn.PoolID, Name: name, Region: "nyc3",
 		Targets:        &v1.LoadBalancerTargets{Pool: &pool},
 		Forwarding:     []*v1.ForwardingRule{{EntryProtocol: "http", EntryPort: 80, TargetProtocol: "http", TargetPort: 8080}},
 		IdempotencyKey: key,

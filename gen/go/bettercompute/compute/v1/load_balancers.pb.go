@@ -10,6 +10,7 @@ import (
 	_ "buf.build/gen/go/bufbuild/protovalidate/protocolbuffers/go/buf/validate"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	fieldmaskpb "google.golang.org/protobuf/types/known/fieldmaskpb"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
@@ -456,7 +457,8 @@ type LoadBalancer struct {
 	PoolId string `protobuf:"bytes,4,opt,name=pool_id,json=poolId,proto3" json:"pool_id,omitempty"`
 	// The provider account (the pool's).
 	AccountId string `protobuf:"bytes,5,opt,name=account_id,json=accountId,proto3" json:"account_id,omitempty"`
-	// Unique per tenant among load balancers not deleted.
+	// Unique per tenant among load balancers not deleted (one being deleted still holds it); a
+	// create with a name taken is INVALID_INPUT name.
 	Name string `protobuf:"bytes,6,opt,name=name,proto3" json:"name,omitempty"`
 	// Free text.
 	Description string `protobuf:"bytes,7,opt,name=description,proto3" json:"description,omitempty"`
@@ -723,7 +725,8 @@ type CreateLoadBalancerRequest struct {
 	ProjectId string `protobuf:"bytes,2,opt,name=project_id,json=projectId,proto3" json:"project_id,omitempty"`
 	// At most 57 characters; ^pool_[0-9a-hjkmnp-tv-z]{26,52}$.
 	PoolId string `protobuf:"bytes,3,opt,name=pool_id,json=poolId,proto3" json:"pool_id,omitempty"`
-	// At most 42 characters; ^[a-z]([-a-z0-9]{0,40}[a-z0-9])?$.
+	// At most 42 characters; ^[a-z]([-a-z0-9]{0,40}[a-z0-9])?$. Unique per tenant among its load
+	// balancers not deleted: a name taken is INVALID_INPUT name.
 	Name string `protobuf:"bytes,4,opt,name=name,proto3" json:"name,omitempty"`
 	// At most 256 characters.
 	Description string `protobuf:"bytes,5,opt,name=description,proto3" json:"description,omitempty"`
@@ -952,8 +955,14 @@ type ListLoadBalancersRequest struct {
 	ProjectId string `protobuf:"bytes,3,opt,name=project_id,json=projectId,proto3" json:"project_id,omitempty"`
 	// Default false.
 	IncludeDeleted bool `protobuf:"varint,4,opt,name=include_deleted,json=includeDeleted,proto3" json:"include_deleted,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Optional, 1-1000. Zero (absent) keeps the one-answer list of at most 1000; a page size, or a
+	// page token, asks for one page and a next_page_token when more follow.
+	PageSize int32 `protobuf:"varint,5,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// The next_page_token of the previous page, with the same tenant and filters. Opaque and
+	// signed: a changed or foreign token is INVALID_INPUT pageToken.
+	PageToken     string `protobuf:"bytes,6,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ListLoadBalancersRequest) Reset() {
@@ -1014,11 +1023,27 @@ func (x *ListLoadBalancersRequest) GetIncludeDeleted() bool {
 	return false
 }
 
-// ListLoadBalancersResponse holds at most 1000 load balancers in creation order.
+func (x *ListLoadBalancersRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListLoadBalancersRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+// ListLoadBalancersResponse holds load balancers in creation order: at most 1000, or one page.
 type ListLoadBalancersResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The load balancers the caller may read.
 	LoadBalancers []*LoadBalancer `protobuf:"bytes,1,rep,name=load_balancers,json=loadBalancers,proto3" json:"load_balancers,omitempty"`
+	// Set when paging and more follow: pass it as page_token for the next page.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1058,6 +1083,13 @@ func (x *ListLoadBalancersResponse) GetLoadBalancers() []*LoadBalancer {
 		return x.LoadBalancers
 	}
 	return nil
+}
+
+func (x *ListLoadBalancersResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
 }
 
 // GetLoadBalancerRequest is the input of loadBalancers/get.
@@ -1161,7 +1193,11 @@ func (x *GetLoadBalancerResponse) GetLoadBalancer() *LoadBalancer {
 	return nil
 }
 
-// UpdateLoadBalancerRequest replaces each part given. Absent parts (and an empty domains list) stay.
+// UpdateLoadBalancerRequest replaces each part given. With update_mask, exactly the parts it names
+// are replaced, a part named but absent is cleared (domains emptied, health check and sticky
+// sessions removed), and an empty mask changes nothing. Without update_mask (older clients), the
+// parts present are replaced and an empty domains list stays. The JSON mapping derives the mask from
+// the keys of the body.
 type UpdateLoadBalancerRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// At most 128 characters; ^[A-Za-z0-9._:-]{1,128}$.
@@ -1181,7 +1217,10 @@ type UpdateLoadBalancerRequest struct {
 	// New redirect setting.
 	RedirectHttpToHttps *bool `protobuf:"varint,8,opt,name=redirect_http_to_https,json=redirectHttpToHttps,proto3,oneof" json:"redirect_http_to_https,omitempty"`
 	// New domains (global only), 0-20.
-	Domains       []*Domain `protobuf:"bytes,9,rep,name=domains,proto3" json:"domains,omitempty"`
+	Domains []*Domain `protobuf:"bytes,9,rep,name=domains,proto3" json:"domains,omitempty"`
+	// The parts to replace: targets, forwarding, health_check, sticky_sessions, source_ranges,
+	// redirect_http_to_https, domains (camelCase accepted). Another path is INVALID_INPUT updateMask.
+	UpdateMask    *fieldmaskpb.FieldMask `protobuf:"bytes,10,opt,name=update_mask,json=updateMask,proto3" json:"update_mask,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1275,6 +1314,13 @@ func (x *UpdateLoadBalancerRequest) GetRedirectHttpToHttps() bool {
 func (x *UpdateLoadBalancerRequest) GetDomains() []*Domain {
 	if x != nil {
 		return x.Domains
+	}
+	return nil
+}
+
+func (x *UpdateLoadBalancerRequest) GetUpdateMask() *fieldmaskpb.FieldMask {
+	if x != nil {
+		return x.UpdateMask
 	}
 	return nil
 }
@@ -1430,7 +1476,7 @@ var File_bettercompute_compute_v1_load_balancers_proto protoreflect.FileDescript
 
 const file_bettercompute_compute_v1_load_balancers_proto_rawDesc = "" +
 	"\n" +
-	"-bettercompute/compute/v1/load_balancers.proto\x12\x18bettercompute.compute.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xc7\x03\n" +
+	"-bettercompute/compute/v1/load_balancers.proto\x12\x18bettercompute.compute.v1\x1a\x1bbuf/validate/validate.proto\x1a google/protobuf/field_mask.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xc7\x03\n" +
 	"\x13LoadBalancerTargets\x12\x17\n" +
 	"\x04pool\x18\x01 \x01(\bH\x00R\x04pool\x88\x01\x01\x12U\n" +
 	"\finstance_ids\x18\x02 \x03(\tB2\xbaH/\x92\x01,\x10d\x18\x01\"&r$\x1892 ^inst_[0-9a-hjkmnp-tv-z]{26,52}$R\vinstanceIds\x12]\n" +
@@ -1543,20 +1589,25 @@ const file_bettercompute_compute_v1_load_balancers_proto_rawDesc = "" +
 	"\x13domains.global_only\x12*domains are for global load balancers only\x1a1this.scope == 'global' || size(this.domains) == 0\x1a\x88\x01\n" +
 	"\rregion.global\x120a global load balancer has no region or subnetId\x1aEthis.scope != 'global' || (this.region == '' && this.subnet_id == '')\"i\n" +
 	"\x1aCreateLoadBalancerResponse\x12K\n" +
-	"\rload_balancer\x18\x01 \x01(\v2&.bettercompute.compute.v1.LoadBalancerR\floadBalancer\"\x97\x02\n" +
+	"\rload_balancer\x18\x01 \x01(\v2&.bettercompute.compute.v1.LoadBalancerR\floadBalancer\"\xe9\x02\n" +
 	"\x18ListLoadBalancersRequest\x12?\n" +
 	"\ttenant_id\x18\x01 \x01(\tB\"\xbaH\x1fr\x1d\x18\x80\x012\x18^[A-Za-z0-9._:-]{1,128}$R\btenantId\x12E\n" +
 	"\apool_id\x18\x02 \x01(\tB,\xbaH)\xd8\x01\x01r$\x1892 ^pool_[0-9a-hjkmnp-tv-z]{26,52}$R\x06poolId\x12J\n" +
 	"\n" +
 	"project_id\x18\x03 \x01(\tB+\xbaH(\xd8\x01\x01r#\x1882\x1f^prj_[0-9a-hjkmnp-tv-z]{26,52}$R\tprojectId\x12'\n" +
-	"\x0finclude_deleted\x18\x04 \x01(\bR\x0eincludeDeleted\"j\n" +
+	"\x0finclude_deleted\x18\x04 \x01(\bR\x0eincludeDeleted\x12'\n" +
+	"\tpage_size\x18\x05 \x01(\x05B\n" +
+	"\xbaH\a\x1a\x05\x18\xe8\a(\x00R\bpageSize\x12'\n" +
+	"\n" +
+	"page_token\x18\x06 \x01(\tB\b\xbaH\x05r\x03\x18\x80\x04R\tpageToken\"\x92\x01\n" +
 	"\x19ListLoadBalancersResponse\x12M\n" +
-	"\x0eload_balancers\x18\x01 \x03(\v2&.bettercompute.compute.v1.LoadBalancerR\rloadBalancers\"\xad\x01\n" +
+	"\x0eload_balancers\x18\x01 \x03(\v2&.bettercompute.compute.v1.LoadBalancerR\rloadBalancers\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xad\x01\n" +
 	"\x16GetLoadBalancerRequest\x12?\n" +
 	"\ttenant_id\x18\x01 \x01(\tB\"\xbaH\x1fr\x1d\x18\x80\x012\x18^[A-Za-z0-9._:-]{1,128}$R\btenantId\x12R\n" +
 	"\x10load_balancer_id\x18\x02 \x01(\tB(\xbaH%r#\x1882\x1f^plb_[0-9a-hjkmnp-tv-z]{26,52}$R\x0eloadBalancerId\"f\n" +
 	"\x17GetLoadBalancerResponse\x12K\n" +
-	"\rload_balancer\x18\x01 \x01(\v2&.bettercompute.compute.v1.LoadBalancerR\floadBalancer\"\xd2\x05\n" +
+	"\rload_balancer\x18\x01 \x01(\v2&.bettercompute.compute.v1.LoadBalancerR\floadBalancer\"\x8f\x06\n" +
 	"\x19UpdateLoadBalancerRequest\x12?\n" +
 	"\ttenant_id\x18\x01 \x01(\tB\"\xbaH\x1fr\x1d\x18\x80\x012\x18^[A-Za-z0-9._:-]{1,128}$R\btenantId\x12R\n" +
 	"\x10load_balancer_id\x18\x02 \x01(\tB(\xbaH%r#\x1882\x1f^plb_[0-9a-hjkmnp-tv-z]{26,52}$R\x0eloadBalancerId\x12G\n" +
@@ -1568,7 +1619,10 @@ const file_bettercompute_compute_v1_load_balancers_proto_rawDesc = "" +
 	"\x0fsticky_sessions\x18\x06 \x01(\v2(.bettercompute.compute.v1.StickySessionsR\x0estickySessions\x12K\n" +
 	"\rsource_ranges\x18\a \x01(\v2&.bettercompute.compute.v1.SourceRangesR\fsourceRanges\x128\n" +
 	"\x16redirect_http_to_https\x18\b \x01(\bH\x00R\x13redirectHttpToHttps\x88\x01\x01\x12D\n" +
-	"\adomains\x18\t \x03(\v2 .bettercompute.compute.v1.DomainB\b\xbaH\x05\x92\x01\x02\x10\x14R\adomainsB\x19\n" +
+	"\adomains\x18\t \x03(\v2 .bettercompute.compute.v1.DomainB\b\xbaH\x05\x92\x01\x02\x10\x14R\adomains\x12;\n" +
+	"\vupdate_mask\x18\n" +
+	" \x01(\v2\x1a.google.protobuf.FieldMaskR\n" +
+	"updateMaskB\x19\n" +
 	"\x17_redirect_http_to_https\"i\n" +
 	"\x1aUpdateLoadBalancerResponse\x12K\n" +
 	"\rload_balancer\x18\x01 \x01(\v2&.bettercompute.compute.v1.LoadBalancerR\floadBalancer\"\xb0\x01\n" +
@@ -1617,6 +1671,7 @@ var file_bettercompute_compute_v1_load_balancers_proto_goTypes = []any{
 	(*DeleteLoadBalancerRequest)(nil),  // 15: bettercompute.compute.v1.DeleteLoadBalancerRequest
 	(*DeleteLoadBalancerResponse)(nil), // 16: bettercompute.compute.v1.DeleteLoadBalancerResponse
 	(*timestamppb.Timestamp)(nil),      // 17: google.protobuf.Timestamp
+	(*fieldmaskpb.FieldMask)(nil),      // 18: google.protobuf.FieldMask
 }
 var file_bettercompute_compute_v1_load_balancers_proto_depIdxs = []int32{
 	0,  // 0: bettercompute.compute.v1.LoadBalancer.targets:type_name -> bettercompute.compute.v1.LoadBalancerTargets
@@ -1644,23 +1699,24 @@ var file_bettercompute_compute_v1_load_balancers_proto_depIdxs = []int32{
 	3,  // 22: bettercompute.compute.v1.UpdateLoadBalancerRequest.sticky_sessions:type_name -> bettercompute.compute.v1.StickySessions
 	4,  // 23: bettercompute.compute.v1.UpdateLoadBalancerRequest.source_ranges:type_name -> bettercompute.compute.v1.SourceRanges
 	5,  // 24: bettercompute.compute.v1.UpdateLoadBalancerRequest.domains:type_name -> bettercompute.compute.v1.Domain
-	6,  // 25: bettercompute.compute.v1.UpdateLoadBalancerResponse.load_balancer:type_name -> bettercompute.compute.v1.LoadBalancer
-	6,  // 26: bettercompute.compute.v1.DeleteLoadBalancerResponse.load_balancer:type_name -> bettercompute.compute.v1.LoadBalancer
-	7,  // 27: bettercompute.compute.v1.LoadBalancerService.CreateLoadBalancer:input_type -> bettercompute.compute.v1.CreateLoadBalancerRequest
-	9,  // 28: bettercompute.compute.v1.LoadBalancerService.ListLoadBalancers:input_type -> bettercompute.compute.v1.ListLoadBalancersRequest
-	11, // 29: bettercompute.compute.v1.LoadBalancerService.GetLoadBalancer:input_type -> bettercompute.compute.v1.GetLoadBalancerRequest
-	13, // 30: bettercompute.compute.v1.LoadBalancerService.UpdateLoadBalancer:input_type -> bettercompute.compute.v1.UpdateLoadBalancerRequest
-	15, // 31: bettercompute.compute.v1.LoadBalancerService.DeleteLoadBalancer:input_type -> bettercompute.compute.v1.DeleteLoadBalancerRequest
-	8,  // 32: bettercompute.compute.v1.LoadBalancerService.CreateLoadBalancer:output_type -> bettercompute.compute.v1.CreateLoadBalancerResponse
-	10, // 33: bettercompute.compute.v1.LoadBalancerService.ListLoadBalancers:output_type -> bettercompute.compute.v1.ListLoadBalancersResponse
-	12, // 34: bettercompute.compute.v1.LoadBalancerService.GetLoadBalancer:output_type -> bettercompute.compute.v1.GetLoadBalancerResponse
-	14, // 35: bettercompute.compute.v1.LoadBalancerService.UpdateLoadBalancer:output_type -> bettercompute.compute.v1.UpdateLoadBalancerResponse
-	16, // 36: bettercompute.compute.v1.LoadBalancerService.DeleteLoadBalancer:output_type -> bettercompute.compute.v1.DeleteLoadBalancerResponse
-	32, // [32:37] is the sub-list for method output_type
-	27, // [27:32] is the sub-list for method input_type
-	27, // [27:27] is the sub-list for extension type_name
-	27, // [27:27] is the sub-list for extension extendee
-	0,  // [0:27] is the sub-list for field type_name
+	18, // 25: bettercompute.compute.v1.UpdateLoadBalancerRequest.update_mask:type_name -> google.protobuf.FieldMask
+	6,  // 26: bettercompute.compute.v1.UpdateLoadBalancerResponse.load_balancer:type_name -> bettercompute.compute.v1.LoadBalancer
+	6,  // 27: bettercompute.compute.v1.DeleteLoadBalancerResponse.load_balancer:type_name -> bettercompute.compute.v1.LoadBalancer
+	7,  // 28: bettercompute.compute.v1.LoadBalancerService.CreateLoadBalancer:input_type -> bettercompute.compute.v1.CreateLoadBalancerRequest
+	9,  // 29: bettercompute.compute.v1.LoadBalancerService.ListLoadBalancers:input_type -> bettercompute.compute.v1.ListLoadBalancersRequest
+	11, // 30: bettercompute.compute.v1.LoadBalancerService.GetLoadBalancer:input_type -> bettercompute.compute.v1.GetLoadBalancerRequest
+	13, // 31: bettercompute.compute.v1.LoadBalancerService.UpdateLoadBalancer:input_type -> bettercompute.compute.v1.UpdateLoadBalancerRequest
+	15, // 32: bettercompute.compute.v1.LoadBalancerService.DeleteLoadBalancer:input_type -> bettercompute.compute.v1.DeleteLoadBalancerRequest
+	8,  // 33: bettercompute.compute.v1.LoadBalancerService.CreateLoadBalancer:output_type -> bettercompute.compute.v1.CreateLoadBalancerResponse
+	10, // 34: bettercompute.compute.v1.LoadBalancerService.ListLoadBalancers:output_type -> bettercompute.compute.v1.ListLoadBalancersResponse
+	12, // 35: bettercompute.compute.v1.LoadBalancerService.GetLoadBalancer:output_type -> bettercompute.compute.v1.GetLoadBalancerResponse
+	14, // 36: bettercompute.compute.v1.LoadBalancerService.UpdateLoadBalancer:output_type -> bettercompute.compute.v1.UpdateLoadBalancerResponse
+	16, // 37: bettercompute.compute.v1.LoadBalancerService.DeleteLoadBalancer:output_type -> bettercompute.compute.v1.DeleteLoadBalancerResponse
+	33, // [33:38] is the sub-list for method output_type
+	28, // [28:33] is the sub-list for method input_type
+	28, // [28:28] is the sub-list for extension type_name
+	28, // [28:28] is the sub-list for extension extendee
+	0,  // [0:28] is the sub-list for field type_name
 }
 
 func init() { file_bettercompute_compute_v1_load_balancers_proto_init() }

@@ -1,0 +1,47 @@
+// maskedUpdate and pages() against a live `bc-server dev`: a masked update clears the parts it
+// names, and the async iterable walks every page of a list.
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import { maskedUpdate } from "../dist/update.js";
+import { pages } from "../dist/pages.js";
+import { startServer } from "./helpers/server.mjs";
+import { lbRequest, setupTenant } from "./helpers/fixture.mjs";
+
+let server;
+let a;
+
+before(async () => {
+  server = await startServer();
+  a = await setupTenant(server, { label: "pages", lbQuota: 10 });
+});
+
+after(async () => {
+  await server?.stop();
+});
+
+test("maskedUpdate removes the health check it names and keeps what it does not", async () => {
+  const { loadBalancer: lb } = await a.client.loadBalancers.createLoadBalancer(
+    lbRequest(a, { healthCheck: { protocol: "tcp", port: 8080 }, stickySessions: { cookieName: "lb", ttlSeconds: 60 } }),
+  );
+  const req = maskedUpdate({ tenantId: a.tenantId, loadBalancerId: lb.id, redirectHttpToHttps: true }, "healthCheck");
+  assert.deepEqual(req.updateMask?.paths, ["health_check", "redirect_http_to_https"]);
+  const { loadBalancer: up } = await a.client.loadBalancers.updateLoadBalancer(req);
+  assert.equal(up.healthCheck, undefined);
+  assert.equal(up.stickySessions?.cookieName, "lb");
+  assert.equal(up.redirectHttpToHttps, true);
+});
+
+test("pages yields every load balancer once, in creation order", async () => {
+  const made = [];
+  for (let i = 0; i < 5; i++) {
+    const { loadBalancer } = await a.client.loadBalancers.createLoadBalancer(lbRequest(a));
+    made.push(loadBalancer.id);
+  }
+  const { loadBalancers: all } = await a.client.loadBalancers.listLoadBalancers({ tenantId: a.tenantId });
+  const seen = [];
+  for await (const lb of pages(a.client.loadBalancers.listLoadBalancers, { tenantId: a.tenantId, pageSize: 2 }, (r) => r.loadBalancers)) {
+    seen.push(lb.id);
+  }
+  assert.deepEqual(seen, all.map((lb) => lb.id));
+  assert.ok(made.every((id) => seen.includes(id)));
+});
