@@ -84,8 +84,9 @@ func glbSettings(rules []provider.ForwardingRule) (*godo.GLBSettings, error) {
 	if len(rules) == 0 {
 		return nil, errors.New("a global load balancer needs a forwarding rule")
 	}
-	proto := strings.ToUpper(rules[0].TargetProtocol)
-	if proto != "HTTP" && proto != "HTTPS" && proto != "HTTP2" {
+	// DigitalOcean documents glb_settings.target_protocol in lower case and refuses upper case.
+	proto := strings.ToLower(rules[0].TargetProtocol)
+	if proto != "http" && proto != "https" && proto != "http2" {
 		return nil, fmt.Errorf("a global load balancer forwards http, https or http2, not %q", rules[0].TargetProtocol)
 	}
 	if rules[0].TargetPort < 1 || rules[0].TargetPort > 65535 {
