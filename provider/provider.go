@@ -148,6 +148,10 @@ type LoadBalancers interface {
 	// FindByName returns the load balancer with that exact name, or ErrNotFound; used to adopt
 	// what a replica that died mid-create made.
 	FindByName(ctx context.Context, name string) (*LoadBalancer, error)
+	// List returns every load balancer of the account in as few requests as the provider
+	// allows (DigitalOcean: pages of up to 200), so that a reconciler polling many load
+	// balancers pays one request per page instead of one per load balancer.
+	List(ctx context.Context) ([]*LoadBalancer, error)
 	Create(ctx context.Context, spec LoadBalancerSpec) (*LoadBalancer, error)
 	Update(ctx context.Context, id string, spec LoadBalancerSpec) (*LoadBalancer, error)
 	// Delete is idempotent: deleting what is gone returns nil.

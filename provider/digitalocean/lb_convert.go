@@ -141,7 +141,7 @@ func fromLB(lb *godo.LoadBalancer) *provider.LoadBalancer {
 	out := &provider.LoadBalancer{
 		ID: lb.ID, Name: lb.Name, Status: lbStatus(lb.Status),
 		Address: lb.IP, AddressV6: lb.IPv6, NetworkID: lb.VPCUUID,
-		TargetLoadBalancerIDs: slices.Clone(lb.TargetLoadBalancerIDs),
+		TargetLoadBalancerIDs: cloneOrNil(lb.TargetLoadBalancerIDs),
 	}
 	if lb.Region != nil {
 		out.Region = lb.Region.Slug
@@ -151,7 +151,7 @@ func fromLB(lb *godo.LoadBalancer) *provider.LoadBalancer {
 	}
 	spec := provider.LoadBalancerSpec{
 		Name: lb.Name, Scope: provider.ScopeRegional, Region: out.Region, NetworkID: lb.VPCUUID,
-		MachineIDs: slices.Clone(out.MachineIDs), TargetLoadBalancerIDs: slices.Clone(lb.TargetLoadBalancerIDs),
+		MachineIDs: slices.Clone(out.MachineIDs), TargetLoadBalancerIDs: cloneOrNil(lb.TargetLoadBalancerIDs),
 		RedirectHTTPToHTTPS: lb.RedirectHttpToHttps,
 	}
 	if lb.Type == godo.LoadBalancerTypeGlobal {
@@ -209,4 +209,13 @@ func lbStatus(s string) provider.LoadBalancerStatus {
 	default:
 		return provider.LoadBalancerNew
 	}
+}
+
+// cloneOrNil copies s, answering nil for an empty list: the API sends [] where nothing is set,
+// and an observation compares equal to a spec that names nothing.
+func cloneOrNil[T any](s []T) []T {
+	if len(s) == 0 {
+		return nil
+	}
+	return slices.Clone(s)
 }

@@ -235,7 +235,7 @@ func TestUpdateReplacesAndBusy(t *testing.T) {
 		if status != s.wantStatus || !strings.Contains(messageOf(err), s.wantMsg) {
 			t.Fatalf("%s: %d %v, want %d %q", s.reason, status, err, s.wantStatus, s.wantMsg)
 		}
-		if err == nil && (got.Name != "upd-renamed" || got.StickySessions.Type != "none" || got.Firewall != nil) {
+		if err == nil && (got.Name != "upd-renamed" || got.StickySessions.Type != "none" || len(got.Firewall.Allow)+len(got.Firewall.Deny) != 0) {
 			t.Errorf("%s: PUT did not replace: name %q sticky %+v firewall %+v", s.reason, got.Name, got.StickySessions, got.Firewall)
 		}
 	}
