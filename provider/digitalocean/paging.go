@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/digitalocean/godo"
+
+	"better-compute.dev/compute/provider"
 )
 
 // maxPages bounds a scan so a server that always answers "next" cannot loop a call forever.
@@ -50,6 +52,7 @@ func eachPage[T any](ctx context.Context, pageSize int,
 		if len(items) == 0 || resp == nil || resp.Links == nil || resp.Links.IsLastPage() {
 			return nil
 		}
+		ctx = provider.WithNormalPriority(ctx)
 		opt.Page++
 	}
 	return nil
