@@ -36,6 +36,10 @@ func (a *App) runReconcilers(ctx context.Context, runner *reconcile.Runner) {
 func (a *App) newRunner(rc ReconcileConfig) (*reconcile.Runner, error) {
 	do := rc.DigitalOcean
 	do.Transport = provresources.DeadlineTransport(do.Transport)
+	if do.Budget == nil {
+		// One token's budget is shared by every replica through the database.
+		do.Budget = provresources.Budget{DB: a.DB}
+	}
 	rec, err := provresources.New(provresources.Options{
 		DB: a.DB, Keyring: a.Service.Keyring, Factory: digitalocean.NewFactory(do),
 		ProviderPoll: rc.ProviderPoll, DependencyPoll: rc.DependencyPoll, CreateWindow: rc.CreateWindow,

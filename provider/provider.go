@@ -24,7 +24,35 @@ var (
 	ErrBusy = errors.New("provider: resource busy")
 	// ErrTransient: 5xx, timeouts, connection failures; retry with backoff.
 	ErrTransient = errors.New("provider: transient failure")
+	// ErrDeferred: a low-priority request (see WithLowPriority) was not sent because the
+	// request budget is short and kept for other work; nothing was asked of the provider.
+	ErrDeferred = errors.New("provider: deferred while the request budget is short")
 )
+
+type lowPriorityKey struct{}
+
+// WithLowPriority marks the requests made with ctx as low priority: status polls, which can
+// wait, as opposed to creates and changes. A low-priority request is sent only when the
+// request budget has room to spare, and otherwise fails at once with ErrDeferred, so polls
+// never take the budget creates are waiting for.
+func WithLowPriority(ctx context.Context) context.Context {
+	return context.WithValue(ctx, lowPriorityKey{}, true)
+}
+
+// WithNormalPriority undoes WithLowPriority: a list whose first page was granted as a poll
+// reads its remaining pages at normal priority, since a half-read list is wasted.
+func WithNormalPriority(ctx context.Context) context.Context {
+	if !LowPriority(ctx) {
+		return ctx
+	}
+	return context.WithValue(ctx, lowPriorityKey{}, false)
+}
+
+// LowPriority reports whether ctx was marked with WithLowPriority.
+func LowPriority(ctx context.Context) bool {
+	v, _ := ctx.Value(lowPriorityKey{}).(bool)
+	return v
+}
 
 // RateLimitedError reports a 429. RetryAfter is when the provider says the budget returns.
 type RateLimitedError struct {
@@ -38,7 +66,7 @@ func (e *RateLimitedError) Error() string {
 // Retryable reports whether err is worth retrying later with backoff.
 func Retryable(err error) bool {
 	var rl *RateLimitedError
-	return errors.As(err, &rl) || errors.Is(err, ErrBusy) || errors.Is(err, ErrTransient)
+	return errors.As(err, &rl) || errors.Is(err, ErrBusy) || errors.Is(err, ErrTransient) || errors.Is(err, ErrDeferred)
 }
 
 // Account identifies one provider account and the credential to reach it. The token is never
@@ -148,6 +176,10 @@ type LoadBalancers interface {
 	// FindByName returns the load balancer with that exact name, or ErrNotFound; used to adopt
 	// what a replica that died mid-create made.
 	FindByName(ctx context.Context, name string) (*LoadBalancer, error)
+	// List returns every load balancer of the account in as few requests as the provider
+	// allows (DigitalOcean: pages of up to 200), so that a reconciler polling many load
+	// balancers pays one request per page instead of one per load balancer.
+	List(ctx context.Context) ([]*LoadBalancer, error)
 	Create(ctx context.Context, spec LoadBalancerSpec) (*LoadBalancer, error)
 	Update(ctx context.Context, id string, spec LoadBalancerSpec) (*LoadBalancer, error)
 	// Delete is idempotent: deleting what is gone returns nil.

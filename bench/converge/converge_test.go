@@ -96,9 +96,11 @@ func benchConverge(b *testing.B, n, replicas, ratePerMinute int) {
 		total += time.Since(began)
 		b.StopTimer()
 		stop()
-		for _, c := range simulator.Requests() {
+		byRoute := simulator.Requests()
+		for _, c := range byRoute {
 			requests += c
 		}
+		b.Logf("requests by route: %v", byRoute)
 	}
 	perRun := total / time.Duration(b.N)
 	b.ReportMetric(perRun.Seconds(), "s/converge")
@@ -107,12 +109,12 @@ func benchConverge(b *testing.B, n, replicas, ratePerMinute int) {
 	b.ReportMetric(float64(requests)/float64(b.N)/float64(n), "requests/lb")
 }
 
-// startReplicas runs replicas reconcile runners, each with its own database pool, drawing on
-// one rate budget (as replicas sharing a token at the provider do); stop ends them.
+// startReplicas runs replicas reconcile runners, each with its own database pool and its own
+// limiter registry (as separate processes have), drawing on one rate budget kept in the
+// database (as replicas sharing a token at the provider must); stop ends them.
 func startReplicas(b *testing.B, s *apptest.Stack, replicas, ratePerMinute int) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	limiters := digitalocean.NewLimiters()
 	var dbs []*store.DB
 	for r := range replicas {
 		db, err := store.Open(ctx, s.Schema.URL)
@@ -123,7 +125,8 @@ func startReplicas(b *testing.B, s *apptest.Stack, replicas, ratePerMinute int) 
 		rec, err := provresources.New(provresources.Options{
 			DB: db, Keyring: s.App.Service.Keyring, ProviderPoll: 250 * time.Millisecond,
 			Factory: digitalocean.NewFactory(digitalocean.Options{
-				RequestsPerMinute: ratePerMinute, Limiters: limiters, Transport: provresources.DeadlineTransport(nil),
+				RequestsPerMinute: ratePerMinute, Limiters: digitalocean.NewLimiters(), Budget: provresources.Budget{DB: db},
+				Transport: provresources.DeadlineTransport(nil),
 			}),
 			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		})

@@ -57,6 +57,9 @@ type Options struct {
 	Limiters *Limiters
 	// UserAgent is prefixed to godo's user agent.
 	UserAgent string
+	// Budget, when set, keeps each token's request bucket in the database, shared by every
+	// replica (DigitalOcean's limit is per token, not per process); nil keeps it per process.
+	Budget SharedBudget
 }
 
 func (o Options) withDefaults() Options {
@@ -113,7 +116,7 @@ func New(account provider.Account, opts Options) (provider.Provider, error) {
 	opts = opts.withDefaults()
 	limited := &limitedTransport{
 		base:    opts.Transport,
-		limiter: opts.Limiters.forToken(token, opts.RequestsPerMinute, opts.Burst),
+		limiter: opts.Limiters.forToken(token, opts.RequestsPerMinute, opts.Burst, opts.Budget),
 		maxWait: opts.MaxRateWait,
 	}
 	httpClient := &http.Client{

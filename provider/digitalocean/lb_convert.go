@@ -84,8 +84,9 @@ func glbSettings(rules []provider.ForwardingRule) (*godo.GLBSettings, error) {
 	if len(rules) == 0 {
 		return nil, errors.New("a global load balancer needs a forwarding rule")
 	}
-	proto := strings.ToUpper(rules[0].TargetProtocol)
-	if proto != "HTTP" && proto != "HTTPS" && proto != "HTTP2" {
+	// DigitalOcean documents glb_settings.target_protocol in lower case and refuses upper case.
+	proto := strings.ToLower(rules[0].TargetProtocol)
+	if proto != "http" && proto != "https" && proto != "http2" {
 		return nil, fmt.Errorf("a global load balancer forwards http, https or http2, not %q", rules[0].TargetProtocol)
 	}
 	if rules[0].TargetPort < 1 || rules[0].TargetPort > 65535 {
@@ -140,7 +141,7 @@ func fromLB(lb *godo.LoadBalancer) *provider.LoadBalancer {
 	out := &provider.LoadBalancer{
 		ID: lb.ID, Name: lb.Name, Status: lbStatus(lb.Status),
 		Address: lb.IP, AddressV6: lb.IPv6, NetworkID: lb.VPCUUID,
-		TargetLoadBalancerIDs: slices.Clone(lb.TargetLoadBalancerIDs),
+		TargetLoadBalancerIDs: cloneOrNil(lb.TargetLoadBalancerIDs),
 	}
 	if lb.Region != nil {
 		out.Region = lb.Region.Slug
@@ -150,7 +151,7 @@ func fromLB(lb *godo.LoadBalancer) *provider.LoadBalancer {
 	}
 	spec := provider.LoadBalancerSpec{
 		Name: lb.Name, Scope: provider.ScopeRegional, Region: out.Region, NetworkID: lb.VPCUUID,
-		MachineIDs: slices.Clone(out.MachineIDs), TargetLoadBalancerIDs: slices.Clone(lb.TargetLoadBalancerIDs),
+		MachineIDs: slices.Clone(out.MachineIDs), TargetLoadBalancerIDs: cloneOrNil(lb.TargetLoadBalancerIDs),
 		RedirectHTTPToHTTPS: lb.RedirectHttpToHttps,
 	}
 	if lb.Type == godo.LoadBalancerTypeGlobal {
@@ -208,4 +209,13 @@ func lbStatus(s string) provider.LoadBalancerStatus {
 	default:
 		return provider.LoadBalancerNew
 	}
+}
+
+// cloneOrNil copies s, answering nil for an empty list: the API sends [] where nothing is set,
+// and an observation compares equal to a spec that names nothing.
+func cloneOrNil[T any](s []T) []T {
+	if len(s) == 0 {
+		return nil
+	}
+	return slices.Clone(s)
 }

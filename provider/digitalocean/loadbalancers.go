@@ -46,6 +46,19 @@ func (l loadBalancers) FindByName(ctx context.Context, name string) (*provider.L
 	return fromLB(&lb), nil
 }
 
+// List pages through every load balancer at the provider's largest page size.
+func (l loadBalancers) List(ctx context.Context) ([]*provider.LoadBalancer, error) {
+	const op = "list load balancers"
+	var out []*provider.LoadBalancer
+	err := eachPage(ctx, l.p.pageSize, l.p.godo.LoadBalancers.List, func(lb godo.LoadBalancer) {
+		out = append(out, fromLB(&lb))
+	})
+	if err != nil {
+		return nil, l.p.fail(op, err)
+	}
+	return out, nil
+}
+
 // Create sends one POST and nothing more: on any failure the reconciler decides, and a create
 // whose answer was lost is found again with FindByName.
 func (l loadBalancers) Create(ctx context.Context, spec provider.LoadBalancerSpec) (*provider.LoadBalancer, error) {

@@ -119,7 +119,7 @@ func TestGlobalLoadBalancer(t *testing.T) {
 	}
 	snap, _ := e.srv.Snapshot(e.account.Token)
 	sent := snap.LoadBalancers[len(snap.LoadBalancers)-1]
-	if sent.Type != "GLOBAL" || sent.GLBSettings == nil || sent.GLBSettings.TargetProtocol != "HTTP" || sent.GLBSettings.TargetPort != 80 {
+	if sent.Type != "GLOBAL" || sent.GLBSettings == nil || sent.GLBSettings.TargetProtocol != "http" || sent.GLBSettings.TargetPort != 80 {
 		t.Errorf("provider holds %+v / %+v", sent.Type, sent.GLBSettings)
 	}
 	err = lbs.Delete(bg(), targets[0])

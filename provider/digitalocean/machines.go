@@ -74,6 +74,8 @@ func (m machines) Create(ctx context.Context, spec provider.MachineSpec) (*provi
 	}
 	d, _, err := m.p.godo.Droplets.Create(ctx, &godo.DropletCreateRequest{
 		Name: spec.Name, Region: spec.Region, Size: spec.Size, Image: image, VPCUUID: spec.NetworkID,
+		// godo sends nil slices as null; DigitalOcean documents arrays.
+		SSHKeys: []godo.DropletCreateSSHKey{}, Tags: []string{},
 	})
 	if err != nil {
 		return nil, m.p.fail(op+" "+spec.Name, err)

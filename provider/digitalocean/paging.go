@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/digitalocean/godo"
+
+	"better-compute.dev/compute/provider"
 )
 
 // maxPages bounds a scan so a server that always answers "next" cannot loop a call forever.
@@ -32,4 +34,26 @@ func findPaged[T any](ctx context.Context, pageSize int,
 		opt.Page++
 	}
 	return zero, false, nil
+}
+
+// eachPage walks a whole list page by page, giving every item to visit.
+func eachPage[T any](ctx context.Context, pageSize int,
+	list func(context.Context, *godo.ListOptions) ([]T, *godo.Response, error), visit func(T),
+) error {
+	opt := &godo.ListOptions{Page: 1, PerPage: pageSize}
+	for range maxPages {
+		items, resp, err := list(ctx, opt)
+		if err != nil {
+			return err
+		}
+		for _, it := range items {
+			visit(it)
+		}
+		if len(items) == 0 || resp == nil || resp.Links == nil || resp.Links.IsLastPage() {
+			return nil
+		}
+		ctx = provider.WithNormalPriority(ctx)
+		opt.Page++
+	}
+	return nil
 }

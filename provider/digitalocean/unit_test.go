@@ -66,7 +66,7 @@ func TestLoadBalancerRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if global.Type != "GLOBAL" || global.GLBSettings.TargetProtocol != "HTTPS" || global.GLBSettings.TargetPort != 8443 ||
+	if global.Type != "GLOBAL" || global.GLBSettings.TargetProtocol != "https" || global.GLBSettings.TargetPort != 8443 ||
 		global.Region != "" || len(global.Domains) != 1 || global.Domains[0].CertificateID != "c" {
 		t.Errorf("global request %+v", global)
 	}

@@ -42,6 +42,8 @@ type account struct {
 	droplets      map[int]*dropletRecord
 	vpcs          map[string]*vpcRecord
 	certificates  map[string]*certRecord
+	actions       map[int]*actionRecord
+	nextActionID  int
 	requests      map[string]int
 }
 

@@ -77,7 +77,7 @@ func (s *Server) routeAdmin() {
 			writeError(w, "", adminError(err))
 			return
 		}
-		writeJSON(w, http.StatusCreated, dropletRoot{Droplet: d})
+		writeJSON(w, http.StatusCreated, dropletRoot{Droplet: wireDropletOf(d)})
 	})
 }
 

@@ -49,13 +49,13 @@ func (s *Server) certView(r *certRecord, now time.Time) godo.Certificate {
 }
 
 type certRoot struct {
-	Certificate godo.Certificate `json:"certificate"`
+	Certificate wireCertificate `json:"certificate"`
 }
 
 type certsRoot struct {
-	Certificates []godo.Certificate `json:"certificates"`
-	Links        *godo.Links        `json:"links"`
-	Meta         *godo.Meta         `json:"meta"`
+	Certificates []wireCertificate `json:"certificates"`
+	Links        wireLinks         `json:"links"`
+	Meta         wireMeta          `json:"meta"`
 }
 
 func (s *Server) routeCertificates() {
@@ -97,7 +97,7 @@ func (s *Server) createCertificate(c *call) reply {
 	}
 	rec.seq = c.acct.next()
 	c.acct.certificates[rec.c.ID] = rec
-	return ok(http.StatusCreated, certRoot{s.certView(rec, c.now)})
+	return ok(http.StatusCreated, certRoot{wireCertificateOf(s.certView(rec, c.now))})
 }
 
 // fillCustom parses the leaf, key and chain and takes the names and expiry from the leaf.
@@ -203,10 +203,10 @@ func parsePrivateKeyPEM(s string) (crypto.Signer, error) {
 // listCertificates pages through the certificates, filtered by name (ListByName).
 func (s *Server) listCertificates(c *call) reply {
 	name := c.r.URL.Query().Get("name")
-	var all []godo.Certificate
+	var all []wireCertificate
 	for _, r := range sortedBySeq(c.acct.certificates, func(r *certRecord) int { return r.seq }) {
 		if name == "" || r.c.Name == name {
-			all = append(all, s.certView(r, c.now))
+			all = append(all, wireCertificateOf(s.certView(r, c.now)))
 		}
 	}
 	p, err := paginate(c.r, len(all))
@@ -215,9 +215,10 @@ func (s *Server) listCertificates(c *call) reply {
 	}
 	page := all[p.lo:p.hi]
 	if page == nil {
-		page = []godo.Certificate{}
+		page = []wireCertificate{}
 	}
-	return ok(http.StatusOK, certsRoot{Certificates: page, Links: p.links, Meta: p.meta})
+	links, meta := wirePage(p)
+	return ok(http.StatusOK, certsRoot{Certificates: page, Links: links, Meta: meta})
 }
 
 func (s *Server) getCertificate(c *call) reply {
@@ -225,7 +226,7 @@ func (s *Server) getCertificate(c *call) reply {
 	if r == nil {
 		return fail(errNotFound())
 	}
-	return ok(http.StatusOK, certRoot{s.certView(r, c.now)})
+	return ok(http.StatusOK, certRoot{wireCertificateOf(s.certView(r, c.now))})
 }
 
 // deleteCertificate refuses (409) a certificate a load balancer still uses.

@@ -6,8 +6,7 @@ import (
 	"net/http"
 	"regexp"
 	"slices"
-	"strconv"
-	"strings"
+		"strings"
 	"time"
 
 	"github.com/digitalocean/godo"
@@ -19,6 +18,7 @@ var dropletName = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9.-]{0,253}[A-Za-z0-
 // dropletRecord is a stored droplet; its status is derived from activeAt when read.
 type dropletRecord struct {
 	seq      int
+	actionID int // the create action
 	d        godo.Droplet
 	activeAt time.Time
 }
@@ -45,14 +45,14 @@ type dropletCreateBody struct {
 }
 
 type dropletRoot struct {
-	Droplet godo.Droplet `json:"droplet"`
-	Links   *godo.Links  `json:"links,omitempty"`
+	Droplet wireDroplet `json:"droplet"`
+	Links   *wireLinks  `json:"links,omitempty"`
 }
 
 type dropletsRoot struct {
-	Droplets []godo.Droplet `json:"droplets"`
-	Links    *godo.Links    `json:"links"`
-	Meta     *godo.Meta     `json:"meta,omitempty"`
+	Droplets []wireDroplet `json:"droplets"`
+	Links    wireLinks     `json:"links"`
+	Meta     *wireMeta     `json:"meta,omitempty"`
 }
 
 func (s *Server) routeDroplets() {
@@ -61,6 +61,7 @@ func (s *Server) routeDroplets() {
 	s.route("GET /v2/droplets/{id}", s.getDroplet)
 	s.route("DELETE /v2/droplets/{id}", s.deleteDroplet)
 	s.route("DELETE /v2/droplets", s.deleteDropletsByTag)
+	s.route("GET /v2/actions/{id}", s.getAction)
 }
 
 // newDropletLocked validates and stores one droplet; active says it is running already (a
@@ -81,6 +82,13 @@ func (s *Server) newDropletLocked(a *account, b dropletCreateBody, now time.Time
 	if err != nil {
 		return nil, err
 	}
+	if len(b.Tags) > 0 {
+		for _, t := range b.Tags {
+			if !tagName.MatchString(t) {
+				return nil, errInvalid("tags: %q is not a valid tag name", t)
+			}
+		}
+	}
 	vpc := a.defaultVPC(region)
 	if b.VPCUUID != "" {
 		vpc = a.vpcs[b.VPCUUID]
@@ -98,6 +106,7 @@ func (s *Server) newDropletLocked(a *account, b dropletCreateBody, now time.Time
 		ID: id, Name: b.Name, Memory: 1024, Vcpus: 1, Disk: 25,
 		Region: regionObject(region), Image: image, SizeSlug: b.Size, Size: &godo.Size{Slug: b.Size, Memory: 1024, Vcpus: 1, Disk: 25},
 		Tags: slices.Clone(b.Tags), VolumeIDs: []string{}, VPCUUID: vpc.vpc.ID, Created: stamp(now),
+		Features: []string{"private_networking", "ipv6"},
 		Networks: &godo.Networks{
 			V4: []godo.NetworkV4{
 				{IPAddress: public, Netmask: "255.254.0.0", Gateway: "198.18.0.1", Type: "public"},
@@ -106,10 +115,13 @@ func (s *Server) newDropletLocked(a *account, b dropletCreateBody, now time.Time
 			V6: []godo.NetworkV6{{IPAddress: public6, Netmask: 64, Gateway: "2001:db8::1", Type: "public"}},
 		},
 	}}
+	sp := sizeOf(b.Size)
+	rec.d.Memory, rec.d.Vcpus, rec.d.Disk = sp.memory, sp.vcpus, sp.disk
 	if active {
 		rec.activeAt = now
 	}
 	a.droplets[id] = rec
+	rec.actionID = a.addAction("create", id, region, now, rec.activeAt)
 	return rec, nil
 }
 
@@ -137,9 +149,11 @@ func (s *Server) createDroplets(c *call) reply {
 		if err != nil {
 			return fail(err)
 		}
-		return ok(http.StatusAccepted, dropletRoot{Droplet: rec.view(c.now), Links: createActionLinks(rec.d.ID)})
+		return ok(http.StatusAccepted, dropletRoot{Droplet: wireDropletOf(rec.view(c.now)),
+			Links: createActionLinks(c, rec.actionID)})
 	}
-	var out []godo.Droplet
+	var out []wireDroplet
+	links := wireLinks{}
 	for _, name := range b.Names {
 		one := b
 		one.Name, one.Names = name, nil
@@ -147,26 +161,28 @@ func (s *Server) createDroplets(c *call) reply {
 		if err != nil {
 			return fail(err)
 		}
-		out = append(out, rec.view(c.now))
+		out = append(out, wireDropletOf(rec.view(c.now)))
+		links.Actions = append(links.Actions, createActionLinks(c, rec.actionID).Actions...)
 	}
-	return ok(http.StatusAccepted, dropletsRoot{Droplets: out, Links: &godo.Links{}})
+	return ok(http.StatusAccepted, dropletsRoot{Droplets: out, Links: links})
 }
 
-func createActionLinks(id int) *godo.Links {
-	return &godo.Links{Actions: []godo.LinkAction{{ID: id, Rel: "create",
-		HREF: "/v2/actions/" + strconv.Itoa(id)}}}
+// createActionLinks names the create action with an absolute href, as DigitalOcean does
+// (godo users poll it with Actions.Get).
+func createActionLinks(c *call, actionID int) *wireLinks {
+	return &wireLinks{Actions: []godo.LinkAction{{ID: actionID, Rel: "create", HREF: actionHref(c.baseURL(), actionID)}}}
 }
 
 // listDroplets pages through the droplets, filtered by name (ListByName) or tag_name.
 func (s *Server) listDroplets(c *call) reply {
 	q := c.r.URL.Query()
 	name, tag := q.Get("name"), q.Get("tag_name")
-	var all []godo.Droplet
+	var all []wireDroplet
 	for _, r := range sortedBySeq(c.acct.droplets, func(r *dropletRecord) int { return r.seq }) {
 		if (name != "" && r.d.Name != name) || (tag != "" && !slices.Contains(r.d.Tags, tag)) {
 			continue
 		}
-		all = append(all, r.view(c.now))
+		all = append(all, wireDropletOf(r.view(c.now)))
 	}
 	p, err := paginate(c.r, len(all))
 	if err != nil {
@@ -174,9 +190,10 @@ func (s *Server) listDroplets(c *call) reply {
 	}
 	page := all[p.lo:p.hi]
 	if page == nil {
-		page = []godo.Droplet{}
+		page = []wireDroplet{}
 	}
-	return ok(http.StatusOK, dropletsRoot{Droplets: page, Links: p.links, Meta: p.meta})
+	links, meta := wirePage(p)
+	return ok(http.StatusOK, dropletsRoot{Droplets: page, Links: links, Meta: &meta})
 }
 
 func (s *Server) getDroplet(c *call) reply {
@@ -185,7 +202,7 @@ func (s *Server) getDroplet(c *call) reply {
 	if !valid || r == nil {
 		return fail(errNotFound())
 	}
-	return ok(http.StatusOK, dropletRoot{Droplet: r.view(c.now)})
+	return ok(http.StatusOK, dropletRoot{Droplet: wireDropletOf(r.view(c.now))})
 }
 
 func (s *Server) deleteDroplet(c *call) reply {

@@ -47,6 +47,9 @@ func (s *Server) route(pattern string, fn func(c *call) reply) {
 			return
 		}
 		s.mu.Lock()
+		if len(body) > 0 {
+			s.recordBodyLocked(pattern, body)
+		}
 		rep := fn(&call{s: s, r: r, acct: info.acct, now: s.opts.Now(), body: body})
 		var encoded []byte
 		if rep.err == nil && rep.body != nil {

@@ -242,3 +242,28 @@ func (s *Server) RenewCertificate(token, id string) (string, error) {
 	})
 	return newID, err
 }
+
+// maxBodiesKept bounds the request bodies kept per route.
+const maxBodiesKept = 64
+
+// recordBodyLocked keeps a request body by route pattern, dropping the oldest past the bound.
+func (s *Server) recordBodyLocked(pattern string, body []byte) {
+	kept := append(s.bodies[pattern], append([]byte(nil), body...))
+	if len(kept) > maxBodiesKept {
+		kept = kept[len(kept)-maxBodiesKept:]
+	}
+	s.bodies[pattern] = kept
+}
+
+// RequestBodies returns the most recent request bodies received on a route pattern such as
+// "POST /v2/load_balancers" (at most 64, oldest first), so tests can check what a client sent
+// against DigitalOcean's documented request shapes.
+func (s *Server) RequestBodies(pattern string) [][]byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([][]byte, 0, len(s.bodies[pattern]))
+	for _, b := range s.bodies[pattern] {
+		out = append(out, append([]byte(nil), b...))
+	}
+	return out
+}

@@ -181,9 +181,10 @@ func (c *call) checkGlobal(req *godo.LoadBalancerRequest, out *godo.LoadBalancer
 	if g == nil {
 		return errInvalid("glb_settings is required for GLOBAL load balancers")
 	}
-	proto := strings.ToUpper(g.TargetProtocol)
-	if proto != "HTTP" && proto != "HTTPS" && proto != "HTTP2" {
-		return errInvalid("glb_settings.target_protocol must be HTTP, HTTPS or HTTP2")
+	// The documented values are lower case; the API refuses any other spelling.
+	proto := g.TargetProtocol
+	if proto != "http" && proto != "https" && proto != "http2" {
+		return errInvalid("glb_settings.target_protocol must be one of http, https, http2")
 	}
 	if g.TargetPort < 1 || g.TargetPort > 65535 {
 		return errInvalid("glb_settings.target_port must be between 1 and 65535")

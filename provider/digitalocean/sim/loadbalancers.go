@@ -52,13 +52,18 @@ func (a *account) lbView(r *lbRecord, now time.Time) godo.LoadBalancer {
 }
 
 type lbRoot struct {
-	LoadBalancer godo.LoadBalancer `json:"load_balancer"`
+	LoadBalancer wireLB `json:"load_balancer"`
 }
 
 type lbsRoot struct {
-	LoadBalancers []godo.LoadBalancer `json:"load_balancers"`
-	Links         *godo.Links         `json:"links"`
-	Meta          *godo.Meta          `json:"meta"`
+	LoadBalancers []wireLB  `json:"load_balancers"`
+	Links         wireLinks `json:"links"`
+	Meta          wireMeta  `json:"meta"`
+}
+
+// lbAnswer is the load balancer as an answer carries it.
+func (a *account) lbAnswer(r *lbRecord, now time.Time) lbRoot {
+	return lbRoot{wireLBOf(a.lbView(r, now))}
 }
 
 type dropletIDsBody struct {
@@ -94,12 +99,12 @@ func (s *Server) createLB(c *call) reply {
 		ipAt:     c.now.Add(s.opts.LoadBalancerIPDelay),
 	}
 	if req.ValidateOnly {
-		return ok(http.StatusOK, lbRoot{c.acct.lbView(rec, c.now)})
+		return ok(http.StatusOK, c.acct.lbAnswer(rec, c.now))
 	}
 	rec.seq = c.acct.next()
 	rec.ip, rec.ipv6 = s.allocAddrsLocked()
 	c.acct.loadBalancers[lb.ID] = rec
-	return ok(http.StatusAccepted, lbRoot{c.acct.lbView(rec, c.now)})
+	return ok(http.StatusAccepted, c.acct.lbAnswer(rec, c.now))
 }
 
 // listLBs pages through the account's load balancers in creation order, filtered by the
@@ -114,9 +119,9 @@ func (s *Server) listLBs(c *call) reply {
 			matches[id] = r
 		}
 	}
-	var all []godo.LoadBalancer
+	var all []wireLB
 	for _, r := range sortedBySeq(matches, func(r *lbRecord) int { return r.seq }) {
-		all = append(all, c.acct.lbView(r, c.now))
+		all = append(all, wireLBOf(c.acct.lbView(r, c.now)))
 	}
 	p, err := paginate(c.r, len(all))
 	if err != nil {
@@ -124,9 +129,10 @@ func (s *Server) listLBs(c *call) reply {
 	}
 	page := all[p.lo:p.hi]
 	if page == nil {
-		page = []godo.LoadBalancer{}
+		page = []wireLB{}
 	}
-	return ok(http.StatusOK, lbsRoot{LoadBalancers: page, Links: p.links, Meta: p.meta})
+	links, meta := wirePage(p)
+	return ok(http.StatusOK, lbsRoot{LoadBalancers: page, Links: links, Meta: meta})
 }
 
 func (s *Server) getLB(c *call) reply {
@@ -134,7 +140,7 @@ func (s *Server) getLB(c *call) reply {
 	if r == nil {
 		return fail(errNotFound())
 	}
-	return ok(http.StatusOK, lbRoot{c.acct.lbView(r, c.now)})
+	return ok(http.StatusOK, c.acct.lbAnswer(r, c.now))
 }
 
 // updateLB replaces the whole load balancer (absent fields reset to defaults). It is refused
@@ -158,7 +164,7 @@ func (s *Server) updateLB(c *call) reply {
 	lb.ID, lb.Created, lb.Tags = r.lb.ID, r.lb.Created, r.lb.Tags
 	r.lb = lb
 	r.busyUntil = c.now.Add(s.opts.LoadBalancerUpdateDelay)
-	return ok(http.StatusOK, lbRoot{c.acct.lbView(r, c.now)})
+	return ok(http.StatusOK, c.acct.lbAnswer(r, c.now))
 }
 
 // deleteLB removes a load balancer at once. One that a global load balancer targets is

@@ -165,7 +165,7 @@ func TestGlobalLoadBalancer(t *testing.T) {
 	if err != nil {
 		t.Fatalf("create global: %v", err)
 	}
-	if glb.Type != "GLOBAL" || glb.Region != nil || glb.GLBSettings.TargetProtocol != "HTTP" || len(glb.Domains) != 1 {
+	if glb.Type != "GLOBAL" || glb.Region != nil || glb.GLBSettings.TargetProtocol != "http" || len(glb.Domains) != 1 {
 		t.Errorf("global reported as %+v", glb)
 	}
 	cases := []struct {
@@ -178,6 +178,9 @@ func TestGlobalLoadBalancer(t *testing.T) {
 		{"no glb_settings", func(r *godo.LoadBalancerRequest) { r.GLBSettings = nil }, "glb_settings is required"},
 		{"tcp glb target", func(r *godo.LoadBalancerRequest) {
 			r.GLBSettings = &godo.GLBSettings{TargetProtocol: "tcp", TargetPort: 80}
+		}, "target_protocol"},
+		{"upper-case glb target", func(r *godo.LoadBalancerRequest) {
+			r.GLBSettings = &godo.GLBSettings{TargetProtocol: "HTTP", TargetPort: 80}
 		}, "target_protocol"},
 		{"domain with unknown certificate", func(r *godo.LoadBalancerRequest) {
 			r.Domains = []*godo.LBDomain{{Name: "a.example.com", CertificateID: "nope"}}
@@ -232,7 +235,7 @@ func TestUpdateReplacesAndBusy(t *testing.T) {
 		if status != s.wantStatus || !strings.Contains(messageOf(err), s.wantMsg) {
 			t.Fatalf("%s: %d %v, want %d %q", s.reason, status, err, s.wantStatus, s.wantMsg)
 		}
-		if err == nil && (got.Name != "upd-renamed" || got.StickySessions.Type != "none" || got.Firewall != nil) {
+		if err == nil && (got.Name != "upd-renamed" || got.StickySessions.Type != "none" || len(got.Firewall.Allow)+len(got.Firewall.Deny) != 0) {
 			t.Errorf("%s: PUT did not replace: name %q sticky %+v firewall %+v", s.reason, got.Name, got.StickySessions, got.Firewall)
 		}
 	}

@@ -45,6 +45,11 @@ func (w *rateWindow) admit(now time.Time, perMinute, perHour int) rateAnswer {
 		ans.limit = 1 << 30
 	}
 	ans.remaining = max(ans.limit-len(w.times), 0)
+	if !ans.allowed {
+		// A refusal by either window reports nothing left, as DigitalOcean's 429 does even
+		// when only the per-minute burst is spent.
+		ans.remaining = 0
+	}
 	ans.reset = now
 	if len(w.times) > 0 {
 		ans.reset = w.times[0].Add(time.Hour)

@@ -36,6 +36,7 @@ type Server struct {
 	accounts      map[string]*account // by bearer token
 	rates         map[string]*rateWindow
 	requests      map[string]int // by "METHOD /path/{pattern}"
+	bodies        map[string][][]byte
 	faults        faultState
 	nextDropletID int
 	nextAddr      uint32
@@ -55,6 +56,7 @@ func New(opts Options) *Server {
 		accounts:      map[string]*account{},
 		rates:         map[string]*rateWindow{},
 		requests:      map[string]int{},
+		bodies:        map[string][][]byte{},
 		nextDropletID: 400000000,
 		api:           http.NewServeMux(),
 		admin:         http.NewServeMux(),

@@ -20,13 +20,13 @@ var (
 )
 
 type vpcRoot struct {
-	VPC godo.VPC `json:"vpc"`
+	VPC wireVPC `json:"vpc"`
 }
 
 type vpcsRoot struct {
-	VPCs  []godo.VPC  `json:"vpcs"`
-	Links *godo.Links `json:"links"`
-	Meta  *godo.Meta  `json:"meta"`
+	VPCs  []wireVPC `json:"vpcs"`
+	Links wireLinks `json:"links"`
+	Meta  wireMeta  `json:"meta"`
 }
 
 func (s *Server) routeVPCs() {
@@ -95,7 +95,7 @@ func (s *Server) createVPC(c *call) reply {
 	if err != nil {
 		return fail(err)
 	}
-	return ok(http.StatusCreated, vpcRoot{rec.vpc})
+	return ok(http.StatusCreated, vpcRoot{wireVPCOf(rec.vpc)})
 }
 
 func (s *Server) listVPCs(c *call) reply {
@@ -104,11 +104,12 @@ func (s *Server) listVPCs(c *call) reply {
 	if err != nil {
 		return fail(err)
 	}
-	page := make([]godo.VPC, 0, p.hi-p.lo)
+	page := make([]wireVPC, 0, p.hi-p.lo)
 	for _, r := range all[p.lo:p.hi] {
-		page = append(page, r.vpc)
+		page = append(page, wireVPCOf(r.vpc))
 	}
-	return ok(http.StatusOK, vpcsRoot{VPCs: page, Links: p.links, Meta: p.meta})
+	links, meta := wirePage(p)
+	return ok(http.StatusOK, vpcsRoot{VPCs: page, Links: links, Meta: meta})
 }
 
 func (s *Server) getVPC(c *call) reply {
@@ -116,7 +117,7 @@ func (s *Server) getVPC(c *call) reply {
 	if r == nil {
 		return fail(errNotFound())
 	}
-	return ok(http.StatusOK, vpcRoot{r.vpc})
+	return ok(http.StatusOK, vpcRoot{wireVPCOf(r.vpc)})
 }
 
 // deleteVPC refuses the default VPC (403) and a VPC that still has droplets or load balancers

@@ -38,6 +38,11 @@ func (r *Reconciler) reconcileLoadBalancer(ctx context.Context, lease store.Leas
 		return reconcile.Result{RequeueAfter: r.opts.DependencyPoll}, nil
 	}
 	obs, fresh, err := r.observeOrCreateLB(ctx, lease, p, row, want)
+	if errors.Is(err, provider.ErrDeferred) {
+		// No list could be read now (the budget is kept for creates): wait parked.
+		r.park(p, row, row.ProviderID)
+		return reconcile.Result{RequeueAfter: r.parkBackstop()}, nil
+	}
 	if err != nil || obs == nil {
 		if errors.Is(err, errRowChanged) {
 			return reconcile.Result{}, nil
@@ -52,7 +57,7 @@ func (r *Reconciler) reconcileLoadBalancer(ctx context.Context, lease store.Leas
 	case provider.LoadBalancerErrored:
 		return r.lbTerminal(ctx, lease, row, obs, "the provider reports load balancer "+obs.ID+" errored")
 	case provider.LoadBalancerNew:
-		return requeueAfter(r.recordLB(ctx, lease, row, obs, want, applied), r.opts.ProviderPoll)
+		return r.parkLB(ctx, lease, p, row, obs, want, applied)
 	}
 	if (!fresh && row.AppliedVersion < row.SpecVersion) || len(lbDrift(want.spec, *obs)) > 0 {
 		// A PUT replaces the whole load balancer: send all of the desired state.
@@ -69,7 +74,7 @@ func (r *Reconciler) reconcileLoadBalancer(ctx context.Context, lease store.Leas
 		obs, applied = updated, row.SpecVersion
 	}
 	if obs.Address == "" {
-		return requeueAfter(r.recordLB(ctx, lease, row, obs, want, applied), r.opts.ProviderPoll)
+		return r.parkLB(ctx, lease, p, row, obs, want, applied)
 	}
 	return settle(r.recordLBReady(ctx, lease, row, obs, want, applied))
 }
@@ -80,7 +85,7 @@ func (r *Reconciler) reconcileLoadBalancer(ctx context.Context, lease store.Leas
 func (r *Reconciler) observeOrCreateLB(ctx context.Context, lease store.Lease, p provider.Provider, row store.LoadBalancer, want desiredLB) (obs *provider.LoadBalancer, fresh bool, err error) {
 	lbs := p.LoadBalancers()
 	if row.ProviderID != "" {
-		obs, err = lbs.Get(ctx, row.ProviderID)
+		obs, err = r.pollLB(ctx, p, row)
 		if !errors.Is(err, provider.ErrNotFound) {
 			return obs, false, err
 		}
@@ -105,6 +110,16 @@ func (r *Reconciler) observeOrCreateLB(ctx context.Context, lease store.Lease, p
 		return err
 	})
 	return obs, err == nil, err
+}
+
+// parkLB records what the provider holds while it builds the load balancer, then parks the
+// pass: the account's watcher queues it again once a list shows it active with an address.
+func (r *Reconciler) parkLB(ctx context.Context, lease store.Lease, p provider.Provider, row store.LoadBalancer, obs *provider.LoadBalancer, want desiredLB, applied int64) (reconcile.Result, error) {
+	if err := r.recordLB(ctx, lease, row, obs, want, applied); err != nil {
+		return settle(err)
+	}
+	r.park(p, row, obs.ID)
+	return reconcile.Result{RequeueAfter: r.parkBackstop()}, nil
 }
 
 // deleteLoadBalancer deletes the load balancer at the provider (and any other of its name a

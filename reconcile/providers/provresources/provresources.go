@@ -83,6 +83,7 @@ type Reconciler struct {
 
 	mu        sync.Mutex
 	providers map[string]cachedProvider // by account id
+	watches   map[string]*lbWatch       // by account id
 }
 
 // cachedProvider is an opened provider and the sealed token it was opened with: a new token
@@ -117,7 +118,7 @@ func New(opts Options) (*Reconciler, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	return &Reconciler{opts: opts, providers: map[string]cachedProvider{}}, nil
+	return &Reconciler{opts: opts, providers: map[string]cachedProvider{}, watches: map[string]*lbWatch{}}, nil
 }
 
 // Reconcile implements reconcile.Handler for core.ReconcileKind: it dispatches on the id's
