@@ -9,10 +9,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"better-compute.dev/compute/core"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
 	"better-compute.dev/compute/internal/k8sapply"
 	"better-compute.dev/compute/provider/digitalocean/sim"
 	"better-compute.dev/compute/reconcile/substrates"
+	"better-compute.dev/compute/store"
 )
 
 // TestCreatePath: a policy with cluster { create } makes one cluster named bc-<pool> with one
@@ -298,6 +300,10 @@ func TestAdoptForeignNamespace(t *testing.T) {
 		t.Errorf("the tenant's namespace changed: %+v %v", got, err)
 	}
 
+	if got := substrateEvents(t, e, sub.ID); !slices.Equal(got, []string{core.EventSubstrateCreated, core.EventSubstrateError}) {
+		t.Errorf("events %v: want created then error", got)
+	}
+
 	// The tenant frees the name: the resync applies everything and the substrate is ready.
 	if err := cluster.CoreV1().Namespaces().Delete(e.ctx, ns, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
@@ -306,4 +312,21 @@ func TestAdoptForeignNamespace(t *testing.T) {
 	if sub := e.substrate(t); sub.State != "ready" || len(sub.Objects) != 3 || len(sub.Conflicts) != 0 {
 		t.Errorf("after the name was freed: %s (%q) objects %v conflicts %v, want ready with 3 objects", sub.State, sub.LastError, sub.Objects, sub.Conflicts)
 	}
+	if got := substrateEvents(t, e, sub.ID); !slices.Equal(got, []string{core.EventSubstrateCreated, core.EventSubstrateError, core.EventSubstrateReady}) {
+		t.Errorf("events %v: want created, error, then ready", got)
+	}
+}
+
+// substrateEvents lists the types of a substrate's events, oldest first.
+func substrateEvents(t *testing.T, e *env, substrateID string) []string {
+	t.Helper()
+	evs, err := store.ListEvents(e.ctx, e.s.App.DB.Q(), e.tn.ID, 0, 1000, substrateID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, ev := range evs {
+		out = append(out, ev.Type)
+	}
+	return out
 }
