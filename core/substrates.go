@@ -27,6 +27,44 @@ const SubstrateKind = "kubernetes.substrates"
 // SubstrateNodePrefix is the id prefix of a node that joined a substrate's pool.
 const SubstrateNodePrefix = "snode_"
 
+// Event types of substrates. The resource id is the substrate id (psub_...); every event's
+// data names the pool (poolId), and ready, updated and error also carry the cluster (clusterId,
+// clusterOrigin) and its node pools, so a tenant can follow a pool's cluster from the events
+// alone.
+const (
+	// The pool's policy named a substrate (first time, or again after a teardown).
+	EventSubstrateCreated = "poolSubstrate.created"
+	// The cluster is running, its node pools match the flavors and bcd's DaemonSet is applied.
+	EventSubstrateReady = "poolSubstrate.ready"
+	// The substrate is in error (data.error says why).
+	EventSubstrateError = "poolSubstrate.error"
+	// While ready, the cluster or its node pools changed (a resize, a flavor added or removed).
+	EventSubstrateUpdated = "poolSubstrate.updated"
+	// The teardown finished: what the substrate made is gone.
+	EventSubstrateDeleted = "poolSubstrate.deleted"
+)
+
+// AppendSubstrateEvent writes an event of a substrate in the caller's transaction, with the
+// pool id and, for every type but created and deleted, the cluster and its node pools.
+func AppendSubstrateEvent(ctx context.Context, tx pgx.Tx, sub store.Substrate, typ string) error {
+	data := map[string]any{"poolId": sub.PoolID}
+	switch typ {
+	case EventSubstrateReady, EventSubstrateUpdated, EventSubstrateError:
+		data["clusterId"] = sub.ClusterID
+		data["clusterOrigin"] = clusterOrigin(sub)
+		pools := make([]any, 0, len(sub.NodePools))
+		for _, np := range sub.NodePools {
+			pools = append(pools, map[string]any{"name": np.Name, "flavor": np.Flavor, "size": np.Size, "count": float64(np.Count), "id": np.ProviderID})
+		}
+		data["nodePools"] = pools
+	}
+	if typ == EventSubstrateError {
+		data["error"] = sub.LastError
+	}
+	_, err := store.AppendEvent(ctx, tx, store.Event{TenantID: sub.TenantID, ID: ids.New(ids.Event), Type: typ, ResourceID: sub.ID, Data: data})
+	return err
+}
+
 // joinTokenPrefix marks join tokens, so one found in a log or a paste is recognisable.
 const joinTokenPrefix = "bcj_"
 
@@ -54,9 +92,13 @@ func (s *Service) followSubstrate(ctx context.Context, tx pgx.Tx, p store.Pool, 
 		if err != nil {
 			return err
 		}
-		if _, err := store.InsertSubstrate(ctx, tx, store.Substrate{
+		row, err := store.InsertSubstrate(ctx, tx, store.Substrate{
 			ID: id, TenantID: p.TenantID, PoolID: p.ID, JoinTokenHash: hash, JoinTokenSealed: sealed,
-		}); err != nil {
+		})
+		if err != nil {
+			return err
+		}
+		if err := AppendSubstrateEvent(ctx, tx, row, EventSubstrateCreated); err != nil {
 			return err
 		}
 	case err != nil:
@@ -66,7 +108,11 @@ func (s *Service) followSubstrate(ctx context.Context, tx pgx.Tx, p store.Pool, 
 		if err != nil {
 			return err
 		}
-		if _, err := store.ReviveSubstrate(ctx, tx, sub.ID, hash, sealed); err != nil {
+		row, err := store.ReviveSubstrate(ctx, tx, sub.ID, hash, sealed)
+		if err != nil {
+			return err
+		}
+		if err := AppendSubstrateEvent(ctx, tx, row, EventSubstrateCreated); err != nil {
 			return err
 		}
 	}
@@ -188,12 +234,7 @@ func substrateProto(sub store.Substrate, nodes []store.SubstrateNode) *v1.Substr
 		ClusterId: sub.ClusterID, LastError: sub.LastError,
 		CreateTime: timestamppb.New(sub.CreatedAt), UpdateTime: timestamppb.New(sub.UpdatedAt),
 	}
-	if sub.ClusterID != "" {
-		out.ClusterOrigin = "adopted"
-		if sub.ClusterCreated {
-			out.ClusterOrigin = "created"
-		}
-	}
+	out.ClusterOrigin = clusterOrigin(sub)
 	for _, np := range sub.NodePools {
 		out.NodePools = append(out.NodePools, &v1.SubstrateNodePool{
 			Name: np.Name, Flavor: np.Flavor, Size: np.Size, Count: int32(np.Count), ProviderId: np.ProviderID,
@@ -213,4 +254,16 @@ func substrateProto(sub store.Substrate, nodes []store.SubstrateNode) *v1.Substr
 
 func substrateNodeProto(n store.SubstrateNode) *v1.SubstrateNode {
 	return &v1.SubstrateNode{Id: n.ID, Name: n.Name, ProviderNodeId: n.ProviderNodeID, NodePool: n.NodePool, JoinTime: timestamppb.New(n.JoinedAt)}
+}
+
+// clusterOrigin is created (the reconciler made the cluster) or adopted; empty until the
+// cluster is known.
+func clusterOrigin(sub store.Substrate) string {
+	switch {
+	case sub.ClusterID == "":
+		return ""
+	case sub.ClusterCreated:
+		return "created"
+	}
+	return "adopted"
 }

@@ -8,11 +8,18 @@
 // object); every later write is a server-side apply with force, which only ever runs on an
 // object already ours. Deletes run only on our objects and are preconditioned on the uid
 // observed, so an object replaced under the same name in between is left alone.
+//
+// The Create leaves an Update entry of our manager in managedFields that owns every field of
+// the first manifest; as long as it is there, a field a later manifest stops setting is never
+// removed (server-side apply only drops fields no manager owns any more). So after an apply
+// that entry is cleared by a JSON patch guarded on the resourceVersion the apply returned,
+// leaving our Apply entry as the only owner of our fields.
 package k8sapply
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -68,6 +75,7 @@ type kind[C any, T metav1.Object] struct {
 	get    func(ctx context.Context, name string) (T, error)
 	create func(ctx context.Context, obj T) (T, error)
 	apply  func(ctx context.Context, cfg C) (T, error)
+	patch  func(ctx context.Context, name string, jsonPatch []byte) (T, error)
 	delete func(ctx context.Context, name string, opts metav1.DeleteOptions) error
 	typed  func() T
 }
@@ -97,8 +105,50 @@ func ensure[C any, T metav1.Object](ctx context.Context, k kind[C, T], ref Ref, 
 	if err != nil {
 		return out, fmt.Errorf("k8sapply: apply %s: %w", ref, err)
 	}
+	if err := dropUpdateEntry(ctx, k, ref, applied); err != nil {
+		return out, err
+	}
 	out.Applied, out.UID = true, string(applied.GetUID())
 	return out, nil
+}
+
+// dropUpdateEntry removes our manager's Update entries (left by the Create) from obj's
+// managedFields, keeping every other entry as it is. The patch tests the resourceVersion, so
+// it never rewrites the ownership of an object changed in between; such a conflict is left
+// for the next pass, which applies and tries again.
+func dropUpdateEntry[C any, T metav1.Object](ctx context.Context, k kind[C, T], ref Ref, obj T) error {
+	keep := make([]metav1.ManagedFieldsEntry, 0, len(obj.GetManagedFields()))
+	for _, mf := range obj.GetManagedFields() {
+		if mf.Manager == FieldManager && mf.Operation == metav1.ManagedFieldsOperationUpdate {
+			continue
+		}
+		keep = append(keep, mf)
+	}
+	// Nothing to drop, or nothing left (an empty list would ask the server to rebuild
+	// managedFields; never the case, the apply just added our Apply entry).
+	if len(keep) == len(obj.GetManagedFields()) || len(keep) == 0 {
+		return nil
+	}
+	ops := []map[string]any{{"op": "replace", "path": "/metadata/managedFields", "value": keep}}
+	if rv := obj.GetResourceVersion(); rv != "" {
+		// Every API server sets one; only the fake clientset leaves it empty.
+		ops = append([]map[string]any{{"op": "test", "path": "/metadata/resourceVersion", "value": rv}}, ops...)
+	}
+	patch, err := json.Marshal(ops)
+	if err != nil {
+		return fmt.Errorf("k8sapply: %s: encode managedFields patch: %w", ref, err)
+	}
+	_, err = k.patch(ctx, ref.Name, patch)
+	if err != nil && !apierrors.IsConflict(err) && !apierrors.IsInvalid(err) && !apierrors.IsNotFound(err) &&
+		!isUnprocessable(err) { // a failed test op (the object changed since the apply)
+		return fmt.Errorf("k8sapply: %s: clear the create's managedFields entry: %w", ref, err)
+	}
+	return nil
+}
+
+func isUnprocessable(err error) bool {
+	var st apierrors.APIStatus
+	return errors.As(err, &st) && st.Status().Code == 422
 }
 
 // remove deletes the object when it is ours; it reports whether the object is gone (true also

@@ -126,3 +126,40 @@ func TestRemoveDeletesOnlyOurs(t *testing.T) {
 		t.Error("an unknown kind was accepted")
 	}
 }
+
+// TestDroppedFieldIsRemoved: a label the manifest stops setting is removed by the next apply,
+// because the Create's Update entry no longer holds on to the first manifest's fields.
+func TestDroppedFieldIsRemoved(t *testing.T) {
+	t.Parallel()
+	cs := fake.NewClientset()
+	a := k8sapply.Applier{Client: cs, PoolID: pool}
+	first := ourNamespace("bc-system").WithLabels(map[string]string{"tier": "system"})
+	if out, err := a.Namespace(t.Context(), first); err != nil || !out.Applied {
+		t.Fatalf("first write %+v %v", out, err)
+	}
+	ns, err := cs.CoreV1().Namespaces().Get(t.Context(), "bc-system", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range ns.ManagedFields {
+		if mf.Manager == k8sapply.FieldManager && mf.Operation != metav1.ManagedFieldsOperationApply {
+			t.Errorf("managed fields keep a %s entry of %s after the first write: %+v", mf.Operation, mf.Manager, ns.ManagedFields)
+		}
+	}
+	if ns.Labels["tier"] != "system" {
+		t.Fatalf("labels %v: the first manifest did not land", ns.Labels)
+	}
+	if out, err := a.Namespace(t.Context(), ourNamespace("bc-system")); err != nil || !out.Applied {
+		t.Fatalf("second write %+v %v", out, err)
+	}
+	ns, err = cs.CoreV1().Namespaces().Get(t.Context(), "bc-system", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := ns.Labels["tier"]; ok {
+		t.Errorf("labels %v: the label the manifest dropped survived", ns.Labels)
+	}
+	if ns.Labels["app"] != "bcd" || ns.Labels[k8sapply.PoolLabel] != pool {
+		t.Errorf("labels %v: the labels still in the manifest are gone", ns.Labels)
+	}
+}

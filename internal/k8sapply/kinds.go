@@ -6,6 +6,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/client-go/kubernetes"
@@ -22,6 +23,9 @@ var (
 	// Force is safe: an apply only ever runs on an object that is already ours, and takes back
 	// fields someone else edited on it.
 	applyOpts = metav1.ApplyOptions{FieldManager: FieldManager, Force: true}
+	// The managedFields patch changes only metadata.managedFields, which the server does not
+	// record as a manager's field.
+	patchOpts = metav1.PatchOptions{FieldManager: FieldManager}
 )
 
 func (a Applier) namespaces() kind[*corev1ac.NamespaceApplyConfiguration, *corev1.Namespace] {
@@ -35,6 +39,9 @@ func (a Applier) namespaces() kind[*corev1ac.NamespaceApplyConfiguration, *corev
 		},
 		apply: func(ctx context.Context, cfg *corev1ac.NamespaceApplyConfiguration) (*corev1.Namespace, error) {
 			return c.Apply(ctx, cfg, applyOpts)
+		},
+		patch: func(ctx context.Context, name string, p []byte) (*corev1.Namespace, error) {
+			return c.Patch(ctx, name, types.JSONPatchType, p, patchOpts)
 		},
 		delete: func(ctx context.Context, name string, o metav1.DeleteOptions) error { return c.Delete(ctx, name, o) },
 		typed:  func() *corev1.Namespace { return &corev1.Namespace{} },
@@ -53,6 +60,9 @@ func (a Applier) secrets(ns string) kind[*corev1ac.SecretApplyConfiguration, *co
 		apply: func(ctx context.Context, cfg *corev1ac.SecretApplyConfiguration) (*corev1.Secret, error) {
 			return c.Apply(ctx, cfg, applyOpts)
 		},
+		patch: func(ctx context.Context, name string, p []byte) (*corev1.Secret, error) {
+			return c.Patch(ctx, name, types.JSONPatchType, p, patchOpts)
+		},
 		delete: func(ctx context.Context, name string, o metav1.DeleteOptions) error { return c.Delete(ctx, name, o) },
 		typed:  func() *corev1.Secret { return &corev1.Secret{} },
 	}
@@ -69,6 +79,9 @@ func (a Applier) daemonSets(ns string) kind[*appsv1ac.DaemonSetApplyConfiguratio
 		},
 		apply: func(ctx context.Context, cfg *appsv1ac.DaemonSetApplyConfiguration) (*appsv1.DaemonSet, error) {
 			return c.Apply(ctx, cfg, applyOpts)
+		},
+		patch: func(ctx context.Context, name string, p []byte) (*appsv1.DaemonSet, error) {
+			return c.Patch(ctx, name, types.JSONPatchType, p, patchOpts)
 		},
 		delete: func(ctx context.Context, name string, o metav1.DeleteOptions) error { return c.Delete(ctx, name, o) },
 		typed:  func() *appsv1.DaemonSet { return &appsv1.DaemonSet{} },

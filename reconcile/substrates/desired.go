@@ -3,11 +3,13 @@ package substrates
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"better-compute.dev/compute/core"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
 	"better-compute.dev/compute/internal/k8sapply"
 	"better-compute.dev/compute/provider"
@@ -90,6 +92,8 @@ type pass struct {
 	pool  store.Pool
 	sub   store.Substrate
 	want  *desired
+	// saved is the substrate as last recorded; save compares against it to publish events.
+	saved store.Substrate
 }
 
 // actsOnWanted reports whether what the substrate recorded (account, mode, cluster) is what the
@@ -112,6 +116,11 @@ func (p *pass) save(ctx context.Context, extra func(tx pgx.Tx) error) error {
 		if err := store.SaveSubstrate(ctx, tx, p.sub); err != nil {
 			return err
 		}
+		if typ := eventOf(p.saved, p.sub); typ != "" {
+			if err := core.AppendSubstrateEvent(ctx, tx, p.sub, typ); err != nil {
+				return err
+			}
+		}
 		if extra != nil {
 			return extra(tx)
 		}
@@ -120,7 +129,33 @@ func (p *pass) save(ctx context.Context, extra func(tx pgx.Tx) error) error {
 	if err != nil {
 		return fmt.Errorf("substrates: record %s: %w", p.sub.ID, err)
 	}
+	p.saved = p.sub
 	return nil
+}
+
+// eventOf is the event a save from prev to cur publishes, "" for none: ready when the
+// substrate becomes ready, updated when a ready substrate's cluster or node pools change,
+// error when it enters error or its error changes, deleted when the teardown finishes. A
+// resync that changes nothing publishes nothing.
+func eventOf(prev, cur store.Substrate) string {
+	switch {
+	case cur.State == prev.State && cur.State == "ready":
+		if cur.ClusterID != prev.ClusterID || !slices.Equal(cur.NodePools, prev.NodePools) {
+			return core.EventSubstrateUpdated
+		}
+	case cur.State == prev.State && cur.State == "error":
+		if cur.LastError != prev.LastError {
+			return core.EventSubstrateError
+		}
+	case cur.State == prev.State:
+	case cur.State == "ready":
+		return core.EventSubstrateReady
+	case cur.State == "error":
+		return core.EventSubstrateError
+	case cur.State == "deleted":
+		return core.EventSubstrateDeleted
+	}
+	return ""
 }
 
 // failed records a failure the tenant should see as the substrate's last error (retryable ones

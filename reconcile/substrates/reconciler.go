@@ -142,7 +142,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, lease store.Lease) (reconcil
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	p := &pass{r: r, lease: lease, pool: pool, sub: sub, want: want}
+	p := &pass{r: r, lease: lease, pool: pool, sub: sub, want: want, saved: sub}
 	switch {
 	case want == nil && sub.State == "deleted":
 		return reconcile.Result{}, nil

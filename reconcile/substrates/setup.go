@@ -41,10 +41,16 @@ func (p *pass) setup(ctx context.Context) (reconcile.Result, error) {
 	if err != nil {
 		return p.failed(ctx, err)
 	}
-	if err := p.applyObjects(ctx, k); err != nil {
+	blocked, err := p.applyObjects(ctx, k)
+	if err != nil {
 		return p.failed(ctx, err)
 	}
 	p.sub.State, p.sub.LastError = "ready", ""
+	if blocked != "" {
+		// bcd cannot run, so no node can join: the substrate is not ready until the names are
+		// freed (the resync looks again).
+		p.sub.State, p.sub.LastError = "error", blocked
+	}
 	err = p.save(ctx, func(tx pgx.Tx) error {
 		// A joined node that none of our node pools has (gone, or never ours) leaves the pool.
 		_, err := store.PruneSubstrateNodes(ctx, tx, p.sub.ID, nodeIDs)
@@ -183,38 +189,62 @@ func (p *pass) ensureNodePools(ctx context.Context, k provider.Clusters) ([]stri
 }
 
 // applyObjects applies the pool's objects into the cluster and records which were applied and
-// which names are taken by objects we did not create.
-func (p *pass) applyObjects(ctx context.Context, k provider.Clusters) error {
+// which names are taken by objects we did not create. Nothing is written into a namespace of
+// our name that is not ours, and the DaemonSet is not applied when the join Secret is not ours
+// (bcd would read another party's secret). blocked says why bcd cannot run, "" when it can.
+func (p *pass) applyObjects(ctx context.Context, k provider.Clusters) (blocked string, err error) {
 	a, err := p.applier(ctx, k)
 	if err != nil {
-		return err
+		return "", err
 	}
 	token, err := p.r.opts.Keyring.OpenSecret(string(p.sub.JoinTokenSealed), []byte(p.sub.ID))
 	if err != nil {
-		return fmt.Errorf("substrates: %s: open join token: %w", p.sub.ID, err)
+		return "", fmt.Errorf("substrates: %s: open join token: %w", p.sub.ID, err)
 	}
 	m := manifests{poolID: p.pool.ID, joinURL: p.r.opts.JoinURL, image: p.r.opts.BcdImage}
-	outcomes := make([]k8sapply.Outcome, 0, 3)
-	for _, apply := range []func() (k8sapply.Outcome, error){
-		func() (k8sapply.Outcome, error) { return a.Namespace(ctx, m.namespace()) },
-		func() (k8sapply.Outcome, error) { return a.Secret(ctx, m.secret(token.Reveal())) },
-		func() (k8sapply.Outcome, error) { return a.DaemonSet(ctx, m.daemonSet()) },
-	} {
-		out, err := apply()
-		if err != nil {
-			return err
-		}
-		outcomes = append(outcomes, out)
-	}
 	p.sub.Objects, p.sub.Conflicts = nil, nil
-	for _, out := range outcomes {
+	record := func(out k8sapply.Outcome) {
 		if out.Applied {
 			p.sub.Objects = append(p.sub.Objects, store.SubstrateObject{Kind: out.Ref.Kind, Namespace: out.Ref.Namespace, Name: out.Ref.Name, UID: out.UID})
 		} else {
 			p.sub.Conflicts = append(p.sub.Conflicts, store.SubstrateConflict{Kind: out.Ref.Kind, Namespace: out.Ref.Namespace, Name: out.Ref.Name, Reason: out.Conflict})
 		}
 	}
-	return nil
+	// skip reports the refs left unwritten because what they depend on is not ours.
+	skip := func(why string, refs ...k8sapply.Ref) {
+		for _, ref := range refs {
+			record(k8sapply.Outcome{Ref: ref, Conflict: "not applied: " + why})
+		}
+	}
+	ns, err := a.Namespace(ctx, m.namespace())
+	if err != nil {
+		return "", err
+	}
+	record(ns)
+	if !ns.Applied {
+		why := fmt.Sprintf("namespace %s is not ours", ns.Ref.Name)
+		skip(why, m.secretRef(), m.daemonSetRef())
+		return "bcd cannot run: " + why + " (" + ns.Conflict + ")", nil
+	}
+	secret, err := a.Secret(ctx, m.secret(token.Reveal()))
+	if err != nil {
+		return "", err
+	}
+	record(secret)
+	if !secret.Applied {
+		why := fmt.Sprintf("secret %s/%s is not ours", secret.Ref.Namespace, secret.Ref.Name)
+		skip(why, m.daemonSetRef())
+		return "bcd cannot run: " + why + " (" + secret.Conflict + ")", nil
+	}
+	ds, err := a.DaemonSet(ctx, m.daemonSet())
+	if err != nil {
+		return "", err
+	}
+	record(ds)
+	if !ds.Applied {
+		return fmt.Sprintf("bcd cannot run: daemon set %s/%s is not ours (%s)", ds.Ref.Namespace, ds.Ref.Name, ds.Conflict), nil
+	}
+	return "", nil
 }
 
 // applier opens the cluster's Kubernetes API with its kubeconfig.

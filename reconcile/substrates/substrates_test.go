@@ -2,16 +2,19 @@ package substrates_test
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/digitalocean/godo"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"better-compute.dev/compute/core"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
 	"better-compute.dev/compute/internal/k8sapply"
 	"better-compute.dev/compute/provider/digitalocean/sim"
 	"better-compute.dev/compute/reconcile/substrates"
+	"better-compute.dev/compute/store"
 )
 
 // TestCreatePath: a policy with cluster { create } makes one cluster named bc-<pool> with one
@@ -144,8 +147,10 @@ func TestAdoptPath(t *testing.T) {
 	e.setPolicy(t, adoptPolicy(e.tn.AccountID, own.ID))
 	e.settle(t)
 	sub := e.substrate(t)
-	if sub.State != "ready" || sub.ClusterID != own.ID || sub.ClusterCreated {
-		t.Fatalf("substrate %+v (%q), want ready on the adopted cluster", sub.State, sub.LastError)
+	// bcd would read the tenant's Secret: its DaemonSet is not applied and the substrate is
+	// not ready, with the reason.
+	if sub.State != "error" || !strings.Contains(sub.LastError, "bcd cannot run") || sub.ClusterID != own.ID || sub.ClusterCreated {
+		t.Fatalf("substrate %+v (%q), want error (bcd cannot run) on the adopted cluster", sub.State, sub.LastError)
 	}
 	got := e.nodePoolNames(t, own.ID)
 	slices.Sort(got)
@@ -153,16 +158,20 @@ func TestAdoptPath(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("node pools %v, want %v", got, want)
 	}
-	if len(sub.Conflicts) != 1 || sub.Conflicts[0].Kind != "Secret" || sub.Conflicts[0].Name != substrates.SecretName {
-		t.Errorf("conflicts %v: want the tenant's Secret reported", sub.Conflicts)
+	if len(sub.Conflicts) != 2 || sub.Conflicts[0].Kind != "Secret" || sub.Conflicts[0].Name != substrates.SecretName ||
+		sub.Conflicts[1].Kind != "DaemonSet" || !strings.HasPrefix(sub.Conflicts[1].Reason, "not applied") {
+		t.Errorf("conflicts %v: want the tenant's Secret reported and the DaemonSet not applied", sub.Conflicts)
 	}
-	if len(sub.Objects) != 2 {
-		t.Errorf("objects %v: want the Namespace and the DaemonSet applied", sub.Objects)
+	if len(sub.Objects) != 1 || sub.Objects[0].Kind != "Namespace" {
+		t.Errorf("objects %v: want only the Namespace applied", sub.Objects)
+	}
+	if _, err := cluster.AppsV1().DaemonSets(ns).Get(e.ctx, substrates.DaemonSetName, metav1.GetOptions{}); err == nil {
+		t.Error("a DaemonSet reading the tenant's Secret was applied")
 	}
 	assertTenantSecret(t, e, own.ID)
 	view, err := e.s.App.Service.GetSubstrate(e.tn.Ctx, &v1.GetSubstrateRequest{TenantId: e.tn.ID, PoolId: e.tn.PoolID})
-	if err != nil || view.GetClusterOrigin() != "adopted" || len(view.GetConflicts()) != 1 {
-		t.Errorf("substrate view %v %v: want adopted with one conflict", view, err)
+	if err != nil || view.GetClusterOrigin() != "adopted" || len(view.GetConflicts()) != 2 {
+		t.Errorf("substrate view %v %v: want adopted with two conflicts", view, err)
 	}
 
 	// A policy without a substrate tears down what we made, and only that.
@@ -243,4 +252,81 @@ func reconcileOnce(t *testing.T, e *env) {
 	if _, err := e.runner.RunOnce(e.ctx); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestAdoptForeignNamespace: when the namespace of our name on an adopted cluster belongs to
+// someone else, nothing is written into it (no join Secret, no DaemonSet), all three are
+// reported, and the substrate is not ready; once the tenant frees the name, the next pass
+// converges.
+func TestAdoptForeignNamespace(t *testing.T) {
+	e := newEnv(t, "hooli")
+	own, _, err := e.do.Kubernetes.Create(e.ctx, &godo.KubernetesClusterCreateRequest{
+		Name: "tenant-prod", RegionSlug: "nyc3",
+		NodePools: []*godo.KubernetesNodePoolCreateRequest{{Name: "tenant-pool", Size: "s-2vcpu-4gb", Count: 1}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := substrates.NamespaceName(e.tn.PoolID)
+	cluster := e.kube.cluster(own.ID)
+	if _, err := cluster.CoreV1().Namespaces().Create(e.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{"owner": "tenant"}}},
+		metav1.CreateOptions{FieldManager: "kubectl"}); err != nil {
+		t.Fatal(err)
+	}
+	e.simNow.Advance(2 * sim.ClusterProvisionDelay)
+	e.setPolicy(t, adoptPolicy(e.tn.AccountID, own.ID))
+	e.settle(t)
+	sub := e.substrate(t)
+	if sub.State != "error" || !strings.Contains(sub.LastError, "namespace "+ns+" is not ours") {
+		t.Fatalf("substrate %s (%q): want error naming the foreign namespace", sub.State, sub.LastError)
+	}
+	kinds := []string{}
+	for _, c := range sub.Conflicts {
+		kinds = append(kinds, c.Kind)
+	}
+	if !slices.Equal(kinds, []string{"Namespace", "Secret", "DaemonSet"}) || len(sub.Objects) != 0 {
+		t.Errorf("conflicts %v objects %v: want all three reported, nothing applied", sub.Conflicts, sub.Objects)
+	}
+	secrets, err := cluster.CoreV1().Secrets(ns).List(e.ctx, metav1.ListOptions{})
+	if err != nil || len(secrets.Items) != 0 {
+		t.Errorf("secrets in the foreign namespace: %v %v, want none", secrets, err)
+	}
+	dss, err := cluster.AppsV1().DaemonSets(ns).List(e.ctx, metav1.ListOptions{})
+	if err != nil || len(dss.Items) != 0 {
+		t.Errorf("daemon sets in the foreign namespace: %v %v, want none", dss, err)
+	}
+	got, err := cluster.CoreV1().Namespaces().Get(e.ctx, ns, metav1.GetOptions{})
+	if err != nil || got.Labels["owner"] != "tenant" || got.Labels[k8sapply.PoolLabel] != "" {
+		t.Errorf("the tenant's namespace changed: %+v %v", got, err)
+	}
+
+	if got := substrateEvents(t, e, sub.ID); !slices.Equal(got, []string{core.EventSubstrateCreated, core.EventSubstrateError}) {
+		t.Errorf("events %v: want created then error", got)
+	}
+
+	// The tenant frees the name: the resync applies everything and the substrate is ready.
+	if err := cluster.CoreV1().Namespaces().Delete(e.ctx, ns, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.resync(t)
+	if sub := e.substrate(t); sub.State != "ready" || len(sub.Objects) != 3 || len(sub.Conflicts) != 0 {
+		t.Errorf("after the name was freed: %s (%q) objects %v conflicts %v, want ready with 3 objects", sub.State, sub.LastError, sub.Objects, sub.Conflicts)
+	}
+	if got := substrateEvents(t, e, sub.ID); !slices.Equal(got, []string{core.EventSubstrateCreated, core.EventSubstrateError, core.EventSubstrateReady}) {
+		t.Errorf("events %v: want created, error, then ready", got)
+	}
+}
+
+// substrateEvents lists the types of a substrate's events, oldest first.
+func substrateEvents(t *testing.T, e *env, substrateID string) []string {
+	t.Helper()
+	evs, err := store.ListEvents(e.ctx, e.s.App.DB.Q(), e.tn.ID, 0, 1000, substrateID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, ev := range evs {
+		out = append(out, ev.Type)
+	}
+	return out
 }
