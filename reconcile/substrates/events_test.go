@@ -21,8 +21,8 @@ import (
 // changes, deleted after the teardown. A resync that changes nothing publishes nothing, and
 // another tenant sees none of it.
 func TestEventsFollowTheCluster(t *testing.T) {
-	core.WatchPollInterval = 20 * time.Millisecond
 	e := newEnv(t, "initech")
+	e.s.App.Service.WatchPoll = 20 * time.Millisecond
 	other := e.s.NewTenant(t, "umbrella", "viewer")
 	e.setPolicy(t, createPolicy(e.tn.AccountID))
 	e.settle(t)
