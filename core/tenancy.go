@@ -113,6 +113,9 @@ func (s *Service) CreateTenant(ctx context.Context, r *v1.CreateTenantRequest) (
 	t, err := store.InsertTenant(ctx, s.DB.Q(), store.Tenant{ID: r.GetTenantId(), DisplayName: r.GetDisplayName()})
 	if err != nil {
 		if apierr.CodeOf(storeErr(err, "tenant")) == apierr.InvalidInput {
+			if store.ConstraintName(err) == "tenants_id_fold" {
+				return nil, apierr.Invalid("tenantId", "a tenant whose id differs from %s only in case already exists", r.GetTenantId())
+			}
 			return nil, apierr.Invalid("tenantId", "tenant %s already exists", r.GetTenantId())
 		}
 		return nil, storeErr(err, "tenant")

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"compress/gzip"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -50,6 +51,22 @@ func readBodyFirst(timeout time.Duration, next http.Handler) http.Handler {
 			refuseBody(w, r, fmt.Sprintf("the request body exceeds %d bytes", MaxBodyBytes))
 			return
 		}
+		if strings.HasPrefix(r.URL.Path, JSONPrefix) {
+			// The JSON mapping takes gzip bodies as Connect does, under the same bound once
+			// decompressed; Connect's own handlers decompress theirs.
+			switch enc := strings.ToLower(strings.TrimSpace(r.Header.Get("Content-Encoding"))); enc {
+			case "", "identity":
+			case "gzip":
+				if body, err = gunzip(body); err != nil {
+					refuseBody(w, r, err.Error())
+					return
+				}
+				r.Header.Del("Content-Encoding")
+			default:
+				refuseBody(w, r, fmt.Sprintf("Content-Encoding %q is not supported: send gzip or none", enc))
+				return
+			}
+		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))
 		next.ServeHTTP(w, r)
@@ -96,4 +113,20 @@ func refuseBody(w http.ResponseWriter, r *http.Request, msg string) {
 		w.WriteHeader(http.StatusBadRequest)
 		_ = json.NewEncoder(w).Encode(map[string]string{"code": "invalid_argument", "message": msg})
 	}
+}
+
+// gunzip decompresses a gzip body within MaxBodyBytes.
+func gunzip(body []byte) ([]byte, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(body))
+	if err != nil {
+		return nil, errors.New("the request body is not valid gzip")
+	}
+	out, err := io.ReadAll(io.LimitReader(zr, MaxBodyBytes+1))
+	if err != nil {
+		return nil, errors.New("the request body is not valid gzip")
+	}
+	if len(out) > MaxBodyBytes {
+		return nil, fmt.Errorf("the request body exceeds %d bytes once decompressed", MaxBodyBytes)
+	}
+	return out, nil
 }

@@ -3,6 +3,7 @@ package server_test
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -113,5 +114,63 @@ func TestPanickingHandlerAnswersInternalAndServesOn(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "handler panicked") {
 		t.Errorf("the panic was not logged: %s", logs.String())
+	}
+}
+
+// TestTenantIDsDifferingOnlyInCaseAreRefused: "tb" and "TB" cannot both exist.
+func TestTenantIDsDifferingOnlyInCaseAreRefused(t *testing.T) {
+	s := apptest.Start(t)
+	for _, tc := range []struct {
+		id     string
+		status int
+	}{
+		{"tb", http.StatusOK}, {"TB", http.StatusBadRequest}, {"Tb", http.StatusBadRequest}, {"tb", http.StatusBadRequest}, {"tb2", http.StatusOK},
+	} {
+		status, body := s.PostJSON(t, "/api/compute/tenants/create", s.AdminToken, map[string]any{"tenantId": tc.id, "displayName": tc.id})
+		if status != tc.status {
+			t.Errorf("create tenant %q: %d %v, want %d", tc.id, status, body, tc.status)
+			continue
+		}
+		if status != http.StatusOK && (body["code"] != "INVALID_INPUT" || body["field"] != "tenantId") {
+			t.Errorf("create tenant %q: %v, want INVALID_INPUT naming tenantId", tc.id, body)
+		}
+	}
+}
+
+// TestGzipBodiesOnEveryProtocol: a gzip Content-Encoding body is accepted on the JSON mapping as on
+// Connect, and a gzip bomb is refused at the same decompressed bound.
+func TestGzipBodiesOnEveryProtocol(t *testing.T) {
+	s := apptest.Start(t)
+	tn := s.NewTenant(t, "zipped", "viewer")
+	gz := func(b []byte) []byte {
+		var buf bytes.Buffer
+		w := gzip.NewWriter(&buf)
+		_, _ = w.Write(b)
+		_ = w.Close()
+		return buf.Bytes()
+	}
+	for _, tc := range []struct {
+		name, path string
+		body       []byte
+		status     int
+	}{
+		{"json mapping", "/api/compute/loadBalancers/list", gz([]byte(`{"tenantId":"` + tn.ID + `"}`)), http.StatusOK},
+		{"connect", "/bettercompute.compute.v1.LoadBalancerService/ListLoadBalancers", gz([]byte(`{"tenantId":"` + tn.ID + `"}`)), http.StatusOK},
+		{"json mapping bomb", "/api/compute/loadBalancers/list", gz(bytes.Repeat([]byte(" "), server.MaxBodyBytes+1)), http.StatusBadRequest},
+		{"json mapping not gzip", "/api/compute/loadBalancers/list", []byte("not gzip"), http.StatusBadRequest},
+	} {
+		req, _ := http.NewRequest(http.MethodPost, s.App.URL+tc.path, bytes.NewReader(tc.body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Content-Encoding", "gzip")
+		req.Header.Set("Authorization", "Bearer "+tn.Token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.status {
+			t.Errorf("%s: HTTP %d %s, want %d", tc.name, resp.StatusCode, b, tc.status)
+		}
 	}
 }
