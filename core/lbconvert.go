@@ -19,10 +19,15 @@ func marshalSpec(spec *v1.LoadBalancer) ([]byte, error) {
 	return b, nil
 }
 
+// storedJSON reads what a replica stored. Storage keeps the public v1 messages as protojson: v1 only
+// grows (buf breaking guards it), so a row a newer replica wrote differs only by fields this one does
+// not know, which it must skip rather than fail on (a rolled-back replica reads rows a newer one wrote).
+var storedJSON = protojson.UnmarshalOptions{DiscardUnknown: true}
+
 // unmarshalSpec reads the settings back.
 func unmarshalSpec(b []byte) (*v1.LoadBalancer, error) {
 	spec := &v1.LoadBalancer{}
-	if err := protojson.Unmarshal(b, spec); err != nil {
+	if err := storedJSON.Unmarshal(b, spec); err != nil {
 		return nil, apierr.InternalErr(err)
 	}
 	return spec, nil

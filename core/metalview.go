@@ -1,7 +1,6 @@
 package core
 
 import (
-	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
@@ -31,7 +30,7 @@ func metalNodeProto(n store.MetalNode) *v1.MetalNode {
 		inv := &v1.MetalInventory{}
 		// The reconciler writes the inventory as protojson of MetalInventory; a row it cannot
 		// read (an older layout) shows no inventory rather than failing the call.
-		if protojson.Unmarshal(n.Inventory, inv) == nil {
+		if storedJSON.Unmarshal(n.Inventory, inv) == nil {
 			out.Inventory = inv
 		}
 	}

@@ -183,7 +183,7 @@ func (s *Service) changePool(ctx context.Context, tenantID, poolID string, polic
 		}
 		// The substrate follows the new policy or the archive, in this same transaction.
 		effective := &v1.PoolPolicy{}
-		if err := protojson.Unmarshal(p.Policy, effective); err != nil {
+		if err := storedJSON.Unmarshal(p.Policy, effective); err != nil {
 			return apierr.InternalErr(err)
 		}
 		return s.followSubstrate(ctx, tx, p, effective)
@@ -250,7 +250,7 @@ func accountProto(a store.Account) *v1.ProviderAccount {
 
 func poolProto(p store.Pool) (*v1.Pool, error) {
 	policy := &v1.PoolPolicy{}
-	if err := protojson.Unmarshal(p.Policy, policy); err != nil {
+	if err := storedJSON.Unmarshal(p.Policy, policy); err != nil {
 		return nil, apierr.InternalErr(err)
 	}
 	return &v1.Pool{Id: p.ID, TenantId: p.TenantID, AccountId: p.AccountID, Name: p.Name, Regions: p.Regions, Policy: policy, State: p.State, CreateTime: timestamppb.New(p.CreatedAt)}, nil

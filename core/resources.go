@@ -5,7 +5,6 @@ import (
 	"slices"
 
 	"github.com/jackc/pgx/v5"
-	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"better-compute.dev/compute/apierr"
@@ -265,7 +264,7 @@ func visiblePool(ctx context.Context, q store.Querier, tenantID, poolID string) 
 		return p, nil, apierr.State("archived", "pool %s is archived", poolID)
 	}
 	policy := &v1.PoolPolicy{}
-	if err := protojson.Unmarshal(p.Policy, policy); err != nil {
+	if err := storedJSON.Unmarshal(p.Policy, policy); err != nil {
 		return p, nil, apierr.InternalErr(err)
 	}
 	return p, policy, nil
