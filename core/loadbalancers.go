@@ -164,20 +164,20 @@ func (s *Service) createLoadBalancerTx(ctx context.Context, tx pgx.Tx, r *v1.Cre
 	if err != nil {
 		return none, err
 	}
-	if err := store.InsertLoadBalancerTargets(ctx, tx, row.ID, instanceIDs, lbIDs, certIDs); err != nil {
-		return none, err
-	}
-	if err := store.PutIdempotency(ctx, tx, store.IdempotencyRecord{
+	// The references, the idempotency record, the event and the work item decide nothing: one
+	// round trip for all of them.
+	var w store.Writes
+	w.InsertLoadBalancerTargets(row.ID, instanceIDs, lbIDs, certIDs)
+	w.PutIdempotency(store.IdempotencyRecord{
 		TenantID: r.GetTenantId(), Operation: opCreateLoadBalancer, Key: r.GetIdempotencyKey(), RequestHash: hash, ResourceID: row.ID,
-	}); err != nil {
-		return none, err
-	}
-	if err := appendEvent(ctx, tx, row, EventLBCreated, map[string]any{
+	})
+	if err := queueEvent(&w, row, EventLBCreated, map[string]any{
 		"name": row.Name, "scope": row.Scope, "region": row.Region, "poolId": row.PoolID, "subnetId": row.SubnetID,
 	}); err != nil {
 		return none, err
 	}
-	return row, store.Enqueue(ctx, tx, ReconcileKind, row.ID, nil)
+	w.Enqueue(ReconcileKind, row.ID, nil)
+	return row, w.Send(ctx, tx)
 }
 
 // GetLoadBalancer returns one load balancer.
@@ -323,13 +323,13 @@ func (s *Service) updateLoadBalancerTx(ctx context.Context, tx pgx.Tx, r *v1.Upd
 	if row, err = store.UpdateLoadBalancerSpec(ctx, tx, row.ID, spec, state); err != nil {
 		return row, err
 	}
-	if err := store.ReplaceLoadBalancerTargets(ctx, tx, row.ID, instanceIDs, lbIDs, certIDs); err != nil {
+	var w store.Writes
+	w.ReplaceLoadBalancerTargets(row.ID, instanceIDs, lbIDs, certIDs)
+	if err := queueEvent(&w, row, EventLBUpdated, map[string]any{"changed": toAny(changed)}); err != nil {
 		return row, err
 	}
-	if err := appendEvent(ctx, tx, row, EventLBUpdated, map[string]any{"changed": toAny(changed)}); err != nil {
-		return row, err
-	}
-	return row, store.Enqueue(ctx, tx, ReconcileKind, row.ID, nil)
+	w.Enqueue(ReconcileKind, row.ID, nil)
+	return row, w.Send(ctx, tx)
 }
 
 // DeleteLoadBalancer marks the load balancer deleting; the reconciler deletes it at the provider,
@@ -401,6 +401,11 @@ func leaveLoadBalancer(ctx context.Context, tx pgx.Tx, id string, in store.Insta
 // is NOT_FOUND (field loadBalancerId), exactly like one that does not exist.
 func (s *Service) authorizeLoadBalancer(ctx context.Context, tenantID, id string, perm authz.Permission) (Caller, authz.Object, error) {
 	return s.authorizeByID(ctx, target{Type: authz.TypeProviderLoadBalancer, ID: id, Tenant: tenantID, What: "load balancer", Field: "loadBalancerId"}, perm, authz.LoadBalancersRead)
+}
+
+// queueEvent is appendEvent for a transaction's last writes (store.Writes).
+func queueEvent(w *store.Writes, row store.LoadBalancer, typ string, data map[string]any) error {
+	return w.AppendEvent(store.Event{TenantID: row.TenantID, ID: ids.New(ids.Event), Type: typ, ResourceID: row.ID, Data: data})
 }
 
 func appendEvent(ctx context.Context, tx pgx.Tx, row store.LoadBalancer, typ string, data map[string]any) error {

@@ -186,23 +186,57 @@ func SetLoadBalancerError(ctx context.Context, q Querier, id, state, lastError s
 // ReplaceLoadBalancerTargets rewrites the instance, load balancer and certificate references of
 // one load balancer: the old ones go, then InsertLoadBalancerTargets.
 func ReplaceLoadBalancerTargets(ctx context.Context, q Querier, id string, instanceIDs, lbIDs, certIDs []string) error {
-	for _, del := range []string{
-		`DELETE FROM load_balancer_instance_targets WHERE load_balancer_id = $1`,
-		`DELETE FROM load_balancer_lb_targets WHERE global_id = $1`,
-		`DELETE FROM load_balancer_certificates WHERE load_balancer_id = $1`,
-	} {
-		if _, err := exec(ctx, q, del, id); err != nil {
+	for _, st := range replaceTargetStatements(id, instanceIDs, lbIDs, certIDs) {
+		if _, err := exec(ctx, q, st.sql, st.args...); err != nil {
 			return err
 		}
 	}
-	return InsertLoadBalancerTargets(ctx, q, id, instanceIDs, lbIDs, certIDs)
+	return nil
 }
 
 // InsertLoadBalancerTargets records the references of a load balancer that has none yet (one
 // created in the same transaction): no DELETE of rows that cannot exist, and no statement for
 // an empty list.
 func InsertLoadBalancerTargets(ctx context.Context, q Querier, id string, instanceIDs, lbIDs, certIDs []string) error {
-	for _, stmt := range []struct {
+	for _, st := range insertTargetStatements(id, instanceIDs, lbIDs, certIDs) {
+		if _, err := exec(ctx, q, st.sql, st.args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ReplaceLoadBalancerTargets queues ReplaceLoadBalancerTargets's statements.
+func (w *Writes) ReplaceLoadBalancerTargets(id string, instanceIDs, lbIDs, certIDs []string) {
+	for _, st := range replaceTargetStatements(id, instanceIDs, lbIDs, certIDs) {
+		w.add("load balancer references", nil, st.sql, st.args...)
+	}
+}
+
+// InsertLoadBalancerTargets queues InsertLoadBalancerTargets's statements.
+func (w *Writes) InsertLoadBalancerTargets(id string, instanceIDs, lbIDs, certIDs []string) {
+	for _, st := range insertTargetStatements(id, instanceIDs, lbIDs, certIDs) {
+		w.add("load balancer references", nil, st.sql, st.args...)
+	}
+}
+
+type statement struct {
+	sql  string
+	args []any
+}
+
+func replaceTargetStatements(id string, instanceIDs, lbIDs, certIDs []string) []statement {
+	out := []statement{
+		{`DELETE FROM load_balancer_instance_targets WHERE load_balancer_id = $1`, []any{id}},
+		{`DELETE FROM load_balancer_lb_targets WHERE global_id = $1`, []any{id}},
+		{`DELETE FROM load_balancer_certificates WHERE load_balancer_id = $1`, []any{id}},
+	}
+	return append(out, insertTargetStatements(id, instanceIDs, lbIDs, certIDs)...)
+}
+
+func insertTargetStatements(id string, instanceIDs, lbIDs, certIDs []string) []statement {
+	var out []statement
+	for _, st := range []struct {
 		ins string
 		ids []string
 	}{
@@ -210,14 +244,11 @@ func InsertLoadBalancerTargets(ctx context.Context, q Querier, id string, instan
 		{`INSERT INTO load_balancer_lb_targets (global_id, regional_id) SELECT $1, unnest($2::TEXT[])`, lbIDs},
 		{`INSERT INTO load_balancer_certificates (load_balancer_id, certificate_id) SELECT DISTINCT $1, unnest($2::TEXT[])`, certIDs},
 	} {
-		if len(stmt.ids) == 0 {
-			continue
-		}
-		if _, err := exec(ctx, q, stmt.ins, id, stmt.ids); err != nil {
-			return err
+		if len(st.ids) > 0 {
+			out = append(out, statement{st.ins, []any{id, st.ids}})
 		}
 	}
-	return nil
+	return out
 }
 
 // GlobalsTargeting returns the ids of the tenant's live global load balancers that target a

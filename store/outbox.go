@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Event is a row of the events outbox.
@@ -39,30 +40,28 @@ func AppendEvent(ctx context.Context, q Querier, e Event) (Event, error) {
 	if err != nil {
 		return Event{}, err
 	}
-	var created time.Time
-	err = q.QueryRow(ctx,
-		`INSERT INTO event_inbox (tenant_id, id, type, resource_id, data) VALUES ($1, $2, $3, $4, $5)
-		 RETURNING created_at`, e.TenantID, e.ID, e.Type, e.ResourceID, data).Scan(&created)
-	if err != nil {
+	if _, err := q.Exec(ctx, sqlAppendEvent, e.TenantID, e.ID, e.Type, e.ResourceID, data); err != nil {
 		return Event{}, fmt.Errorf("store: append event: %w", err)
 	}
-	e.CreatedAt = created
 	return e, nil
 }
+
+const sqlAppendEvent = `INSERT INTO event_inbox (tenant_id, id, type, resource_id, data) VALUES ($1, $2, $3, $4, $5)`
 
 // sequenceBatch bounds how many inbox events one numbering statement moves.
 const sequenceBatch = 1000
 
 // sqlSequenceEvents numbers a tenant's committed inbox events in one statement: it takes up to
-// sequenceBatch of them (skipping rows another numbering statement holds), moves them to events
+// sequenceBatch of them, moves them to events
 // with the next seqs, and advances the tenant's counter. The counter row is written only when
 // there is something to number, so an idle tenant's readers write nothing. Two numbering
-// statements of one tenant serialize on the counter row: the second waits for the first and
-// numbers after it, so seqs become visible in seq order.
+// statements of one tenant serialize: the second waits on the rows the first holds (not
+// skipping them, so that a read after it sees every event committed before it started) and on
+// the counter row, and numbers after it, so seqs become visible in seq order.
 const sqlSequenceEvents = `
 WITH picked AS (
     SELECT id FROM event_inbox WHERE tenant_id = $1
-     ORDER BY created_at, id LIMIT $2 FOR UPDATE SKIP LOCKED
+     ORDER BY created_at, id LIMIT $2 FOR UPDATE
 ), moved AS (
     DELETE FROM event_inbox WHERE tenant_id = $1 AND id IN (SELECT id FROM picked)
     RETURNING id, type, resource_id, data, created_at
@@ -139,19 +138,32 @@ func GetIdempotency(ctx context.Context, q Querier, tenantID, operation, key str
 	     WHERE tenant_id = $1 AND operation = $2 AND idem_key = $3 AND expires_at > now()`, tenantID, operation, key)
 }
 
-// PutIdempotency records a key in the transaction that made the resource. An expired record of
-// the same key is replaced; a live one is ErrConflict (a concurrent twin won the race).
+// PutIdempotency records a key in the transaction that made the resource, in one statement: an
+// expired record of the same key is replaced; a live one is ErrConflict on idempotency_keys_pkey
+// (a concurrent twin won the race).
 func PutIdempotency(ctx context.Context, q Querier, rec IdempotencyRecord) error {
-	if _, err := exec(ctx, q,
-		`DELETE FROM idempotency_keys WHERE tenant_id = $1 AND operation = $2 AND idem_key = $3 AND expires_at <= now()`,
-		rec.TenantID, rec.Operation, rec.Key); err != nil {
-		return err
-	}
-	_, err := exec(ctx, q,
-		`INSERT INTO idempotency_keys (tenant_id, operation, idem_key, request_hash, resource_id, expires_at)
-		 VALUES ($1, $2, $3, $4, $5, now() + $6::INTERVAL)`,
+	tag, err := q.Exec(ctx, sqlPutIdempotency,
 		rec.TenantID, rec.Operation, rec.Key, rec.RequestHash, rec.ResourceID, IdempotencyTTL.String())
-	return err
+	if err != nil {
+		return fmt.Errorf("store: idempotency record: %w", TranslateError(err))
+	}
+	return idempotencyInserted(tag)
+}
+
+const sqlPutIdempotency = `INSERT INTO idempotency_keys (tenant_id, operation, idem_key, request_hash, resource_id, expires_at)
+	 VALUES ($1, $2, $3, $4, $5, now() + $6::INTERVAL)
+	 ON CONFLICT (tenant_id, operation, idem_key) DO UPDATE
+	   SET request_hash = excluded.request_hash, resource_id = excluded.resource_id,
+	       expires_at = excluded.expires_at, created_at = now()
+	 WHERE idempotency_keys.expires_at <= now()`
+
+// idempotencyInserted turns "no row written" (a live record of the key exists) into the conflict
+// a unique violation would have been.
+func idempotencyInserted(tag pgconn.CommandTag) error {
+	if tag.RowsAffected() == 0 {
+		return &ConstraintError{Kind: ErrConflict, Constraint: "idempotency_keys_pkey", Table: "idempotency_keys", Err: ErrConflict}
+	}
+	return nil
 }
 
 // UsageRecord is a row of usage_records: an interval of metered use.
