@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"regexp"
 	"slices"
-		"strings"
+	"strings"
 	"time"
 
 	"github.com/digitalocean/godo"
