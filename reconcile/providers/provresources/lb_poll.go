@@ -98,7 +98,7 @@ func (w *lbWatch) lookup(providerID string, notBefore time.Time) (obs *provider.
 }
 
 // refresh lists the account's load balancers into the snapshot, or waits for the list in
-// flight. A list is begun at most every half ProviderPoll.
+// flight. A list is begun at most once a ProviderPoll; a pass that finds none fresh parks.
 func (w *lbWatch) refresh(ctx context.Context, p provider.Provider) error {
 	w.mu.Lock()
 	if ch := w.listing; ch != nil {
@@ -110,7 +110,7 @@ func (w *lbWatch) refresh(ctx context.Context, p provider.Provider) error {
 			return ctx.Err()
 		}
 	}
-	if time.Since(w.lastTry) < w.r.opts.ProviderPoll/2 {
+	if time.Since(w.lastTry) < w.r.opts.ProviderPoll {
 		w.mu.Unlock()
 		return fmt.Errorf("provresources: a list of account %s was begun moments ago: %w", w.accountID, provider.ErrDeferred)
 	}
