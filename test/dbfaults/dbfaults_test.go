@@ -116,8 +116,8 @@ func TestDatabaseFaultsAreAnsweredTruthfully(t *testing.T) {
 	var seq atomic.Int64
 	create := func() {
 		k := seq.Add(1)
-		o, m := post("loadBalancers/create", fmt.Sprintf(`{"tenantId":%q,"poolId":%q,"name":"lb","region":"nyc3","targets":{"pool":true},`+
-			`"forwarding":[{"entryProtocol":"http","entryPort":80,"targetProtocol":"http","targetPort":8080}],"idempotencyKey":"f-%d"}`, tn.ID, poolID, k))
+		o, m := post("loadBalancers/create", fmt.Sprintf(`{"tenantId":%q,"poolId":%q,"name":"lb-%d","region":"nyc3","targets":{"pool":true},`+
+			`"forwarding":[{"entryProtocol":"http","entryPort":80,"targetProtocol":"http","targetPort":8080}],"idempotencyKey":"f-%d"}`, tn.ID, poolID, k, k))
 		lb, _ := m["loadBalancer"].(map[string]any)
 		id, _ := lb["id"].(string)
 		if o.status == http.StatusOK && id == "" {
