@@ -54,7 +54,7 @@ func BenchmarkAuthorizationOverhead(b *testing.B) {
 	pool := true
 	var id string
 	for i := range 50 {
-		lb, err := s.App.Service.CreateLoadBalancer(tn.Ctx, &v1.CreateLoadBalancerRequest{TenantId: tn.ID, PoolId: tn.PoolID, Name: "lb", Region: "nyc3",
+		lb, err := s.App.Service.CreateLoadBalancer(tn.Ctx, &v1.CreateLoadBalancerRequest{TenantId: tn.ID, PoolId: tn.PoolID, Name: fmt.Sprintf("lb-%d", i), Region: "nyc3",
 			Targets:        &v1.LoadBalancerTargets{Pool: &pool},
 			Forwarding:     []*v1.ForwardingRule{{EntryProtocol: "http", EntryPort: 80, TargetProtocol: "http", TargetPort: 80}},
 			IdempotencyKey: fmt.Sprintf("k%d", i)})

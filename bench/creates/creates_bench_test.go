@@ -80,8 +80,8 @@ func BenchmarkCreate(b *testing.B) {
 	create := func(i int) error {
 		k := seq.Add(1)
 		tn := tenants[i%spread]
-		body := fmt.Sprintf(`{"tenantId":%q,"poolId":%q,"name":"lb","region":"nyc3","targets":{"pool":true},`+
-			`"forwarding":[{"entryProtocol":"http","entryPort":80,"targetProtocol":"http","targetPort":8080}],"idempotencyKey":"b-%d"}`, tn.ID, tn.PoolID, k)
+		body := fmt.Sprintf(`{"tenantId":%q,"poolId":%q,"name":"lb-%d","region":"nyc3","targets":{"pool":true},`+
+			`"forwarding":[{"entryProtocol":"http","entryPort":80,"targetProtocol":"http","targetPort":8080}],"idempotencyKey":"b-%d"}`, tn.ID, tn.PoolID, k, k)
 		req, _ := http.NewRequest(http.MethodPost, s.App.URL+"/api/compute/loadBalancers/create", bytes.NewBufferString(body))
 		req.Header.Set("Authorization", "Bearer "+tn.Token)
 		req.Header.Set("Content-Type", "application/json")
