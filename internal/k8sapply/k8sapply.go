@@ -34,7 +34,7 @@ const PoolLabel = "better-compute.dev/substrate-pool"
 
 // Ref names one object.
 type Ref struct {
-	Kind      string // Namespace, Secret, DaemonSet
+	Kind      string // Namespace, Secret, DaemonSet, ServiceAccount, ClusterRole, ClusterRoleBinding
 	Namespace string // empty for cluster-scoped kinds
 	Name      string
 }

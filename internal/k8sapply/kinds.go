@@ -5,10 +5,12 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -88,6 +90,81 @@ func (a Applier) daemonSets(ns string) kind[*appsv1ac.DaemonSetApplyConfiguratio
 	}
 }
 
+func (a Applier) serviceAccounts(ns string) kind[*corev1ac.ServiceAccountApplyConfiguration, *corev1.ServiceAccount] {
+	c := a.Client.CoreV1().ServiceAccounts(ns)
+	return kind[*corev1ac.ServiceAccountApplyConfiguration, *corev1.ServiceAccount]{
+		get: func(ctx context.Context, name string) (*corev1.ServiceAccount, error) {
+			return c.Get(ctx, name, metav1.GetOptions{})
+		},
+		create: func(ctx context.Context, o *corev1.ServiceAccount) (*corev1.ServiceAccount, error) {
+			return c.Create(ctx, o, createOpts)
+		},
+		apply: func(ctx context.Context, cfg *corev1ac.ServiceAccountApplyConfiguration) (*corev1.ServiceAccount, error) {
+			return c.Apply(ctx, cfg, applyOpts)
+		},
+		patch: func(ctx context.Context, name string, p []byte) (*corev1.ServiceAccount, error) {
+			return c.Patch(ctx, name, types.JSONPatchType, p, patchOpts)
+		},
+		delete: func(ctx context.Context, name string, o metav1.DeleteOptions) error { return c.Delete(ctx, name, o) },
+		typed:  func() *corev1.ServiceAccount { return &corev1.ServiceAccount{} },
+	}
+}
+
+func (a Applier) clusterRoles() kind[*rbacv1ac.ClusterRoleApplyConfiguration, *rbacv1.ClusterRole] {
+	c := a.Client.RbacV1().ClusterRoles()
+	return kind[*rbacv1ac.ClusterRoleApplyConfiguration, *rbacv1.ClusterRole]{
+		get: func(ctx context.Context, name string) (*rbacv1.ClusterRole, error) {
+			return c.Get(ctx, name, metav1.GetOptions{})
+		},
+		create: func(ctx context.Context, o *rbacv1.ClusterRole) (*rbacv1.ClusterRole, error) {
+			return c.Create(ctx, o, createOpts)
+		},
+		apply: func(ctx context.Context, cfg *rbacv1ac.ClusterRoleApplyConfiguration) (*rbacv1.ClusterRole, error) {
+			return c.Apply(ctx, cfg, applyOpts)
+		},
+		patch: func(ctx context.Context, name string, p []byte) (*rbacv1.ClusterRole, error) {
+			return c.Patch(ctx, name, types.JSONPatchType, p, patchOpts)
+		},
+		delete: func(ctx context.Context, name string, o metav1.DeleteOptions) error { return c.Delete(ctx, name, o) },
+		typed:  func() *rbacv1.ClusterRole { return &rbacv1.ClusterRole{} },
+	}
+}
+
+func (a Applier) clusterRoleBindings() kind[*rbacv1ac.ClusterRoleBindingApplyConfiguration, *rbacv1.ClusterRoleBinding] {
+	c := a.Client.RbacV1().ClusterRoleBindings()
+	return kind[*rbacv1ac.ClusterRoleBindingApplyConfiguration, *rbacv1.ClusterRoleBinding]{
+		get: func(ctx context.Context, name string) (*rbacv1.ClusterRoleBinding, error) {
+			return c.Get(ctx, name, metav1.GetOptions{})
+		},
+		create: func(ctx context.Context, o *rbacv1.ClusterRoleBinding) (*rbacv1.ClusterRoleBinding, error) {
+			return c.Create(ctx, o, createOpts)
+		},
+		apply: func(ctx context.Context, cfg *rbacv1ac.ClusterRoleBindingApplyConfiguration) (*rbacv1.ClusterRoleBinding, error) {
+			return c.Apply(ctx, cfg, applyOpts)
+		},
+		patch: func(ctx context.Context, name string, p []byte) (*rbacv1.ClusterRoleBinding, error) {
+			return c.Patch(ctx, name, types.JSONPatchType, p, patchOpts)
+		},
+		delete: func(ctx context.Context, name string, o metav1.DeleteOptions) error { return c.Delete(ctx, name, o) },
+		typed:  func() *rbacv1.ClusterRoleBinding { return &rbacv1.ClusterRoleBinding{} },
+	}
+}
+
+// ServiceAccount ensures a service account.
+func (a Applier) ServiceAccount(ctx context.Context, cfg *corev1ac.ServiceAccountApplyConfiguration) (Outcome, error) {
+	return ensure(ctx, a.serviceAccounts(*cfg.Namespace), Ref{Kind: "ServiceAccount", Namespace: *cfg.Namespace, Name: *cfg.Name}, a.PoolID, cfg)
+}
+
+// ClusterRole ensures a cluster role.
+func (a Applier) ClusterRole(ctx context.Context, cfg *rbacv1ac.ClusterRoleApplyConfiguration) (Outcome, error) {
+	return ensure(ctx, a.clusterRoles(), Ref{Kind: "ClusterRole", Name: *cfg.Name}, a.PoolID, cfg)
+}
+
+// ClusterRoleBinding ensures a cluster role binding.
+func (a Applier) ClusterRoleBinding(ctx context.Context, cfg *rbacv1ac.ClusterRoleBindingApplyConfiguration) (Outcome, error) {
+	return ensure(ctx, a.clusterRoleBindings(), Ref{Kind: "ClusterRoleBinding", Name: *cfg.Name}, a.PoolID, cfg)
+}
+
 // Namespace ensures a namespace (see the package comment for the rule).
 func (a Applier) Namespace(ctx context.Context, cfg *corev1ac.NamespaceApplyConfiguration) (Outcome, error) {
 	return ensure(ctx, a.namespaces(), Ref{Kind: "Namespace", Name: *cfg.Name}, a.PoolID, cfg)
@@ -113,6 +190,12 @@ func (a Applier) Remove(ctx context.Context, ref Ref) (gone bool, why string, er
 		return remove(ctx, a.secrets(ref.Namespace), ref, a.PoolID)
 	case "DaemonSet":
 		return remove(ctx, a.daemonSets(ref.Namespace), ref, a.PoolID)
+	case "ServiceAccount":
+		return remove(ctx, a.serviceAccounts(ref.Namespace), ref, a.PoolID)
+	case "ClusterRole":
+		return remove(ctx, a.clusterRoles(), ref, a.PoolID)
+	case "ClusterRoleBinding":
+		return remove(ctx, a.clusterRoleBindings(), ref, a.PoolID)
 	}
 	return false, "", errUnknownKind(ref)
 }

@@ -4,6 +4,7 @@ import (
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 
 	"better-compute.dev/compute/internal/k8sapply"
 )
@@ -56,6 +57,46 @@ func (m manifests) secret(token string) *corev1ac.SecretApplyConfiguration {
 		WithStringData(map[string]string{SecretKeyToken: token, SecretKeyPoolID: m.poolID, SecretKeyJoinURL: m.joinURL})
 }
 
+// ServiceAccountName is bcd's service account in the pool's namespace.
+const ServiceAccountName = "bcd"
+
+// NodeReaderName names the cluster role (and its binding) that lets bcd read Nodes; it is
+// cluster-scoped, so it carries the pool's name to stay apart from other pools'.
+func NodeReaderName(poolID string) string { return ClusterName(poolID) + "-bcd-node-reader" }
+
+func (m manifests) serviceAccountRef() k8sapply.Ref {
+	return k8sapply.Ref{Kind: "ServiceAccount", Namespace: NamespaceName(m.poolID), Name: ServiceAccountName}
+}
+
+func (m manifests) clusterRoleRef() k8sapply.Ref {
+	return k8sapply.Ref{Kind: "ClusterRole", Name: NodeReaderName(m.poolID)}
+}
+
+func (m manifests) clusterRoleBindingRef() k8sapply.Ref {
+	return k8sapply.Ref{Kind: "ClusterRoleBinding", Name: NodeReaderName(m.poolID)}
+}
+
+// serviceAccount is the identity bcd's pods run as (instead of the namespace's default).
+func (m manifests) serviceAccount() *corev1ac.ServiceAccountApplyConfiguration {
+	return corev1ac.ServiceAccount(ServiceAccountName, NamespaceName(m.poolID)).WithLabels(m.labels())
+}
+
+// clusterRole is the least bcd needs: get on Nodes, to read its own Node's spec.providerID
+// (which the Downward API does not expose). Nodes are cluster-scoped and bcd knows only its
+// node name at start, so the rule cannot narrow to resourceNames; it grants no list, watch or
+// write, and nothing else.
+func (m manifests) clusterRole() *rbacv1ac.ClusterRoleApplyConfiguration {
+	return rbacv1ac.ClusterRole(NodeReaderName(m.poolID)).WithLabels(m.labels()).
+		WithRules(rbacv1ac.PolicyRule().WithAPIGroups("").WithResources("nodes").WithVerbs("get"))
+}
+
+// clusterRoleBinding grants the cluster role to bcd's service account only.
+func (m manifests) clusterRoleBinding() *rbacv1ac.ClusterRoleBindingApplyConfiguration {
+	return rbacv1ac.ClusterRoleBinding(NodeReaderName(m.poolID)).WithLabels(m.labels()).
+		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup("rbac.authorization.k8s.io").WithKind("ClusterRole").WithName(NodeReaderName(m.poolID))).
+		WithSubjects(rbacv1ac.Subject().WithKind("ServiceAccount").WithName(ServiceAccountName).WithNamespace(NamespaceName(m.poolID)))
+}
+
 // daemonSet runs bcd on the nodes of our node pools only (they carry the pool label; the
 // tenant's own nodes on an adopted cluster do not).
 func (m manifests) daemonSet() *appsv1ac.DaemonSetApplyConfiguration {
@@ -79,6 +120,7 @@ func (m manifests) daemonSet() *appsv1ac.DaemonSetApplyConfiguration {
 			WithSelector(metav1ac.LabelSelector().WithMatchLabels(podLabels)).
 			WithTemplate(corev1ac.PodTemplateSpec().WithLabels(podLabels).
 				WithSpec(corev1ac.PodSpec().
+					WithServiceAccountName(ServiceAccountName).
 					WithNodeSelector(map[string]string{k8sapply.PoolLabel: m.poolID}).
 					WithContainers(container))))
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -190,8 +191,9 @@ func (p *pass) ensureNodePools(ctx context.Context, k provider.Clusters) ([]stri
 
 // applyObjects applies the pool's objects into the cluster and records which were applied and
 // which names are taken by objects we did not create. Nothing is written into a namespace of
-// our name that is not ours, and the DaemonSet is not applied when the join Secret is not ours
-// (bcd would read another party's secret). blocked says why bcd cannot run, "" when it can.
+// our name that is not ours, and the DaemonSet is not applied when its service account, node
+// reader role and binding, or join Secret are not ours (bcd would run as, or read, another
+// party's). blocked says why bcd cannot run, "" when it can.
 func (p *pass) applyObjects(ctx context.Context, k provider.Clusters) (blocked string, err error) {
 	a, err := p.applier(ctx, k)
 	if err != nil {
@@ -223,18 +225,31 @@ func (p *pass) applyObjects(ctx context.Context, k provider.Clusters) (blocked s
 	record(ns)
 	if !ns.Applied {
 		why := fmt.Sprintf("namespace %s is not ours", ns.Ref.Name)
-		skip(why, m.secretRef(), m.daemonSetRef())
+		skip(why, m.serviceAccountRef(), m.clusterRoleRef(), m.clusterRoleBindingRef(), m.secretRef(), m.daemonSetRef())
 		return "bcd cannot run: " + why + " (" + ns.Conflict + ")", nil
 	}
-	secret, err := a.Secret(ctx, m.secret(token.Reveal()))
-	if err != nil {
-		return "", err
+	// What bcd's pods depend on: its identity, its right to read its Node, its join Secret.
+	// bcd runs only when all of them are ours.
+	var notOurs []string
+	for _, apply := range []func() (k8sapply.Outcome, error){
+		func() (k8sapply.Outcome, error) { return a.ServiceAccount(ctx, m.serviceAccount()) },
+		func() (k8sapply.Outcome, error) { return a.ClusterRole(ctx, m.clusterRole()) },
+		func() (k8sapply.Outcome, error) { return a.ClusterRoleBinding(ctx, m.clusterRoleBinding()) },
+		func() (k8sapply.Outcome, error) { return a.Secret(ctx, m.secret(token.Reveal())) },
+	} {
+		out, err := apply()
+		if err != nil {
+			return "", err
+		}
+		record(out)
+		if !out.Applied {
+			notOurs = append(notOurs, out.Ref.String()+" ("+out.Conflict+")")
+		}
 	}
-	record(secret)
-	if !secret.Applied {
-		why := fmt.Sprintf("secret %s/%s is not ours", secret.Ref.Namespace, secret.Ref.Name)
+	if len(notOurs) > 0 {
+		why := strings.Join(notOurs, ", ") + " not ours"
 		skip(why, m.daemonSetRef())
-		return "bcd cannot run: " + why + " (" + secret.Conflict + ")", nil
+		return "bcd cannot run: " + why, nil
 	}
 	ds, err := a.DaemonSet(ctx, m.daemonSet())
 	if err != nil {
@@ -242,7 +257,7 @@ func (p *pass) applyObjects(ctx context.Context, k provider.Clusters) (blocked s
 	}
 	record(ds)
 	if !ds.Applied {
-		return fmt.Sprintf("bcd cannot run: daemon set %s/%s is not ours (%s)", ds.Ref.Namespace, ds.Ref.Name, ds.Conflict), nil
+		return fmt.Sprintf("bcd cannot run: %s is not ours (%s)", ds.Ref, ds.Conflict), nil
 	}
 	return "", nil
 }

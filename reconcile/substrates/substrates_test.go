@@ -47,11 +47,12 @@ func TestCreatePath(t *testing.T) {
 	if !slices.Equal(got, wantPools) {
 		t.Errorf("node pools %v, want %v", got, wantPools)
 	}
-	if len(sub.Objects) != 3 || len(sub.Conflicts) != 0 {
-		t.Errorf("objects %v conflicts %v: want 3 applied, none in conflict", sub.Objects, sub.Conflicts)
+	if len(sub.Objects) != 6 || len(sub.Conflicts) != 0 {
+		t.Errorf("objects %v conflicts %v: want 6 applied, none in conflict", sub.Objects, sub.Conflicts)
 	}
 	cluster := e.kube.cluster(sub.ClusterID)
 	ns := substrates.NamespaceName(e.tn.PoolID)
+	assertBcdRBAC(t, e, sub.ClusterID)
 	ds, err := cluster.AppsV1().DaemonSets(ns).Get(e.ctx, substrates.DaemonSetName, metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("bcd's DaemonSet: %v", err)
@@ -162,8 +163,8 @@ func TestAdoptPath(t *testing.T) {
 		sub.Conflicts[1].Kind != "DaemonSet" || !strings.HasPrefix(sub.Conflicts[1].Reason, "not applied") {
 		t.Errorf("conflicts %v: want the tenant's Secret reported and the DaemonSet not applied", sub.Conflicts)
 	}
-	if len(sub.Objects) != 1 || sub.Objects[0].Kind != "Namespace" {
-		t.Errorf("objects %v: want only the Namespace applied", sub.Objects)
+	if len(sub.Objects) != 4 || sub.Objects[0].Kind != "Namespace" {
+		t.Errorf("objects %v: want the Namespace and bcd's RBAC applied", sub.Objects)
 	}
 	if _, err := cluster.AppsV1().DaemonSets(ns).Get(e.ctx, substrates.DaemonSetName, metav1.GetOptions{}); err == nil {
 		t.Error("a DaemonSet reading the tenant's Secret was applied")
@@ -201,6 +202,12 @@ func TestAdoptPath(t *testing.T) {
 	}
 	if _, err := cluster.CoreV1().Namespaces().Get(e.ctx, ns, metav1.GetOptions{}); err == nil {
 		t.Error("our Namespace is still there")
+	}
+	if _, err := cluster.RbacV1().ClusterRoles().Get(e.ctx, substrates.NodeReaderName(e.tn.PoolID), metav1.GetOptions{}); err == nil {
+		t.Error("bcd's ClusterRole is still there")
+	}
+	if _, err := cluster.RbacV1().ClusterRoleBindings().Get(e.ctx, substrates.NodeReaderName(e.tn.PoolID), metav1.GetOptions{}); err == nil {
+		t.Error("bcd's ClusterRoleBinding is still there")
 	}
 }
 
@@ -284,8 +291,11 @@ func TestAdoptForeignNamespace(t *testing.T) {
 	for _, c := range sub.Conflicts {
 		kinds = append(kinds, c.Kind)
 	}
-	if !slices.Equal(kinds, []string{"Namespace", "Secret", "DaemonSet"}) || len(sub.Objects) != 0 {
-		t.Errorf("conflicts %v objects %v: want all three reported, nothing applied", sub.Conflicts, sub.Objects)
+	if !slices.Equal(kinds, []string{"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Secret", "DaemonSet"}) || len(sub.Objects) != 0 {
+		t.Errorf("conflicts %v objects %v: want all six reported, nothing applied", sub.Conflicts, sub.Objects)
+	}
+	if crs, err := cluster.RbacV1().ClusterRoles().List(e.ctx, metav1.ListOptions{}); err != nil || len(crs.Items) != 0 {
+		t.Errorf("cluster roles %v %v: want none made for a namespace that is not ours", crs, err)
 	}
 	secrets, err := cluster.CoreV1().Secrets(ns).List(e.ctx, metav1.ListOptions{})
 	if err != nil || len(secrets.Items) != 0 {
@@ -309,8 +319,8 @@ func TestAdoptForeignNamespace(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.resync(t)
-	if sub := e.substrate(t); sub.State != "ready" || len(sub.Objects) != 3 || len(sub.Conflicts) != 0 {
-		t.Errorf("after the name was freed: %s (%q) objects %v conflicts %v, want ready with 3 objects", sub.State, sub.LastError, sub.Objects, sub.Conflicts)
+	if sub := e.substrate(t); sub.State != "ready" || len(sub.Objects) != 6 || len(sub.Conflicts) != 0 {
+		t.Errorf("after the name was freed: %s (%q) objects %v conflicts %v, want ready with 6 objects", sub.State, sub.LastError, sub.Objects, sub.Conflicts)
 	}
 	if got := substrateEvents(t, e, sub.ID); !slices.Equal(got, []string{core.EventSubstrateCreated, core.EventSubstrateError, core.EventSubstrateReady}) {
 		t.Errorf("events %v: want created, error, then ready", got)
@@ -329,4 +339,35 @@ func substrateEvents(t *testing.T, e *env, substrateID string) []string {
 		out = append(out, ev.Type)
 	}
 	return out
+}
+
+// assertBcdRBAC: bcd runs as its own service account, bound to a cluster role that can only
+// get Nodes, all labelled with the pool.
+func assertBcdRBAC(t *testing.T, e *env, clusterID string) {
+	t.Helper()
+	cluster := e.kube.cluster(clusterID)
+	ns := substrates.NamespaceName(e.tn.PoolID)
+	ds, err := cluster.AppsV1().DaemonSets(ns).Get(e.ctx, substrates.DaemonSetName, metav1.GetOptions{})
+	if err != nil || ds.Spec.Template.Spec.ServiceAccountName != substrates.ServiceAccountName {
+		t.Errorf("DaemonSet %v %v: want it to run as %s", ds, err, substrates.ServiceAccountName)
+	}
+	sa, err := cluster.CoreV1().ServiceAccounts(ns).Get(e.ctx, substrates.ServiceAccountName, metav1.GetOptions{})
+	if err != nil || sa.Labels[k8sapply.PoolLabel] != e.tn.PoolID {
+		t.Errorf("service account %v %v: want ours", sa, err)
+	}
+	name := substrates.NodeReaderName(e.tn.PoolID)
+	cr, err := cluster.RbacV1().ClusterRoles().Get(e.ctx, name, metav1.GetOptions{})
+	if err != nil || cr.Labels[k8sapply.PoolLabel] != e.tn.PoolID {
+		t.Fatalf("cluster role %v %v: want ours", cr, err)
+	}
+	if len(cr.Rules) != 1 || !slices.Equal(cr.Rules[0].Resources, []string{"nodes"}) || !slices.Equal(cr.Rules[0].Verbs, []string{"get"}) ||
+		!slices.Equal(cr.Rules[0].APIGroups, []string{""}) || len(cr.Rules[0].NonResourceURLs) != 0 {
+		t.Errorf("cluster role rules %+v: want get on nodes only", cr.Rules)
+	}
+	crb, err := cluster.RbacV1().ClusterRoleBindings().Get(e.ctx, name, metav1.GetOptions{})
+	if err != nil || crb.RoleRef.Name != name || crb.RoleRef.Kind != "ClusterRole" || len(crb.Subjects) != 1 ||
+		crb.Subjects[0].Kind != "ServiceAccount" || crb.Subjects[0].Name != substrates.ServiceAccountName || crb.Subjects[0].Namespace != ns ||
+		crb.Labels[k8sapply.PoolLabel] != e.tn.PoolID {
+		t.Errorf("cluster role binding %+v %v: want ours, binding the role to bcd's service account only", crb, err)
+	}
 }

@@ -100,14 +100,15 @@ func (p *pass) removeAtProvider(ctx context.Context) error {
 }
 
 // removeObjects deletes our objects from an adopted cluster, the DaemonSet first (its pods
-// stop joining) and the Namespace last. An object of one of our names that is not ours stays.
+// stop joining), then the Secret and bcd's RBAC, and the Namespace last. An object of one of our names that is not ours stays.
 func (p *pass) removeObjects(ctx context.Context, k provider.Clusters) error {
 	a, err := p.applier(ctx, k)
 	if err != nil {
 		return err
 	}
 	m := manifests{poolID: p.pool.ID}
-	for _, ref := range []k8sapply.Ref{m.daemonSetRef(), m.secretRef(), m.namespaceRef()} {
+	refs := []k8sapply.Ref{m.daemonSetRef(), m.secretRef(), m.clusterRoleBindingRef(), m.clusterRoleRef(), m.serviceAccountRef(), m.namespaceRef()}
+	for _, ref := range refs {
 		if _, _, err := a.Remove(ctx, ref); err != nil {
 			return err
 		}
