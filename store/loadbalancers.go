@@ -186,24 +186,14 @@ func SetLoadBalancerError(ctx context.Context, q Querier, id, state, lastError s
 // ReplaceLoadBalancerTargets rewrites the instance, load balancer and certificate references of
 // one load balancer: the old ones go, then InsertLoadBalancerTargets.
 func ReplaceLoadBalancerTargets(ctx context.Context, q Querier, id string, instanceIDs, lbIDs, certIDs []string) error {
-	for _, st := range replaceTargetStatements(id, instanceIDs, lbIDs, certIDs) {
-		if _, err := exec(ctx, q, st.sql, st.args...); err != nil {
-			return err
-		}
-	}
-	return nil
+	return execAll(ctx, q, replaceTargetStatements(id, instanceIDs, lbIDs, certIDs))
 }
 
 // InsertLoadBalancerTargets records the references of a load balancer that has none yet (one
 // created in the same transaction): no DELETE of rows that cannot exist, and no statement for
 // an empty list.
 func InsertLoadBalancerTargets(ctx context.Context, q Querier, id string, instanceIDs, lbIDs, certIDs []string) error {
-	for _, st := range insertTargetStatements(id, instanceIDs, lbIDs, certIDs) {
-		if _, err := exec(ctx, q, st.sql, st.args...); err != nil {
-			return err
-		}
-	}
-	return nil
+	return execAll(ctx, q, insertTargetStatements(id, instanceIDs, lbIDs, certIDs))
 }
 
 // ReplaceLoadBalancerTargets queues ReplaceLoadBalancerTargets's statements.
@@ -223,6 +213,16 @@ func (w *Writes) InsertLoadBalancerTargets(id string, instanceIDs, lbIDs, certID
 type statement struct {
 	sql  string
 	args []any
+}
+
+// execAll runs statements one after another.
+func execAll(ctx context.Context, q Querier, statements []statement) error {
+	for _, st := range statements {
+		if _, err := exec(ctx, q, st.sql, st.args...); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func replaceTargetStatements(id string, instanceIDs, lbIDs, certIDs []string) []statement {

@@ -33,10 +33,7 @@ func scanEvent(r pgx.Row) (Event, error) {
 // writes no per-tenant counter row and concurrent changes of one tenant do not conflict on one.
 // The returned event has no Seq yet.
 func AppendEvent(ctx context.Context, q Querier, e Event) (Event, error) {
-	if e.Data == nil {
-		e.Data = map[string]any{}
-	}
-	data, err := json.Marshal(e.Data)
+	data, err := eventData(e)
 	if err != nil {
 		return Event{}, err
 	}
@@ -44,6 +41,14 @@ func AppendEvent(ctx context.Context, q Querier, e Event) (Event, error) {
 		return Event{}, fmt.Errorf("store: append event: %w", err)
 	}
 	return e, nil
+}
+
+// eventData renders an event's data as stored (an empty object when it has none).
+func eventData(e Event) ([]byte, error) {
+	if e.Data == nil {
+		return []byte("{}"), nil
+	}
+	return json.Marshal(e.Data)
 }
 
 const sqlAppendEvent = `INSERT INTO event_inbox (tenant_id, id, type, resource_id, data) VALUES ($1, $2, $3, $4, $5)`

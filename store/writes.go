@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -49,10 +48,7 @@ func (w *Writes) Send(ctx context.Context, tx pgx.Tx) error {
 
 // AppendEvent queues AppendEvent's insert.
 func (w *Writes) AppendEvent(e Event) error {
-	if e.Data == nil {
-		e.Data = map[string]any{}
-	}
-	data, err := json.Marshal(e.Data)
+	data, err := eventData(e)
 	if err != nil {
 		return err
 	}
