@@ -24,27 +24,54 @@ type lbPlacement struct {
 	SubnetFixed bool
 }
 
-// lbRefs are the rows a load balancer's settings refer to.
-type lbRefs struct {
-	InstanceIDs    []string
-	LoadBalancerID []string
-	CertificateIDs []string
+// lbRows are the rows a load balancer create or update decides on, read in its first round trip
+// (store.ExecuteTwoTrips): the instances, regional load balancers and certificates the request
+// and, for an update, the stored settings name.
+type lbRows struct {
+	instances map[string]store.Instance
+	lbs       map[string]store.LoadBalancer
+	certs     map[string]store.Certificate
 }
 
-// checkInstanceAccess decides, outside any transaction, the seed's rules that depend on the
-// caller's credential: another tenant's instance is ACCESS_DENIED, and each named instance needs
-// compute:instances:update.
-func (s *Service) checkInstanceAccess(ctx context.Context, c Caller, tenantID string, instanceIDs []string) error {
+// lbRowReads queues the reads of lbRows: those named by t, rules and domains, and those the load
+// balancer of (update; "" on create) refers to today. It returns what to fill them from.
+func lbRowReads(r *store.Reads, of string, t *v1.LoadBalancerTargets, rules []*v1.ForwardingRule, domains []*v1.Domain) func() lbRows {
+	var instances []store.Instance
+	var lbs []store.LoadBalancer
+	var certs []store.Certificate
+	if len(t.GetInstanceIds()) > 0 || of != "" {
+		r.Instances(t.GetInstanceIds(), of, &instances)
+	}
+	if len(t.GetLoadBalancerIds()) > 0 || of != "" {
+		r.LoadBalancers(t.GetLoadBalancerIds(), of, &lbs)
+	}
+	var certIDs []string
+	for _, c := range certificateRefs(rules, domains) {
+		certIDs = append(certIDs, c.id)
+	}
+	if len(certIDs) > 0 || of != "" {
+		r.Certificates(certIDs, of, &certs)
+	}
+	return func() lbRows {
+		rows := lbRows{instances: map[string]store.Instance{}, lbs: map[string]store.LoadBalancer{}, certs: map[string]store.Certificate{}}
+		for _, x := range instances {
+			rows.instances[x.ID] = x
+		}
+		for _, x := range lbs {
+			rows.lbs[x.ID] = x
+		}
+		for _, x := range certs {
+			rows.certs[x.ID] = x
+		}
+		return rows
+	}
+}
+
+// checkInstanceAccess decides the seed's rules that depend on the caller's credential: another
+// tenant's instance is ACCESS_DENIED, and each named instance needs compute:instances:update.
+func (s *Service) checkInstanceAccess(ctx context.Context, c Caller, tenantID string, instanceIDs []string, byID map[string]store.Instance) error {
 	if len(instanceIDs) == 0 {
 		return nil
-	}
-	rows, err := store.GetInstances(ctx, s.DB.Q(), instanceIDs)
-	if err != nil {
-		return storeErr(err, "instance")
-	}
-	byID := map[string]store.Instance{}
-	for _, r := range rows {
-		byID[r.ID] = r
 	}
 	var objs []authz.Object
 	for i, id := range instanceIDs {
@@ -70,22 +97,15 @@ func (s *Service) checkInstanceAccess(ctx context.Context, c Caller, tenantID st
 	return nil
 }
 
-// resolveTargets checks targets against the tenant's rows inside the transaction and returns the
+// resolveTargets checks targets against the tenant's rows read in the transaction and returns the
 // placement (with the subnet settled) and the references to record.
-func resolveTargets(ctx context.Context, q store.Querier, p lbPlacement, t *v1.LoadBalancerTargets) (lbPlacement, []string, []string, error) {
+func resolveTargets(p lbPlacement, t *v1.LoadBalancerTargets, rows lbRows) (lbPlacement, []string, []string, error) {
 	switch {
 	case p.Scope == "global":
 		if len(t.GetLoadBalancerIds()) == 0 {
 			return p, nil, nil, apierr.Invalid("targets.loadBalancerIds", "a global load balancer targets loadBalancerIds")
 		}
-		rows, err := store.GetLoadBalancers(ctx, q, t.GetLoadBalancerIds())
-		if err != nil {
-			return p, nil, nil, err
-		}
-		byID := map[string]store.LoadBalancer{}
-		for _, r := range rows {
-			byID[r.ID] = r
-		}
+		byID := rows.lbs
 		for i, id := range t.GetLoadBalancerIds() {
 			lb, ok := byID[id]
 			field := fieldIndex("targets.loadBalancerIds", i)
@@ -108,14 +128,7 @@ func resolveTargets(ctx context.Context, q store.Querier, p lbPlacement, t *v1.L
 	case t.GetPool():
 		return p, nil, nil, nil
 	}
-	rows, err := store.GetInstances(ctx, q, t.GetInstanceIds())
-	if err != nil {
-		return p, nil, nil, err
-	}
-	byID := map[string]store.Instance{}
-	for _, r := range rows {
-		byID[r.ID] = r
-	}
+	byID := rows.instances
 	var subnets []string
 	for i, id := range t.GetInstanceIds() {
 		in, ok := byID[id]
@@ -152,10 +165,9 @@ func resolveTargets(ctx context.Context, q store.Querier, p lbPlacement, t *v1.L
 	return p, t.GetInstanceIds(), nil, nil
 }
 
-// checkSubnet loads the subnet a load balancer names: another tenant's is NOT_FOUND, another
-// region or account INVALID_INPUT.
-func checkSubnet(ctx context.Context, q store.Querier, p lbPlacement) error {
-	sn, err := store.GetSubnet(ctx, q, p.SubnetID)
+// checkSubnet checks the subnet a load balancer names (read as sn, err): another tenant's is
+// NOT_FOUND, another region or account INVALID_INPUT.
+func checkSubnet(p lbPlacement, sn store.Subnet, err error) error {
 	usable := sn.TenantID == p.TenantID && sn.State != "deleted" && sn.State != "deleting"
 	if err := refErr(err, usable, &apierr.Error{Code: apierr.NotFound, Field: "subnetId", Message: "subnet " + p.SubnetID + " not found"}); err != nil {
 		return err
@@ -169,24 +181,34 @@ func checkSubnet(ctx context.Context, q store.Querier, p lbPlacement) error {
 	return nil
 }
 
-// checkCertificates resolves every certificateId of the rules and domains: another tenant's is
-// NOT_FOUND, another account's INVALID_INPUT. It returns the distinct ids.
-func checkCertificates(ctx context.Context, q store.Querier, p lbPlacement, rules []*v1.ForwardingRule, domains []*v1.Domain) ([]string, error) {
-	type ref struct{ id, field string }
-	var refs []ref
+// certRef is a certificateId of a rule or a domain, with the field that names it.
+type certRef struct{ id, field string }
+
+func certificateRefs(rules []*v1.ForwardingRule, domains []*v1.Domain) []certRef {
+	var refs []certRef
 	for i, r := range rules {
 		if r.GetCertificateId() != "" {
-			refs = append(refs, ref{r.GetCertificateId(), fieldIndex("forwarding", i) + ".certificateId"})
+			refs = append(refs, certRef{r.GetCertificateId(), fieldIndex("forwarding", i) + ".certificateId"})
 		}
 	}
 	for i, d := range domains {
 		if d.GetCertificateId() != "" {
-			refs = append(refs, ref{d.GetCertificateId(), fieldIndex("domains", i) + ".certificateId"})
+			refs = append(refs, certRef{d.GetCertificateId(), fieldIndex("domains", i) + ".certificateId"})
 		}
 	}
+	return refs
+}
+
+// checkCertificates resolves every certificateId of the rules and domains: another tenant's is
+// NOT_FOUND, another account's INVALID_INPUT. It returns the distinct ids.
+func checkCertificates(p lbPlacement, rules []*v1.ForwardingRule, domains []*v1.Domain, rows lbRows) ([]string, error) {
 	var out []string
-	for _, r := range refs {
-		ce, err := store.GetCertificate(ctx, q, r.id)
+	for _, r := range certificateRefs(rules, domains) {
+		ce, ok := rows.certs[r.id]
+		var err error
+		if !ok {
+			err = store.ErrNotFound
+		}
 		usable := ce.TenantID == p.TenantID && ce.State != "deleted" && ce.State != "deleting"
 		if err := refErr(err, usable, &apierr.Error{Code: apierr.NotFound, Field: r.field, Message: "certificate " + r.id + " not found"}); err != nil {
 			return nil, err

@@ -34,7 +34,9 @@ const QuotaLoadBalancers = "loadBalancers"
 const opCreateLoadBalancer = "loadBalancers.create"
 
 // CreateLoadBalancer records a load balancer, pending, books one loadBalancers quota on the pool,
-// publishes providerLoadBalancer.created and queues the reconciler, all in one transaction.
+// publishes providerLoadBalancer.created and queues the reconciler, all in one transaction of two
+// round trips (store.ExecuteTwoTrips): the first books the quota and reads every row the request
+// names, the second writes and commits.
 func (s *Service) CreateLoadBalancer(ctx context.Context, r *v1.CreateLoadBalancerRequest) (*v1.LoadBalancer, error) {
 	c, err := caller(ctx)
 	if err != nil {
@@ -47,18 +49,25 @@ func (s *Service) CreateLoadBalancer(ctx context.Context, r *v1.CreateLoadBalanc
 	if err != nil {
 		return nil, err
 	}
-	if lb, done, err := s.replayCreate(ctx, r, hash); done {
-		return lb, err
+	var (
+		row    store.LoadBalancer
+		replay *v1.LoadBalancer
+		plan   lbCreatePlan
+	)
+	err = store.ExecuteTwoTrips(ctx, s.DB,
+		func(rd *store.Reads) { plan = lbCreatePlan{}; plan.queue(rd, r) },
+		func() (*store.Writes, error) {
+			replay = nil
+			w, lb, err := s.decideLoadBalancerCreate(ctx, c, r, hash, &plan)
+			replay = lb
+			if err != nil || lb != nil {
+				return nil, err
+			}
+			return w, nil
+		})
+	if replay != nil && errors.Is(err, errReplayed) {
+		return replay, nil
 	}
-	if err := s.checkInstanceAccess(ctx, c, r.GetTenantId(), r.GetTargets().GetInstanceIds()); err != nil {
-		return nil, err
-	}
-	var row store.LoadBalancer
-	err = store.ExecuteTx(ctx, s.DB, func(tx pgx.Tx) error {
-		var err error
-		row, err = s.createLoadBalancerTx(ctx, tx, r, hash)
-		return err
-	})
 	if constraint := store.ConstraintName(err); errors.Is(err, store.ErrConflict) &&
 		(constraint == "idempotency_keys_pkey" || constraint == "load_balancers_live_name") {
 		// A concurrent twin with the same key committed first (its row took the name before
@@ -74,7 +83,47 @@ func (s *Service) CreateLoadBalancer(ctx context.Context, r *v1.CreateLoadBalanc
 	if err != nil {
 		return nil, storeErr(err, "load balancer")
 	}
+	row = plan.created
 	return loadBalancerProto(row)
+}
+
+// errReplayed ends a create's transaction (rolled back: its booking undone) when its idempotency
+// key was seen with the same request: the answer is the load balancer that request made.
+var errReplayed = errors.New("core: idempotent replay")
+
+// lbCreatePlan holds what a create's first round trip reads, and the row its second writes.
+type lbCreatePlan struct {
+	booked     bool
+	idem       store.IdempotencyRecord
+	idemErr    error
+	idemLB     store.LoadBalancer
+	idemLBErr  error
+	pool       store.Pool
+	poolErr    error
+	quotas     []store.Quota
+	project    store.Project
+	projectErr error
+	subnet     store.Subnet
+	subnetErr  error
+	rows       func() lbRows
+	created    store.LoadBalancer
+}
+
+// queue queues the first round trip: the quota booking first (its row lock is what a
+// tenant's creates share, taken before anything else so that contenders wait on it), then the
+// idempotency key and every row the request names.
+func (p *lbCreatePlan) queue(rd *store.Reads, r *v1.CreateLoadBalancerRequest) {
+	rd.BookQuota(r.GetPoolId(), r.GetTenantId(), QuotaLoadBalancers, &p.booked)
+	rd.IdempotentLoadBalancer(r.GetTenantId(), opCreateLoadBalancer, r.GetIdempotencyKey(), &p.idem, &p.idemErr, &p.idemLB, &p.idemLBErr)
+	rd.Pool(r.GetPoolId(), &p.pool, &p.poolErr)
+	rd.Quotas(r.GetTenantId(), r.GetPoolId(), &p.quotas)
+	if r.GetProjectId() != "" {
+		rd.Project(r.GetTenantId(), r.GetProjectId(), &p.project, &p.projectErr)
+	}
+	if r.GetSubnetId() != "" {
+		rd.Subnet(r.GetSubnetId(), &p.subnet, &p.subnetErr)
+	}
+	p.rows = lbRowReads(rd, "", r.GetTargets(), r.GetForwarding(), r.GetDomains())
 }
 
 // replayCreate answers a create whose idempotency key was seen: the same request returns the
@@ -87,30 +136,46 @@ func (s *Service) replayCreate(ctx context.Context, r *v1.CreateLoadBalancerRequ
 	if err != nil {
 		return nil, true, storeErr(err, "idempotency record")
 	}
-	if string(rec.RequestHash) != string(hash) {
-		return nil, true, apierr.Invalid("idempotencyKey", "idempotencyKey %s was used with a different request", r.GetIdempotencyKey())
-	}
 	row, err := store.GetLoadBalancer(ctx, s.DB.Q(), rec.ResourceID)
 	if err != nil {
 		return nil, true, storeErr(err, "load balancer")
+	}
+	return replayed(r, hash, rec, row)
+}
+
+// replayed is the answer to a create whose key has a live record rec naming row.
+func replayed(r *v1.CreateLoadBalancerRequest, hash []byte, rec store.IdempotencyRecord, row store.LoadBalancer) (*v1.LoadBalancer, bool, error) {
+	if string(rec.RequestHash) != string(hash) {
+		return nil, true, apierr.Invalid("idempotencyKey", "idempotencyKey %s was used with a different request", r.GetIdempotencyKey())
 	}
 	lb, err := loadBalancerProto(row)
 	return lb, true, err
 }
 
-func (s *Service) createLoadBalancerTx(ctx context.Context, tx pgx.Tx, r *v1.CreateLoadBalancerRequest, hash []byte) (store.LoadBalancer, error) {
-	var none store.LoadBalancer
-	pool, _, err := visiblePool(ctx, tx, r.GetTenantId(), r.GetPoolId())
-	if err != nil {
-		return none, err
+// decideLoadBalancerCreate judges a create on its first round trip's rows (in the order a caller
+// fixes its mistakes: credentials on named instances, the pool, placement, references, then the
+// quota) and returns the writes of the second; a replay returns the answer instead.
+func (s *Service) decideLoadBalancerCreate(ctx context.Context, c Caller, r *v1.CreateLoadBalancerRequest, hash []byte, plan *lbCreatePlan) (*store.Writes, *v1.LoadBalancer, error) {
+	if plan.idemErr == nil && !plan.idem.Expired {
+		if plan.idemLBErr != nil {
+			return nil, nil, plan.idemLBErr
+		}
+		lb, _, err := replayed(r, hash, plan.idem, plan.idemLB)
+		if err != nil {
+			return nil, nil, err
+		}
+		return nil, lb, errReplayed
 	}
-	// The quota row is the one row a tenant's creates must share: book it first, so that a
-	// contender meets the conflict before doing the rest of the work (on CockroachDB it waits on
-	// the lock and refreshes instead of restarting; on PostgreSQL SERIALIZABLE the loser is
-	// rerun by ExecuteTx at once rather than at COMMIT).
-	booked, err := store.BookQuota(ctx, tx, pool.ID, r.GetTenantId(), QuotaLoadBalancers)
+	if plan.idemErr != nil && !errors.Is(plan.idemErr, store.ErrNotFound) {
+		return nil, nil, plan.idemErr
+	}
+	rows := plan.rows()
+	if err := s.checkInstanceAccess(ctx, c, r.GetTenantId(), r.GetTargets().GetInstanceIds(), rows.instances); err != nil {
+		return nil, nil, err
+	}
+	pool, _, err := poolVisible(plan.pool, plan.poolErr, plan.quotas, r.GetTenantId(), r.GetPoolId())
 	if err != nil {
-		return none, err
+		return nil, nil, err
 	}
 	p := lbPlacement{TenantID: r.GetTenantId(), Scope: r.GetScope(), Region: r.GetRegion(), SubnetID: r.GetSubnetId(),
 		AccountID: pool.AccountID, PoolID: pool.ID, SubnetFixed: r.GetSubnetId() != ""}
@@ -120,64 +185,58 @@ func (s *Service) createLoadBalancerTx(ctx context.Context, tx pgx.Tx, r *v1.Cre
 	if p.Scope == "regional" {
 		if p.Region == "" {
 			if len(pool.Regions) != 1 {
-				return none, apierr.Invalid("region", "pool %s offers %d regions: name one", pool.ID, len(pool.Regions))
+				return nil, nil, apierr.Invalid("region", "pool %s offers %d regions: name one", pool.ID, len(pool.Regions))
 			}
 			p.Region = pool.Regions[0]
 		}
 		if !slices.Contains(pool.Regions, p.Region) {
-			return none, apierr.Invalid("region", "pool %s does not offer region %s", pool.ID, p.Region)
+			return nil, nil, apierr.Invalid("region", "pool %s does not offer region %s", pool.ID, p.Region)
 		}
 		if p.SubnetFixed {
-			if err := checkSubnet(ctx, tx, p); err != nil {
-				return none, err
+			if err := checkSubnet(p, plan.subnet, plan.subnetErr); err != nil {
+				return nil, nil, err
 			}
 		}
 	}
-	if r.GetProjectId() != "" {
-		if _, err := store.GetProject(ctx, tx, r.GetTenantId(), r.GetProjectId()); err != nil {
-			return none, refErr(err, true, projectTarget(r.GetTenantId(), r.GetProjectId()).notFound(nil))
-		}
+	if r.GetProjectId() != "" && plan.projectErr != nil {
+		return nil, nil, refErr(plan.projectErr, true, projectTarget(r.GetTenantId(), r.GetProjectId()).notFound(nil))
 	}
-	p, instanceIDs, lbIDs, err := resolveTargets(ctx, tx, p, r.GetTargets())
+	p, instanceIDs, lbIDs, err := resolveTargets(p, r.GetTargets(), rows)
 	if err != nil {
-		return none, err
+		return nil, nil, err
 	}
-	certIDs, err := checkCertificates(ctx, tx, p, r.GetForwarding(), r.GetDomains())
+	certIDs, err := checkCertificates(p, r.GetForwarding(), r.GetDomains(), rows)
 	if err != nil {
-		return none, err
+		return nil, nil, err
 	}
-	if !booked {
+	if !plan.booked {
 		// Reported after the request's own mistakes, which a caller fixes first.
-		return none, apierr.Quota("no loadBalancers quota left on pool %s for tenant %s", pool.ID, r.GetTenantId())
+		return nil, nil, apierr.Quota("no loadBalancers quota left on pool %s for tenant %s", pool.ID, r.GetTenantId())
 	}
 	spec, err := marshalSpec(&v1.LoadBalancer{
 		Targets: r.GetTargets(), Forwarding: r.GetForwarding(), HealthCheck: r.GetHealthCheck(), StickySessions: r.GetStickySessions(),
 		SourceRanges: r.GetSourceRanges(), RedirectHttpToHttps: r.GetRedirectHttpToHttps(), Domains: r.GetDomains(),
 	})
 	if err != nil {
-		return none, err
+		return nil, nil, err
 	}
-	row, err := store.InsertLoadBalancer(ctx, tx, store.LoadBalancer{
+	lb := store.LoadBalancer{
 		ID: ids.New(ids.LoadBalancer), TenantID: r.GetTenantId(), ProjectID: r.GetProjectId(), PoolID: pool.ID, AccountID: pool.AccountID,
 		Name: r.GetName(), Description: r.GetDescription(), Scope: p.Scope, Region: p.Region, SubnetID: p.SubnetID, Spec: spec,
-	})
-	if err != nil {
-		return none, err
 	}
-	// The references, the idempotency record, the event and the work item decide nothing: one
-	// round trip for all of them.
 	var w store.Writes
-	w.InsertLoadBalancerTargets(row.ID, instanceIDs, lbIDs, certIDs)
-	w.PutIdempotency(store.IdempotencyRecord{
-		TenantID: r.GetTenantId(), Operation: opCreateLoadBalancer, Key: r.GetIdempotencyKey(), RequestHash: hash, ResourceID: row.ID,
-	})
-	if err := queueEvent(&w, row, EventLBCreated, map[string]any{
-		"name": row.Name, "scope": row.Scope, "region": row.Region, "poolId": row.PoolID, "subnetId": row.SubnetID,
+	w.InsertLoadBalancer(lb, &plan.created)
+	w.InsertLoadBalancerTargets(lb.ID, instanceIDs, lbIDs, certIDs)
+	w.RecordIdempotency(store.IdempotencyRecord{
+		TenantID: r.GetTenantId(), Operation: opCreateLoadBalancer, Key: r.GetIdempotencyKey(), RequestHash: hash, ResourceID: lb.ID,
+	}, plan.idemErr == nil && plan.idem.Expired)
+	if err := queueEvent(&w, lb, EventLBCreated, map[string]any{
+		"name": lb.Name, "scope": lb.Scope, "region": lb.Region, "poolId": lb.PoolID, "subnetId": lb.SubnetID,
 	}); err != nil {
-		return none, err
+		return nil, nil, err
 	}
-	w.Enqueue(ReconcileKind, row.ID, nil)
-	return row, w.Send(ctx, tx)
+	w.Enqueue(ReconcileKind, lb.ID, nil)
+	return &w, nil, nil
 }
 
 // GetLoadBalancer returns one load balancer.
@@ -230,46 +289,61 @@ func (s *Service) ListLoadBalancersPage(ctx context.Context, r *v1.ListLoadBalan
 }
 
 // UpdateLoadBalancer replaces each part given, returns it updating and publishes
-// providerLoadBalancer.updated naming what changed.
+// providerLoadBalancer.updated naming what changed. After the authorization prologue, one
+// transaction of two round trips: the row (locked) and every row its settings name, then the
+// writes with COMMIT.
 func (s *Service) UpdateLoadBalancer(ctx context.Context, r *v1.UpdateLoadBalancerRequest) (*v1.LoadBalancer, error) {
 	c, _, err := s.authorizeLoadBalancer(ctx, r.GetTenantId(), r.GetLoadBalancerId(), authz.LoadBalancersManage)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.checkInstanceAccess(ctx, c, r.GetTenantId(), r.GetTargets().GetInstanceIds()); err != nil {
-		return nil, err
-	}
-	var row store.LoadBalancer
-	err = store.ExecuteTx(ctx, s.DB, func(tx pgx.Tx) error {
-		var err error
-		row, err = s.updateLoadBalancerTx(ctx, tx, r)
-		return err
-	})
+	var (
+		row, updated store.LoadBalancer
+		rowErr       error
+		refs         func() lbRows
+	)
+	err = store.ExecuteTwoTrips(ctx, s.DB,
+		func(rd *store.Reads) {
+			updated = store.LoadBalancer{}
+			rd.LoadBalancerForUpdate(r.GetLoadBalancerId(), &row, &rowErr)
+			refs = lbRowReads(rd, r.GetLoadBalancerId(), r.GetTargets(), r.GetForwarding(), r.GetDomains())
+		},
+		func() (*store.Writes, error) {
+			if rowErr != nil {
+				return nil, rowErr
+			}
+			rows := refs()
+			if err := s.checkInstanceAccess(ctx, c, r.GetTenantId(), r.GetTargets().GetInstanceIds(), rows.instances); err != nil {
+				return nil, err
+			}
+			return decideLoadBalancerUpdate(r, row, rows, &updated)
+		})
 	if err != nil {
 		return nil, storeErr(err, "load balancer")
 	}
-	return loadBalancerProto(row)
+	if updated.ID == "" {
+		updated = row // nothing changed
+	}
+	return loadBalancerProto(updated)
 }
 
-func (s *Service) updateLoadBalancerTx(ctx context.Context, tx pgx.Tx, r *v1.UpdateLoadBalancerRequest) (store.LoadBalancer, error) {
-	row, err := store.GetLoadBalancerForUpdate(ctx, tx, r.GetLoadBalancerId())
-	if err != nil {
-		return row, err
-	}
+// decideLoadBalancerUpdate judges an update of row on the rows it names and returns its writes
+// (none when nothing changes); updated receives the row as written.
+func decideLoadBalancerUpdate(r *v1.UpdateLoadBalancerRequest, row store.LoadBalancer, rows lbRows, updated *store.LoadBalancer) (*store.Writes, error) {
 	switch row.State {
 	case "deleted":
-		return row, apierr.NotFoundf("load balancer %s not found", row.ID)
+		return nil, apierr.NotFoundf("load balancer %s not found", row.ID)
 	case "deleting":
-		return row, apierr.State("deleting", "load balancer %s is being deleted", row.ID)
+		return nil, apierr.State("deleting", "load balancer %s is being deleted", row.ID)
 	}
 	cur, err := unmarshalSpec(row.Spec)
 	if err != nil {
-		return row, err
+		return nil, err
 	}
 	next := proto.Clone(cur).(*v1.LoadBalancer)
 	given, err := updateParts(r)
 	if err != nil {
-		return row, err
+		return nil, err
 	}
 	var changed []string
 	set := func(name string, apply func()) {
@@ -283,10 +357,10 @@ func (s *Service) updateLoadBalancerTx(ctx context.Context, tx pgx.Tx, r *v1.Upd
 		}
 	}
 	if given["targets"] && r.Targets == nil {
-		return row, apierr.Invalid("targets", "targets cannot be removed")
+		return nil, apierr.Invalid("targets", "targets cannot be removed")
 	}
 	if given["forwarding"] && len(r.GetForwarding()) == 0 {
-		return row, apierr.Invalid("forwarding", "forwarding needs 1 to 15 rules")
+		return nil, apierr.Invalid("forwarding", "forwarding needs 1 to 15 rules")
 	}
 	set("targets", func() { next.Targets = r.GetTargets() })
 	set("forwarding", func() { next.Forwarding = r.GetForwarding() })
@@ -296,77 +370,81 @@ func (s *Service) updateLoadBalancerTx(ctx context.Context, tx pgx.Tx, r *v1.Upd
 	set("redirectHttpToHttps", func() { next.RedirectHttpToHttps = r.GetRedirectHttpToHttps() })
 	set("domains", func() { next.Domains = r.GetDomains() })
 	if given["domains"] && len(r.GetDomains()) > 0 && row.Scope != "global" {
-		return row, apierr.Invalid("domains", "domains are for global load balancers only")
+		return nil, apierr.Invalid("domains", "domains are for global load balancers only")
 	}
 	// Scope, region, pool and subnet never change: targets are checked against the ones fixed at create.
 	p := lbPlacement{TenantID: row.TenantID, Scope: row.Scope, Region: row.Region, SubnetID: row.SubnetID,
 		AccountID: row.AccountID, PoolID: row.PoolID, SubnetFixed: true}
-	_, instanceIDs, lbIDs, err := resolveTargets(ctx, tx, p, next.GetTargets())
+	_, instanceIDs, lbIDs, err := resolveTargets(p, next.GetTargets(), rows)
 	if err != nil {
-		return row, err
+		return nil, err
 	}
-	certIDs, err := checkCertificates(ctx, tx, p, next.GetForwarding(), next.GetDomains())
+	certIDs, err := checkCertificates(p, next.GetForwarding(), next.GetDomains(), rows)
 	if err != nil {
-		return row, err
+		return nil, err
 	}
 	if len(changed) == 0 {
-		return row, nil
+		return nil, nil
 	}
 	spec, err := marshalSpec(next)
 	if err != nil {
-		return row, err
+		return nil, err
 	}
 	state := "updating"
 	if row.State == "pending" {
 		state = "pending" // not at the provider yet: the create will carry the new settings
 	}
-	if row, err = store.UpdateLoadBalancerSpec(ctx, tx, row.ID, spec, state); err != nil {
-		return row, err
-	}
 	var w store.Writes
+	w.UpdateLoadBalancerSpec(row.ID, spec, state, updated)
 	w.ReplaceLoadBalancerTargets(row.ID, instanceIDs, lbIDs, certIDs)
 	if err := queueEvent(&w, row, EventLBUpdated, map[string]any{"changed": toAny(changed)}); err != nil {
-		return row, err
+		return nil, err
 	}
 	w.Enqueue(ReconcileKind, row.ID, nil)
-	return row, w.Send(ctx, tx)
+	return &w, nil
 }
 
 // DeleteLoadBalancer marks the load balancer deleting; the reconciler deletes it at the provider,
 // refunds the quota and publishes providerLoadBalancer.deleted. A regional one that a live global
-// one targets is INVALID_STATE inUse.
+// one targets is INVALID_STATE inUse. After the prologue, one transaction of two round trips.
 func (s *Service) DeleteLoadBalancer(ctx context.Context, r *v1.DeleteLoadBalancerRequest) (*v1.LoadBalancer, error) {
 	_, obj, err := s.authorizeLoadBalancer(ctx, r.GetTenantId(), r.GetLoadBalancerId(), authz.LoadBalancersManage)
 	if err != nil {
 		return nil, err
 	}
-	var row store.LoadBalancer
-	err = store.ExecuteTx(ctx, s.DB, func(tx pgx.Tx) error {
-		var err error
-		if row, err = store.GetLoadBalancerForUpdate(ctx, tx, obj.ID); err != nil {
-			return err
-		}
-		if row.State == "deleting" || row.State == "deleted" {
-			return nil // already asked: deleting twice is no error
-		}
-		if row.Scope == "regional" {
-			globals, err := store.GlobalsTargeting(ctx, tx, row.ID)
-			if err != nil {
-				return err
+	var (
+		row, deleting store.LoadBalancer
+		rowErr        error
+		globals       []string
+	)
+	err = store.ExecuteTwoTrips(ctx, s.DB,
+		func(rd *store.Reads) {
+			deleting, globals = store.LoadBalancer{}, nil
+			rd.LoadBalancerForUpdate(obj.ID, &row, &rowErr)
+			rd.GlobalsTargeting(obj.ID, &globals)
+		},
+		func() (*store.Writes, error) {
+			if rowErr != nil {
+				return nil, rowErr
 			}
-			if len(globals) > 0 {
-				return apierr.State("inUse", "load balancer %s is targeted by global load balancer %s", row.ID, globals[0])
+			if row.State == "deleting" || row.State == "deleted" {
+				return nil, nil // already asked: deleting twice is no error
 			}
-		}
-		if row, err = store.SetLoadBalancerState(ctx, tx, row.ID, "deleting"); err != nil {
-			return err
-		}
-		return store.Enqueue(ctx, tx, ReconcileKind, row.ID, nil)
-	})
+			if row.Scope == "regional" && len(globals) > 0 {
+				return nil, apierr.State("inUse", "load balancer %s is targeted by global load balancer %s", row.ID, globals[0])
+			}
+			var w store.Writes
+			w.SetLoadBalancerState(row.ID, "deleting", &deleting)
+			w.Enqueue(ReconcileKind, row.ID, nil)
+			return &w, nil
+		})
 	if err != nil {
 		return nil, storeErr(err, "load balancer")
 	}
-	return loadBalancerProto(row)
+	if deleting.ID == "" {
+		deleting = row
+	}
+	return loadBalancerProto(deleting)
 }
 
 // leaveLoadBalancer takes a deleted instance out of a load balancer in the delete's transaction

@@ -249,16 +249,25 @@ func (s *Service) DeleteCertificate(ctx context.Context, r *v1.DeleteCertificate
 
 // visiblePool loads a pool the tenant may use: its own, or one where it holds a quota row.
 func visiblePool(ctx context.Context, q store.Querier, tenantID, poolID string) (store.Pool, *v1.PoolPolicy, error) {
-	nf := &apierr.Error{Code: apierr.NotFound, Field: "poolId", Message: "pool " + poolID + " not found"}
 	p, err := store.GetPool(ctx, q, poolID)
+	var qs []store.Quota
+	if err == nil && p.TenantID != tenantID {
+		if qs, err = store.ListQuotas(ctx, q, tenantID, poolID); err != nil {
+			return p, nil, err
+		}
+	}
+	return poolVisible(p, err, qs, tenantID, poolID)
+}
+
+// poolVisible is visiblePool on rows already read: the pool (p, err) and the tenant's quota rows
+// on it (looked at only when the pool is another tenant's).
+func poolVisible(p store.Pool, err error, quotas []store.Quota, tenantID, poolID string) (store.Pool, *v1.PoolPolicy, error) {
+	nf := &apierr.Error{Code: apierr.NotFound, Field: "poolId", Message: "pool " + poolID + " not found"}
 	if err := refErr(err, true, nf); err != nil {
 		return p, nil, err
 	}
-	if p.TenantID != tenantID {
-		qs, err := store.ListQuotas(ctx, q, tenantID, poolID)
-		if err := refErr(err, len(qs) > 0, nf); err != nil {
-			return p, nil, err
-		}
+	if p.TenantID != tenantID && len(quotas) == 0 {
+		return p, nil, refErr(nil, false, nf)
 	}
 	if p.State == "archived" {
 		return p, nil, apierr.State("archived", "pool %s is archived", poolID)

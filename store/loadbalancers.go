@@ -51,13 +51,14 @@ func scanLoadBalancer(r pgx.Row) (LoadBalancer, error) {
 
 // InsertLoadBalancer adds a load balancer, pending.
 func InsertLoadBalancer(ctx context.Context, q Querier, l LoadBalancer) (LoadBalancer, error) {
-	return one(ctx, q, scanLoadBalancer,
-		`INSERT INTO load_balancers (id, tenant_id, project_id, pool_id, account_id, name, description, scope, region,
-		        subnet_id, spec, state)
-		 VALUES ($1, $2, nullif($3, ''), $4, $5, $6, $7, $8, $9, nullif($10, ''), $11, 'pending')
-		 RETURNING `+loadBalancerCols,
+	return one(ctx, q, scanLoadBalancer, sqlInsertLoadBalancer,
 		l.ID, l.TenantID, l.ProjectID, l.PoolID, l.AccountID, l.Name, l.Description, l.Scope, l.Region, l.SubnetID, l.Spec)
 }
+
+const sqlInsertLoadBalancer = `INSERT INTO load_balancers (id, tenant_id, project_id, pool_id, account_id, name, description, scope, region,
+		        subnet_id, spec, state)
+		 VALUES ($1, $2, nullif($3, ''), $4, $5, $6, $7, $8, $9, nullif($10, ''), $11, 'pending')
+		 RETURNING ` + loadBalancerCols
 
 // GetLoadBalancer reads a load balancer by id alone; callers compare its tenant.
 func GetLoadBalancer(ctx context.Context, q Querier, id string) (LoadBalancer, error) {

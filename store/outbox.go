@@ -122,6 +122,9 @@ type IdempotencyRecord struct {
 	Key         string
 	RequestHash []byte
 	ResourceID  string
+	// Expired: the record outlived IdempotencyTTL (read by Reads.IdempotentLoadBalancer, which
+	// also sees expired records so that the create replaces them).
+	Expired bool
 }
 
 // IdempotencyTTL is how long a key is remembered (Stripe keeps them at least 24 hours).

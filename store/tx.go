@@ -42,6 +42,13 @@ func ExecuteTx(ctx context.Context, db *DB, fn func(tx pgx.Tx) error) error {
 // ExecuteTxOptions is ExecuteTx with explicit transaction options (for example a read-only
 // transaction). Prefer ExecuteTx: weaker isolation behaves differently on the two engines.
 func ExecuteTxOptions(ctx context.Context, db *DB, opts pgx.TxOptions, fn func(tx pgx.Tx) error) error {
+	return retrying(ctx, func(ctx context.Context) error { return runTxOnce(ctx, db, opts, fn) })
+}
+
+// retrying runs once until it neither loses a serialization race nor meets a connection fault
+// outside COMMIT (at most maxConnFaultRetries of those), pausing between attempts, and
+// translates the final error.
+func retrying(ctx context.Context, once func(ctx context.Context) error) error {
 	attempt, connFaults := 0, 0
 	err := crdb.ExecuteCtx(ctx, func(ctx context.Context, _ ...any) error {
 		if attempt > 0 {
@@ -50,7 +57,7 @@ func ExecuteTxOptions(ctx context.Context, db *DB, opts pgx.TxOptions, fn func(t
 			}
 		}
 		attempt++
-		err := runTxOnce(ctx, db, opts, fn)
+		err := once(ctx)
 		if isRetryableConnFault(err) && connFaults < maxConnFaultRetries {
 			// The connection broke before COMMIT was sent (a terminated backend, a restarted
 			// server, a pooled connection that died while idle): the server rolled the

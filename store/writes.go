@@ -13,37 +13,68 @@ import (
 // (the event, the work item, the idempotency record), and sends them in one round trip: at tens
 // of milliseconds between a replica and its database, a call costs its sequential round trips.
 type Writes struct {
-	batch  pgx.Batch
-	checks []func(pgconn.CommandTag) error
-	what   []string
+	batch pgx.Batch
+	items []writeItem
+}
+
+// writeItem is one queued statement: what names it in errors; read takes its answer (an Exec
+// with an optional check of the command tag, or a row scanned into the caller's value).
+type writeItem struct {
+	what string
+	read func(br pgx.BatchResults) error
+	// clientCheck: the item's answer is judged here, not by the server (a command tag
+	// checked), so a batch that carries COMMIT behind it cannot use it (ExecuteTwoTrips).
+	clientCheck bool
 }
 
 func (w *Writes) add(what string, check func(pgconn.CommandTag) error, sql string, args ...any) {
 	w.batch.Queue(sql, args...)
-	w.checks = append(w.checks, check)
-	w.what = append(w.what, what)
+	w.items = append(w.items, writeItem{what: what, read: func(br pgx.BatchResults) error {
+		tag, err := br.Exec()
+		if err == nil && check != nil {
+			err = check(tag)
+		}
+		return err
+	}, clientCheck: check != nil})
+}
+
+// addRow queues a statement that returns one row (INSERT ... RETURNING), scanned by scan.
+func (w *Writes) addRow(what string, scan func(pgx.Row) error, sql string, args ...any) {
+	w.batch.Queue(sql, args...)
+	w.items = append(w.items, writeItem{what: what, read: func(br pgx.BatchResults) error { return scan(br.QueryRow()) }})
+}
+
+// batchSender is what sends a batch: a transaction, or a connection inside an explicit
+// BEGIN (ExecuteTwoTrips).
+type batchSender interface {
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
 
 // Send runs the collected writes in tx, in order, in one round trip, and checks each answer.
 func (w *Writes) Send(ctx context.Context, tx pgx.Tx) error {
+	_, err := w.send(ctx, tx)
+	return err
+}
+
+// send is Send on any sender; failed is the index of the first item that failed (-1: none, or
+// the batch itself failed).
+func (w *Writes) send(ctx context.Context, to batchSender) (failed int, err error) {
+	failed = -1
 	if w.batch.Len() == 0 {
-		return nil
+		return failed, nil
 	}
-	br := tx.SendBatch(ctx, &w.batch)
+	br := to.SendBatch(ctx, &w.batch)
 	var first error
-	for i := range w.checks {
-		tag, err := br.Exec()
-		if err == nil && w.checks[i] != nil {
-			err = w.checks[i](tag)
-		}
-		if err != nil && first == nil {
-			first = fmt.Errorf("store: %s: %w", w.what[i], TranslateError(err))
+	for i, it := range w.items {
+		if err := it.read(br); err != nil && first == nil {
+			first = fmt.Errorf("store: %s: %w", it.what, TranslateError(err))
+			failed = i
 		}
 	}
 	if err := br.Close(); err != nil && first == nil {
 		first = fmt.Errorf("store: batch: %w", TranslateError(err))
 	}
-	return first
+	return failed, first
 }
 
 // AppendEvent queues AppendEvent's insert.

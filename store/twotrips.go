@@ -1,0 +1,303 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// ExecuteTwoTrips runs a SERIALIZABLE transaction in two round trips, for the calls whose cost
+// a replica a region away from its database pays in round trips (create, update, delete):
+//
+//  1. BEGIN and every statement whose answer decides (reads, and the first write that must lock
+//     early: a quota booking), queued by reads into one batch;
+//  2. decide looks at those answers (in Go, no database) and returns the writes, which are
+//     sent with COMMIT as the second batch.
+//
+// Retries follow ExecuteTx: a lost serialization race runs reads and decide again on a fresh
+// transaction, so both must have no effect outside it and must set every value they fill.
+// decide's error rolls the transaction back (one more round trip, on the error path only).
+// A connection fault while the second batch is out is ErrCommitUnknown: COMMIT may have run.
+func ExecuteTwoTrips(ctx context.Context, db *DB, reads func(r *Reads), decide func() (*Writes, error)) error {
+	return retrying(ctx, func(ctx context.Context) error { return runTwoTripsOnce(ctx, db, reads, decide) })
+}
+
+func runTwoTripsOnce(ctx context.Context, db *DB, reads func(r *Reads), decide func() (*Writes, error)) (err error) {
+	conn, err := db.pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("store: acquire: %w", err)
+	}
+	// A connection left inside a transaction (a rollback that could not be sent) is closed by
+	// the pool on release rather than reused.
+	defer conn.Release()
+	defer func() {
+		if p := recover(); p != nil {
+			rollbackConn(ctx, conn)
+			panic(p)
+		}
+	}()
+	var r Reads
+	r.batch.Queue(`BEGIN ISOLATION LEVEL SERIALIZABLE`)
+	r.items = append(r.items, func(br pgx.BatchResults) error { _, err := br.Exec(); return err })
+	reads(&r)
+	if err := r.send(ctx, conn); err != nil {
+		rollbackConn(ctx, conn)
+		return retryableDeadlock(err)
+	}
+	w, err := decide()
+	if err != nil {
+		rollbackConn(ctx, conn)
+		return retryableDeadlock(err)
+	}
+	if w == nil {
+		w = &Writes{}
+	}
+	for _, it := range w.items {
+		if it.clientCheck {
+			rollbackConn(ctx, conn)
+			return fmt.Errorf("store: %s is judged by the client and cannot ride with COMMIT", it.what)
+		}
+	}
+	commit := len(w.items)
+	w.add("commit", nil, `COMMIT`)
+	failed, err := w.send(ctx, conn)
+	switch {
+	case err == nil:
+		return nil
+	case sqlState(err) == "" && isConnectionFault(err):
+		// The batch carrying COMMIT went out and no answer came back: the outcome is unknown.
+		return commitUnknown(fmt.Errorf("%w: %w", errAtCommit, err))
+	case failed == commit:
+		// The server answered COMMIT with an error (a serialization failure found at commit):
+		// nothing was written, and ExecuteTwoTrips may run the whole transaction again.
+		rollbackConn(ctx, conn)
+		return retryableDeadlock(fmt.Errorf("%w: %w", errAtCommit, err))
+	default:
+		// A write before COMMIT failed: the server skipped the rest, COMMIT included.
+		rollbackConn(ctx, conn)
+		return retryableDeadlock(err)
+	}
+}
+
+// rollbackConn ends the open transaction of conn, if any. A failure leaves the connection
+// inside it, and the pool closes it on release.
+func rollbackConn(ctx context.Context, conn *pgxpool.Conn) {
+	if conn.Conn().PgConn().TxStatus() != 'I' {
+		_, _ = conn.Exec(context.WithoutCancel(ctx), `ROLLBACK`)
+	}
+}
+
+// Reads collects the statements of ExecuteTwoTrips's first round trip. Each method fills the
+// caller's values when the batch's answers arrive; a row that does not exist leaves its error
+// value at ErrNotFound.
+type Reads struct {
+	batch pgx.Batch
+	items []func(br pgx.BatchResults) error
+}
+
+func (r *Reads) send(ctx context.Context, to batchSender) error {
+	br := to.SendBatch(ctx, &r.batch)
+	var first error
+	for _, read := range r.items {
+		if err := read(br); err != nil && first == nil {
+			first = fmt.Errorf("store: reads: %w", TranslateError(err))
+		}
+	}
+	if err := br.Close(); err != nil && first == nil {
+		first = fmt.Errorf("store: reads: %w", TranslateError(err))
+	}
+	return first
+}
+
+// readOne queues a query of at most one row: *found is nil when it came, ErrNotFound when not.
+func readOne[T any](r *Reads, scan func(pgx.Row) (T, error), out *T, found *error, sql string, args ...any) {
+	r.batch.Queue(sql, args...)
+	r.items = append(r.items, func(br pgx.BatchResults) error {
+		v, err := scan(br.QueryRow())
+		if errors.Is(err, pgx.ErrNoRows) {
+			var zero T
+			*out, *found = zero, ErrNotFound
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		*out, *found = v, nil
+		return nil
+	})
+}
+
+// readAll queues a query of any number of rows.
+func readAll[T any](r *Reads, scan func(pgx.Row) (T, error), out *[]T, sql string, args ...any) {
+	r.batch.Queue(sql, args...)
+	r.items = append(r.items, func(br pgx.BatchResults) error {
+		rows, err := br.Query()
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		var all []T
+		for rows.Next() {
+			v, err := scan(rows)
+			if err != nil {
+				return err
+			}
+			all = append(all, v)
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		*out = all
+		return nil
+	})
+}
+
+// readAffected queues a write whose answer is the number of rows it touched.
+func readAffected(r *Reads, n *int64, sql string, args ...any) {
+	r.batch.Queue(sql, args...)
+	r.items = append(r.items, func(br pgx.BatchResults) error {
+		tag, err := br.Exec()
+		if err != nil {
+			return err
+		}
+		*n = tag.RowsAffected()
+		return nil
+	})
+}
+
+// Pool queues GetPool.
+func (r *Reads) Pool(id string, out *Pool, found *error) {
+	readOne(r, scanPool, out, found, `SELECT `+poolCols+` FROM pools WHERE id = $1`, id)
+}
+
+// Quotas queues ListQuotas.
+func (r *Reads) Quotas(tenantID, poolID string, out *[]Quota) {
+	readAll(r, scanQuota, out, `SELECT pool_id, tenant_id, resource, quota_limit, used FROM quotas
+		  WHERE tenant_id = $1 AND ($2 = '' OR pool_id = $2) ORDER BY pool_id, resource`, tenantID, poolID)
+}
+
+// BookQuota queues BookQuota: *booked says whether a unit was taken. Queued first after BEGIN,
+// it takes the quota row's lock before anything else, so that contenders wait on it instead of
+// conflicting later.
+func (r *Reads) BookQuota(poolID, tenantID, resource string, booked *bool) {
+	r.batch.Queue(`UPDATE quotas SET used = used + 1
+		  WHERE pool_id = $1 AND tenant_id = $2 AND resource = $3 AND used < quota_limit`, poolID, tenantID, resource)
+	r.items = append(r.items, func(br pgx.BatchResults) error {
+		tag, err := br.Exec()
+		if err != nil {
+			return err
+		}
+		*booked = tag.RowsAffected() == 1
+		return nil
+	})
+}
+
+// IdempotentLoadBalancer queues the lookup of a create's idempotency key, live or expired, and of
+// the load balancer a live record names.
+func (r *Reads) IdempotentLoadBalancer(tenantID, operation, key string, rec *IdempotencyRecord, recFound *error, lb *LoadBalancer, lbFound *error) {
+	readOne(r, scanIdempotency, rec, recFound,
+		`SELECT tenant_id, operation, idem_key, request_hash, resource_id, expires_at <= now() FROM idempotency_keys
+		  WHERE tenant_id = $1 AND operation = $2 AND idem_key = $3`, tenantID, operation, key)
+	readOne(r, scanLoadBalancer, lb, lbFound,
+		`SELECT `+loadBalancerCols+` FROM load_balancers WHERE id =
+		   (SELECT resource_id FROM idempotency_keys
+		     WHERE tenant_id = $1 AND operation = $2 AND idem_key = $3 AND expires_at > now())`, tenantID, operation, key)
+}
+
+// Project queues GetProject.
+func (r *Reads) Project(tenantID, id string, out *Project, found *error) {
+	readOne(r, scanProject, out, found, `SELECT id, tenant_id, name, created_at FROM projects WHERE tenant_id = $1 AND id = $2`, tenantID, id)
+}
+
+// Subnet queues GetSubnet.
+func (r *Reads) Subnet(id string, out *Subnet, found *error) {
+	readOne(r, scanSubnet, out, found, `SELECT `+subnetCols+` FROM subnets WHERE id = $1`, id)
+}
+
+// Instances queues the instances named by ids and, when of is not "", those load balancer of
+// targets today (an update re-checks the targets it keeps).
+func (r *Reads) Instances(ids []string, of string, out *[]Instance) {
+	readAll(r, scanInstance, out, `SELECT `+instanceCols+` FROM instances WHERE id = ANY($1)
+		   OR id IN (SELECT instance_id FROM load_balancer_instance_targets WHERE load_balancer_id = $2) ORDER BY id`, ids, of)
+}
+
+// LoadBalancers queues the load balancers named by ids and those global load balancer of
+// targets today.
+func (r *Reads) LoadBalancers(ids []string, of string, out *[]LoadBalancer) {
+	readAll(r, scanLoadBalancer, out, `SELECT `+loadBalancerCols+` FROM load_balancers WHERE id = ANY($1)
+		   OR id IN (SELECT regional_id FROM load_balancer_lb_targets WHERE global_id = $2) ORDER BY id`, ids, of)
+}
+
+// Certificates queues the certificates named by ids and those load balancer of uses today.
+func (r *Reads) Certificates(ids []string, of string, out *[]Certificate) {
+	readAll(r, scanCertificate, out, `SELECT `+certificateCols+` FROM certificates WHERE id = ANY($1)
+		   OR id IN (SELECT certificate_id FROM load_balancer_certificates WHERE load_balancer_id = $2) ORDER BY id`, ids, of)
+}
+
+// LoadBalancerForUpdate queues GetLoadBalancerForUpdate.
+func (r *Reads) LoadBalancerForUpdate(id string, out *LoadBalancer, found *error) {
+	readOne(r, scanLoadBalancer, out, found, `SELECT `+loadBalancerCols+` FROM load_balancers WHERE id = $1 FOR UPDATE`, id)
+}
+
+// GlobalsTargeting queues GlobalsTargeting.
+func (r *Reads) GlobalsTargeting(regionalID string, out *[]string) {
+	readAll(r, scanString, out,
+		`SELECT g.id FROM load_balancer_lb_targets t JOIN load_balancers g ON g.id = t.global_id
+		  WHERE t.regional_id = $1 AND g.state NOT IN ('deleting', 'deleted') ORDER BY g.id`, regionalID)
+}
+
+func scanIdempotency(r pgx.Row) (IdempotencyRecord, error) {
+	var rec IdempotencyRecord
+	err := r.Scan(&rec.TenantID, &rec.Operation, &rec.Key, &rec.RequestHash, &rec.ResourceID, &rec.Expired)
+	return rec, err
+}
+
+// InsertLoadBalancer queues InsertLoadBalancer; out receives the row as written.
+func (w *Writes) InsertLoadBalancer(l LoadBalancer, out *LoadBalancer) {
+	w.addRow("insert load balancer", func(row pgx.Row) error {
+		v, err := scanLoadBalancer(row)
+		*out = v
+		return err
+	}, sqlInsertLoadBalancer,
+		l.ID, l.TenantID, l.ProjectID, l.PoolID, l.AccountID, l.Name, l.Description, l.Scope, l.Region, l.SubnetID, l.Spec)
+}
+
+// UpdateLoadBalancerSpec queues UpdateLoadBalancerSpec.
+func (w *Writes) UpdateLoadBalancerSpec(id string, spec []byte, state string, out *LoadBalancer) {
+	w.addRow("update load balancer", func(row pgx.Row) error {
+		v, err := scanLoadBalancer(row)
+		*out = v
+		return err
+	}, `UPDATE load_balancers SET spec = $2, spec_version = spec_version + 1, state = $3, updated_at = now()
+		  WHERE id = $1 RETURNING `+loadBalancerCols, id, spec, state)
+}
+
+// SetLoadBalancerState queues SetLoadBalancerState.
+func (w *Writes) SetLoadBalancerState(id, state string, out *LoadBalancer) {
+	w.addRow("load balancer state", func(row pgx.Row) error {
+		v, err := scanLoadBalancer(row)
+		*out = v
+		return err
+	}, `UPDATE load_balancers SET state = $2, spec_version = spec_version + 1, updated_at = now()
+		  WHERE id = $1 RETURNING `+loadBalancerCols, id, state)
+}
+
+// RecordIdempotency queues the idempotency record of a two-trip create that read the key first
+// (Reads.IdempotentLoadBalancer): a key never seen is a plain insert, so that a concurrent twin
+// fails it on idempotency_keys_pkey at the server, before COMMIT; an expired record is replaced
+// (SERIALIZABLE refuses the replacement if another transaction touched it since the read).
+func (w *Writes) RecordIdempotency(rec IdempotencyRecord, expiredSeen bool) {
+	if expiredSeen {
+		w.add("idempotency record", nil, `UPDATE idempotency_keys
+			   SET request_hash = $4, resource_id = $5, expires_at = now() + $6::INTERVAL, created_at = now()
+			 WHERE tenant_id = $1 AND operation = $2 AND idem_key = $3 AND expires_at <= now()`,
+			rec.TenantID, rec.Operation, rec.Key, rec.RequestHash, rec.ResourceID, IdempotencyTTL.String())
+		return
+	}
+	w.add("idempotency record", nil, `INSERT INTO idempotency_keys (tenant_id, operation, idem_key, request_hash, resource_id, expires_at)
+		 VALUES ($1, $2, $3, $4, $5, now() + $6::INTERVAL)`,
+		rec.TenantID, rec.Operation, rec.Key, rec.RequestHash, rec.ResourceID, IdempotencyTTL.String())
+}
