@@ -401,7 +401,10 @@ function clearMarks(form: HTMLElement): void {
   for (const el of form.querySelectorAll("[aria-invalid]")) el.removeAttribute("aria-invalid");
   for (const el of form.querySelectorAll(".msg")) el.textContent = "";
   const err = form.querySelector(".form-error");
-  if (err) err.textContent = "";
+  if (err) {
+    err.textContent = "";
+    err.classList.remove("ok");
+  }
 }
 
 // violationPath renders a violation's field path as the server names fields (camelCase JSON
@@ -700,7 +703,10 @@ async function submitUpdate(form: HTMLFormElement, id: string): Promise<void> {
     const { loadBalancer } = await client.loadBalancers.updateLoadBalancer(req);
     clearMarks(form);
     const msg = form.querySelector(".form-error");
-    if (msg) msg.textContent = "Saved.";
+    if (msg) {
+      msg.textContent = "Saved.";
+      msg.classList.add("ok");
+    }
     if (loadBalancer) state.lbs.set(id, loadBalancer);
     renderList();
     renderDetailFields(id);

@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { randomBytes } from "node:crypto";
 import { chromium } from "playwright-core";
 import { repoRoot, serverBinary, tail } from "../../sdk/ts/test/helpers/server.mjs";
-import { setupTenant } from "../../sdk/ts/test/helpers/fixture.mjs";
+import { adminClient, setupTenant } from "../../sdk/ts/test/helpers/fixture.mjs";
 
 const chromiumPath = process.env.BC_TEST_CHROMIUM ?? "/usr/bin/chromium";
 const chromiumArgs = [
@@ -32,6 +32,7 @@ let server;
 let fx;
 let browser;
 let profile;
+let instanceId;
 const artifacts = process.env.BC_CONSOLE_ARTIFACTS || mkdtempSync(join(tmpdir(), "bc-console-artifacts-"));
 
 before(async () => {
@@ -42,6 +43,29 @@ before(async () => {
   // load balancers converge.
   process.env.BC_TEST_PROVIDER_API_URL = server.simulatorUrl;
   fx = await setupTenant(server, { label: "console" });
+  // One running instance in the pool, for the load balancer to reach.
+  const admin = adminClient(server);
+  await admin.pools.updatePool({
+    tenantId: fx.tenantId,
+    poolId: fx.poolId,
+    policy: { flavors: [{ name: "small", size: "s-1vcpu-1gb" }] },
+  });
+  await admin.pools.setQuota({ tenantId: fx.tenantId, poolId: fx.poolId, resource: "instances", limit: 2n });
+  const { instance } = await fx.client.instances.createInstance({
+    tenantId: fx.tenantId,
+    poolId: fx.poolId,
+    name: "vm",
+    region: "nyc3",
+    flavor: "small",
+  });
+  instanceId = instance.id;
+  const deadline = Date.now() + converge;
+  for (;;) {
+    const got = await fx.client.instances.getInstance({ tenantId: fx.tenantId, instanceId });
+    if (got.instance?.state === "running") break;
+    if (Date.now() > deadline) throw new Error(`instance ${instanceId} is ${got.instance?.state}, not running`);
+    await sleep(250);
+  }
   profile = mkdtempSync(join(tmpdir(), "bc-console-profile-"));
   browser = await chromium.launchPersistentContext(profile, {
     executablePath: chromiumPath,
@@ -189,7 +213,12 @@ async function scenario(page, shot, calls, pageErrors) {
   await page.waitForSelector('#events li[data-type="providerLoadBalancer.ready"]');
   assert.equal(await page.textContent('#detail dd[data-key="state"]'), "ready");
   assert.equal(await page.textContent('#detail dd[data-key="name"]'), name);
-  assert.ok((await page.$$("#reached li")).length >= 1, "the reached-instances list is shown");
+  // The pool's running instance is what it reaches (it turns up with the state the events bring).
+  await page.waitForFunction(
+    (id) => [...document.querySelectorAll("#reached li code")].some((c) => c.textContent === id),
+    instanceId,
+    { timeout: converge },
+  );
   await page.waitForSelector("#usage ul, #usage [data-empty]");
   await shot("3-detail.png");
 
