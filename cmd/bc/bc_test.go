@@ -170,6 +170,14 @@ func TestLoadBalancerLifecycleThroughTheCLI(t *testing.T) {
 	if hc, _ := updated["healthCheck"].(map[string]any); hc["path"] != "/healthz" || updated["state"] != "updating" {
 		t.Fatalf("update: %v", updated)
 	}
+	// --clear removes a part: the update mask names it with no value.
+	cleared := decode(t, h.ok("lb", "update", id, "--clear", "health-check", "-o", "json"))
+	if _, has := cleared["healthCheck"]; has {
+		t.Fatalf("update --clear health-check: %v", cleared)
+	}
+	if r := h.bc("", nil, "lb", "update", id); r.code != ExitUsage {
+		t.Fatalf("update with no part: exit %d, want %d", r.code, ExitUsage)
+	}
 	evs := decode(t, h.ok("events", "list", "--resource", id, "-o", "json"))
 	types := map[string]bool{}
 	for _, e := range evs["events"].([]any) {

@@ -222,12 +222,20 @@ async function scenario(page, shot, calls, pageErrors) {
   await page.waitForSelector("#usage ul, #usage [data-empty]");
   await shot("3-detail.png");
 
+  // A refused update marks its field too, and changes nothing.
+  await page.fill('#update [data-field="forwarding[0].entryPort"] input', "0");
+  await page.click("#update-submit");
+  await page.waitForSelector('#update [data-field="forwarding[0].entryPort"].invalid');
+  assert.equal(await page.textContent('#detail dd[data-key="forwarding"]'), "http:80 → http:8080");
+  await page.fill('#update [data-field="forwarding[0].entryPort"] input', "80");
+
   // Update: add a health check; the detail shows it, and the load balancer converges again.
   await page.selectOption('#update [name="hcProtocol"]', "http");
   await page.fill('#update [name="hcPort"]', "8080");
   await page.fill('#update [name="hcPath"]', "/healthz");
   await page.click("#update-submit");
   await page.waitForFunction(() => document.querySelector('#detail dd[data-key="health check"]')?.textContent === "http:8080/healthz");
+  assert.equal(await page.$$eval("#update .invalid", (els) => els.length), 0);
   await page.waitForSelector('#events li[data-type="providerLoadBalancer.updated"]');
   await page.waitForSelector(`${row} td.state[data-state="ready"]`, { timeout: converge });
   await shot("4-updated.png");
