@@ -16,7 +16,7 @@ run: postgres
 	go run ./cmd/bc-server dev
 
 ## test: every test — generated code fresh, lint, vet, Go tests on real PostgreSQL and OpenFGA, the TS SDK from Node and Chromium
-test: postgres check-generated lint test-go test-ts
+test: postgres check-generated lint test-go test-ts test-web
 
 test-go:
 	go vet ./...
@@ -47,6 +47,19 @@ tools:
 sdk/ts/node_modules: sdk/ts/package.json sdk/ts/package-lock.json
 	cd sdk/ts && npm ci --no-audit --no-fund
 	@touch sdk/ts/node_modules
+
+## test-web: the console in headless Chromium against bc-server dev; fails when web/dist is not the sources' build
+.PHONY: test-web web
+test-web: sdk/ts/node_modules web/node_modules
+	bash web/test/run.sh
+
+## web: rebuild the console into web/dist (checked in: bc-server embeds it, go build needs no Node)
+web: sdk/ts/node_modules web/node_modules
+	cd web && npm run --silent build
+
+web/node_modules: web/package.json web/package-lock.json
+	cd web && npm ci --no-audit --no-fund
+	@touch web/node_modules
 
 postgres:
 	./scripts/ensure-postgres.sh

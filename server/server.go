@@ -16,6 +16,7 @@ import (
 
 	"better-compute.dev/compute/core"
 	c "better-compute.dev/compute/gen/go/bettercompute/compute/v1/computev1connect"
+	"better-compute.dev/compute/web"
 )
 
 // Options configure the handler.
@@ -79,6 +80,7 @@ func New(opts Options) (http.Handler, error) {
 	// The join is authenticated by its join token, not a bearer token: no interceptor.
 	mount(c.NewSubstrateJoinServiceHandler(substrateJoin{svc, ic}, connect.WithReadMaxBytes(64<<10), connect.WithRecover(ic.recovered),
 		connect.WithCodec(strictJSON{"json"}), connect.WithCodec(strictJSON{"json; charset=utf-8"})))
+	mount("/", web.Handler()) // the console (package web) answers the GETs that no service claims
 
 	root := http.NewServeMux()
 	bodyTimeout := opts.BodyReadTimeout

@@ -39,6 +39,24 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return 2
 	}
 	cmd, rest := args[0], args[1:]
+	if cmd == "help" && len(rest) > 0 {
+		cmd, rest = rest[0], []string{"--help"}
+	}
+	// --help anywhere asks for help: print it and do nothing else (serve and migrate take no flags,
+	// so without this check they would start on `serve --help`).
+	for _, a := range rest {
+		if a == "--" {
+			break
+		}
+		if isHelpFlag(a) {
+			if !printCommandUsage(stdout, cmd) {
+				fmt.Fprintf(stderr, "bc-server: unknown command %q\n", cmd)
+				printUsage(stderr)
+				return 2
+			}
+			return 0
+		}
+	}
 	var err error
 	switch cmd {
 	case "help", "-h", "-help", "--help":
@@ -91,6 +109,55 @@ environment:
 	for _, v := range envVars {
 		fmt.Fprintf(w, "  %-26s %-22s %s\n", v.name, v.def, v.meaning)
 	}
+}
+
+func isHelpFlag(a string) bool {
+	return a == "-h" || a == "-help" || a == "--help" || a == "--h"
+}
+
+// commandUsage is each command's own help text.
+var commandUsage = map[string]string{
+	"serve": `usage: bc-server serve
+
+Runs a replica: the API, the reconcilers and the console on BC_LISTEN. Configuration comes from
+the BC_* environment variables (bc-server --help lists them); serve takes no flags.
+`,
+	"migrate": `usage: bc-server migrate
+
+Applies the database migrations to BC_DATABASE_URL and exits.
+`,
+	"bootstrap-admin": `usage: bc-server bootstrap-admin [--name NAME] [--additional | --rotate]
+
+Makes the first platform admin on BC_DATABASE_URL and prints its token once.
+  --name NAME     display name of the admin principal (default platform-admin)
+  --additional    the admin exists: mint another token for it
+  --rotate        the admin exists: mint a new token and revoke its other tokens
+`,
+	"revoke-token": `usage: bc-server revoke-token TOKEN_ID
+
+Revokes one token by id (tok_...); replicas stop accepting it within a minute.
+`,
+	"dev": `usage: bc-server dev [--addr HOST:PORT] [--ready-file PATH] [--database URL]
+
+Runs everything on embedded defaults: a fresh schema of the local PostgreSQL, OpenFGA and the
+DigitalOcean simulator in process, and a demo tenant; prints the address and tokens.
+  --addr HOST:PORT    listen address (default 127.0.0.1:8080)
+  --ready-file PATH   write the addresses and tokens as JSON here once serving
+  --database URL      PostgreSQL URL (default BC_DATABASE_URL, else the local server)
+`,
+}
+
+// printCommandUsage prints one command's help; false when there is no such command.
+func printCommandUsage(w io.Writer, cmd string) bool {
+	if isHelpFlag(cmd) || cmd == "help" {
+		printUsage(w)
+		return true
+	}
+	text, ok := commandUsage[cmd]
+	if ok {
+		fmt.Fprint(w, text)
+	}
+	return ok
 }
 
 // newLogger makes the JSON logger at the configured level.

@@ -1,0 +1,37 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+)
+
+// TestHelpPrintsUsageAndDoesNothing: --help, on its own or after any command, prints usage on
+// stdout and exits 0 without running the command (serve --help must not start a replica; it
+// gets no database URL here, so running it would fail).
+func TestHelpPrintsUsageAndDoesNothing(t *testing.T) {
+	noEnv := func(string) string { return "" }
+	cases := [][]string{
+		{"--help"}, {"-h"}, {"help"},
+		{"serve", "--help"}, {"migrate", "-h"}, {"bootstrap-admin", "--help"}, {"revoke-token", "--help"},
+		{"dev", "--help"}, {"help", "serve"},
+	}
+	for _, args := range cases {
+		var out, errb bytes.Buffer
+		code := run(context.Background(), args, noEnv, &out, &errb)
+		if code != 0 {
+			t.Errorf("%v: exit %d, stderr %q", args, code, errb.String())
+		}
+		if !strings.HasPrefix(out.String(), "usage: bc-server") {
+			t.Errorf("%v: stdout does not start with usage: %q", args, out.String())
+		}
+		if errb.Len() != 0 {
+			t.Errorf("%v: wrote to stderr: %q", args, errb.String())
+		}
+	}
+	var out, errb bytes.Buffer
+	if code := run(context.Background(), []string{"nonsense", "--help"}, noEnv, &out, &errb); code != 2 {
+		t.Errorf("nonsense --help: exit %d, want 2", code)
+	}
+}
