@@ -104,6 +104,7 @@ func New(opts Options) (http.Handler, error) {
 	}
 	root.Handle("/", readBodyFirst(bodyTimeout, api))
 	root.Handle(JSONPrefix, readBodyFirst(bodyTimeout, jsonMapping(api)))
+	root.HandleFunc("GET "+JSONPrefix+"openapi.json", serveOpenAPI)
 	health := opts.Health
 	if health == nil {
 		health = NewHealth(svc.DB, svc.Authz)
