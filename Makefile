@@ -9,7 +9,7 @@ PROTOC_GEN_CONNECT_GO_VERSION := v1.21.1
 # go test -p bounds parallel packages: each opens its own database pools (max_connections 100 here).
 GO_TEST_FLAGS ?= -p 2 -count=1 -timeout 30m
 
-.PHONY: run test test-go test-ts generate check-generated lint tools postgres bench clean
+.PHONY: run test test-go test-ts generate openapi check-generated lint tools postgres bench clean
 
 ## run: the whole service on embedded defaults (local PostgreSQL, OpenFGA in process, DO simulator)
 run: postgres
@@ -25,16 +25,21 @@ test-go:
 test-ts: sdk/ts/node_modules
 	bash sdk/ts/test/run.sh
 
-## generate: regenerate gen/go and sdk/ts/src/gen from proto/
+## generate: regenerate gen/go and sdk/ts/src/gen from proto/, then openapi/compute.json from them
 generate: tools sdk/ts/node_modules
 	./scripts/protodeps.sh
 	buf lint
 	buf generate
+	$(MAKE) openapi
+
+## openapi: regenerate openapi/compute.json (the JSON mapping's OpenAPI description)
+openapi:
+	go run ./cmd/openapi-gen -o openapi/compute.json
 
 ## check-generated: fail when checked-in generated code is stale
 check-generated: generate
-	@git diff --exit-code --stat -- gen sdk/ts/src/gen || { echo "generated code is stale: run make generate and commit"; exit 1; }
-	@test -z "$$(git status --porcelain -- gen sdk/ts/src/gen)" || { git status --porcelain -- gen sdk/ts/src/gen; echo "generated code is stale: run make generate and commit"; exit 1; }
+	@git diff --exit-code --stat -- gen sdk/ts/src/gen openapi || { echo "generated code is stale: run make generate and commit"; exit 1; }
+	@test -z "$$(git status --porcelain -- gen sdk/ts/src/gen openapi)" || { git status --porcelain -- gen sdk/ts/src/gen openapi; echo "generated code is stale: run make generate and commit"; exit 1; }
 
 lint:
 	@bad=$$(gofmt -l $$(git ls-files '*.go' | grep -v '^gen/')); if [ -n "$$bad" ]; then echo "gofmt: $$bad"; exit 1; fi

@@ -13,9 +13,13 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
+
 	"better-compute.dev/compute/authz"
 	"better-compute.dev/compute/core"
 	"better-compute.dev/compute/netguard"
+	"better-compute.dev/compute/observe"
 	"better-compute.dev/compute/reconcile"
 	"better-compute.dev/compute/seal"
 	"better-compute.dev/compute/server"
@@ -61,6 +65,14 @@ type Config struct {
 	// answering not ready, so load balancers stop sending before connections close.
 	DrainDelay time.Duration
 
+	// MetricsListen, when set, serves GET /metrics on a listener of its own (BC_METRICS_LISTEN)
+	// and not on the API listener, which faces tenants.
+	MetricsListen string
+	// Tracing exports OpenTelemetry spans over OTLP when it names an endpoint; off by default.
+	Tracing observe.TracingConfig
+	// TracerProvider, when set, receives the spans instead (tests use an in-memory exporter).
+	TracerProvider trace.TracerProvider
+
 	Logger *slog.Logger
 }
 
@@ -74,8 +86,13 @@ type App struct {
 	// URL is http://host:port of the listener once Start returned.
 	URL string
 
-	srv      *http.Server
-	health   *server.Health
+	srv    *http.Server
+	health *server.Health
+	// MetricsURL is http://host:port of the metrics listener when MetricsListen is set.
+	MetricsURL  string
+	metricsSrv  *http.Server
+	stopTracing func(context.Context) error
+
 	stopBG   context.CancelFunc
 	bgDone   chan struct{}
 	listener net.Listener
@@ -99,11 +116,28 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	db, err := store.Open(ctx, cfg.DatabaseURL)
+	tp := cfg.TracerProvider
+	var stopTracing func(context.Context) error
+	if tp == nil && cfg.Tracing.Enabled() {
+		if cfg.Tracing.Replica == "" {
+			cfg.Tracing.Replica = cfg.Replica
+		}
+		if tp, stopTracing, err = observe.StartTracing(ctx, cfg.Tracing); err != nil {
+			return nil, err
+		}
+	}
+	dbCtx := ctx
+	if tp != nil {
+		dbCtx = store.WithTracer(ctx, observe.NewPgxTracer(tp))
+	}
+	db, err := store.Open(dbCtx, cfg.DatabaseURL)
 	if err != nil {
+		if stopTracing != nil {
+			_ = stopTracing(context.Background())
+		}
 		return nil, fmt.Errorf("database: %w", err)
 	}
-	a := &App{Config: cfg, DB: db}
+	a := &App{Config: cfg, DB: db, stopTracing: stopTracing}
 	if err := db.Migrate(ctx); err != nil {
 		a.Close(context.Background())
 		return nil, fmt.Errorf("migrate: %w", err)
@@ -112,13 +146,21 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 		a.Close(context.Background())
 		return nil, fmt.Errorf("authorization: %w", err)
 	}
+	a.Authz = server.TimedAuthorizer(a.Authz)
 	a.Service = &core.Service{DB: db, Authz: a.Authz, Keyring: ring, Log: cfg.Logger, Outbound: netguard.Policy{Allow: cfg.OutboundAllow},
 		WatchPoll: cfg.WatchPoll}
 	a.health = server.NewHealth(db, a.Authz)
+	reg := prometheus.NewRegistry()
 	if a.Handler, err = server.New(server.Options{Service: a.Service, Logger: cfg.Logger, CORSOrigins: cfg.CORSOrigins, Health: a.health,
-		BodyReadTimeout: cfg.BodyReadTimeout}); err != nil {
+		BodyReadTimeout: cfg.BodyReadTimeout, Registry: reg, MetricsElsewhere: cfg.MetricsListen != "", TracerProvider: tp}); err != nil {
 		a.Close(context.Background())
 		return nil, err
+	}
+	if cfg.MetricsListen != "" {
+		if err := a.serveMetrics(cfg.MetricsListen, reg); err != nil {
+			a.Close(context.Background())
+			return nil, fmt.Errorf("metrics listener: %w", err)
+		}
 	}
 	if a.listener, err = net.Listen("tcp", cfg.Listen); err != nil {
 		a.Close(context.Background())
@@ -195,6 +237,9 @@ func (a *App) Close(ctx context.Context) {
 	if a.srv != nil {
 		_ = a.srv.Shutdown(ctx)
 	}
+	if a.metricsSrv != nil {
+		_ = a.metricsSrv.Shutdown(ctx)
+	}
 	if a.stopBG != nil {
 		a.stopBG()
 		<-a.bgDone
@@ -205,6 +250,25 @@ func (a *App) Close(ctx context.Context) {
 	if a.DB != nil {
 		a.DB.Close()
 	}
+	if a.stopTracing != nil {
+		_ = a.stopTracing(ctx)
+	}
+}
+
+// serveMetrics serves reg on a listener of its own (plain HTTP/1.1, GET /metrics only).
+func (a *App) serveMetrics(addr string, reg *prometheus.Registry) error {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	a.MetricsURL = "http://" + l.Addr().String()
+	a.metricsSrv = &http.Server{Handler: server.MetricsHandler(reg), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	go func() {
+		if err := a.metricsSrv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			a.Config.Logger.Error("serve metrics", "err", err.Error())
+		}
+	}()
+	return nil
 }
 
 // DefaultMaxConnections is the connection bound of a replica when Config.MaxConnections is 0.

@@ -14,6 +14,7 @@ import (
 
 	"better-compute.dev/compute/apierr"
 	c "better-compute.dev/compute/gen/go/bettercompute/compute/v1/computev1connect"
+	"better-compute.dev/compute/openapi"
 )
 
 // JSONPrefix is where the JSON mapping lives: POST /api/compute/<group>/<method>.
@@ -90,6 +91,20 @@ var jsonRoutes = map[string]string{
 
 	"substrates/get":  c.SubstrateServiceGetSubstrateProcedure,
 	"substrates/list": c.SubstrateServiceListSubstratesProcedure,
+}
+
+// JSONMapping describes the JSON mapping for its OpenAPI document: the prefix, every route
+// with its procedure, and the status of each error code. Everything that reads the routes from
+// outside this file (cmd/openapi-gen, the document's tests) reads them here.
+func JSONMapping() openapi.Mapping {
+	m := openapi.Mapping{Prefix: JSONPrefix, Routes: map[string]string{}, ErrorStatus: map[string]int{}}
+	for route, procedure := range jsonRoutes {
+		m.Routes[route] = procedure
+	}
+	for code, status := range httpStatus {
+		m.ErrorStatus[string(code)] = status
+	}
+	return m
 }
 
 // httpStatus of each platform reason on the JSON mapping.

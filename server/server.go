@@ -13,6 +13,7 @@ import (
 	"connectrpc.com/grpcreflect"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel/trace"
 
 	"better-compute.dev/compute/core"
 	c "better-compute.dev/compute/gen/go/bettercompute/compute/v1/computev1connect"
@@ -31,6 +32,13 @@ type Options struct {
 	BodyReadTimeout time.Duration
 	// Health answers /healthz, /readyz and gRPC health; nil checks Service's database and engine.
 	Health *Health
+	// MetricsElsewhere leaves /metrics off this handler: the registry is served on a listener
+	// of its own (BC_METRICS_LISTEN), since the API port faces tenants.
+	MetricsElsewhere bool
+	// TracerProvider makes the server spans of every call (otelconnect; a W3C traceparent on
+	// the request is honoured as the parent); nil takes the global provider, a no-op unless
+	// tracing was configured.
+	TracerProvider trace.TracerProvider
 }
 
 // ServiceNames lists every service, for health and reflection.
@@ -56,9 +64,17 @@ func New(opts Options) (http.Handler, error) {
 	if reg == nil {
 		reg = prometheus.NewRegistry()
 	}
-	ic := &interceptor{svc: opts.Service, validator: validator, log: log, metrics: newMetrics(reg)}
+	m, err := newMetrics(reg, opts.Service.DB)
+	if err != nil {
+		return nil, err
+	}
+	tracing, err := tracingInterceptor(opts.TracerProvider)
+	if err != nil {
+		return nil, err
+	}
+	ic := &interceptor{svc: opts.Service, validator: validator, log: log, metrics: m}
 	ho := []connect.HandlerOption{
-		connect.WithInterceptors(ic), connect.WithReadMaxBytes(MaxBodyBytes), connect.WithRecover(ic.recovered),
+		connect.WithInterceptors(tracing, ic), connect.WithReadMaxBytes(MaxBodyBytes), connect.WithRecover(ic.recovered),
 		connect.WithCodec(strictJSON{"json"}), connect.WithCodec(strictJSON{"json; charset=utf-8"}),
 	}
 	svc := opts.Service
@@ -78,7 +94,8 @@ func New(opts Options) (http.Handler, error) {
 	mount(c.NewMetalServiceHandler(metal{svc}, ho...))
 	mount(c.NewSubstrateServiceHandler(substrates{svc}, ho...))
 	// The join is authenticated by its join token, not a bearer token: no interceptor.
-	mount(c.NewSubstrateJoinServiceHandler(substrateJoin{svc, ic}, connect.WithReadMaxBytes(64<<10), connect.WithRecover(ic.recovered),
+	mount(c.NewSubstrateJoinServiceHandler(substrateJoin{svc, ic}, connect.WithInterceptors(tracing),
+		connect.WithReadMaxBytes(64<<10), connect.WithRecover(ic.recovered),
 		connect.WithCodec(strictJSON{"json"}), connect.WithCodec(strictJSON{"json; charset=utf-8"})))
 	mount("/", web.Handler()) // the console (package web) answers the GETs that no service claims
 
@@ -89,6 +106,7 @@ func New(opts Options) (http.Handler, error) {
 	}
 	root.Handle("/", readBodyFirst(bodyTimeout, api))
 	root.Handle(JSONPrefix, readBodyFirst(bodyTimeout, jsonMapping(api)))
+	root.HandleFunc("GET "+JSONPrefix+"openapi.json", serveOpenAPI)
 	health := opts.Health
 	if health == nil {
 		health = NewHealth(svc.DB, svc.Authz)
@@ -97,6 +115,8 @@ func New(opts Options) (http.Handler, error) {
 	reflector := grpcreflect.NewStaticReflector(ServiceNames...)
 	root.Handle(grpcreflect.NewHandlerV1(reflector))
 	root.Handle(grpcreflect.NewHandlerV1Alpha(reflector))
-	root.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	if !opts.MetricsElsewhere {
+		root.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	}
 	return withCORS(opts.CORSOrigins, root), nil
 }

@@ -10,10 +10,12 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/multitracer"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -44,19 +46,25 @@ func Open(ctx context.Context, url string) (*DB, error) {
 		return nil, fmt.Errorf("store: invalid database url")
 	}
 	applyPoolDefaults(cfg, url)
-	if t, ok := ctx.Value(tracerKey{}).(pgx.QueryTracer); ok {
-		cfg.ConnConfig.Tracer = t
+	switch ts, _ := ctx.Value(tracerKey{}).([]pgx.QueryTracer); len(ts) {
+	case 0:
+	case 1:
+		cfg.ConnConfig.Tracer = ts[0]
+	default:
+		cfg.ConnConfig.Tracer = multitracer.New(ts...)
 	}
 	return OpenConfig(ctx, cfg)
 }
 
 type tracerKey struct{}
 
-// WithTracer returns ctx making Open install t on every connection of the pool it opens:
-// tests count a call's round trips through a whole replica (app.Start opens the pool from
-// its configuration, so there is no other place to hand a tracer in).
+// WithTracer returns ctx making Open install t on every connection of the pool it opens, after
+// any tracer ctx already carries: tests count a call's round trips through a whole replica, and
+// app.Start adds the OpenTelemetry tracer (app.Start opens the pool from its configuration, so
+// there is no other place to hand a tracer in).
 func WithTracer(ctx context.Context, t pgx.QueryTracer) context.Context {
-	return context.WithValue(ctx, tracerKey{}, t)
+	prev, _ := ctx.Value(tracerKey{}).([]pgx.QueryTracer)
+	return context.WithValue(ctx, tracerKey{}, append(slices.Clip(prev), t))
 }
 
 // OpenConfig connects with a prepared pool configuration (tests use it to pin search_path)

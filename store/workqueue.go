@@ -8,6 +8,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
+
+	"better-compute.dev/compute/observe"
 )
 
 // The work queue: one row per (kind, resource id) in work_items. A request records its change
@@ -94,7 +96,7 @@ type ClaimParams struct {
 
 // The CTE is materialised on both engines (it locks), so LIMIT bounds the claim exactly.
 const sqlClaim = `WITH due AS (
-	SELECT kind, resource_id FROM work_items
+	SELECT kind, resource_id, lease_holder IS NOT NULL AS lapsed FROM work_items
 	WHERE kind = ANY($1::text[])
 		AND due_at <= coalesce($2::timestamptz, now())
 		AND (lease_expires_at IS NULL OR lease_expires_at <= coalesce($2::timestamptz, now()))
@@ -109,7 +111,7 @@ UPDATE work_items AS w SET
 	updated_at = coalesce($2::timestamptz, now())
 FROM due
 WHERE w.kind = due.kind AND w.resource_id = due.resource_id
-RETURNING w.kind, w.resource_id, w.epoch, w.generation, w.attempts, w.lease_holder, w.lease_expires_at`
+RETURNING w.kind, w.resource_id, w.epoch, w.generation, w.attempts, w.lease_holder, w.lease_expires_at, due.lapsed`
 
 // Claim leases up to Limit due items of Kinds whose lease is free or expired, skipping rows
 // another claimer has locked, and grows each one's epoch. It runs as one statement (its own
@@ -122,13 +124,25 @@ func (db *DB) Claim(ctx context.Context, p ClaimParams) ([]Lease, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: claim: %w", TranslateError(err))
 	}
+	lapsed := map[string]int{} // per kind: claims that took over a lease left to expire
 	leases, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Lease, error) {
 		var l Lease
-		err := row.Scan(&l.Kind, &l.ResourceID, &l.Epoch, &l.Generation, &l.Attempts, &l.Holder, &l.ExpiresAt)
+		var tookOver bool
+		err := row.Scan(&l.Kind, &l.ResourceID, &l.Epoch, &l.Generation, &l.Attempts, &l.Holder, &l.ExpiresAt, &tookOver)
+		if tookOver {
+			lapsed[l.Kind]++
+		}
 		return l, err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store: claim: %w", TranslateError(err))
+	}
+	claimed := map[string]int{}
+	for _, l := range leases {
+		claimed[l.Kind]++
+	}
+	for kind, n := range claimed {
+		observe.WorkClaimed(kind, n, lapsed[kind])
 	}
 	return leases, nil
 }
@@ -280,6 +294,9 @@ func fencedExec(ctx context.Context, db *DB, op string, l Lease, stmt string, ar
 func leaseWriteError(op string, l Lease, err error) error {
 	if errors.Is(err, pgx.ErrNoRows) {
 		err = ErrLeaseLost
+	}
+	if errors.Is(err, ErrLeaseLost) {
+		observe.FenceRefused(l.Kind, op)
 	}
 	return fmt.Errorf("store: %s %s/%s epoch %d: %w", op, l.Kind, l.ResourceID, l.Epoch, TranslateError(err))
 }

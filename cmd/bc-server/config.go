@@ -58,6 +58,11 @@ var envVars = []envVar{
 	{"BC_DO_REQUESTS_PER_MINUTE", "240", "DigitalOcean requests a minute per token"},
 	{"BC_DO_BURST", "10", "DigitalOcean request burst"},
 	{"BC_DO_REQUEST_TIMEOUT", "30s", "DigitalOcean request timeout; kept under half the lease"},
+	{"BC_METRICS_LISTEN", "(API listener)", "address serving GET /metrics on its own listener; when set, the API listener serves no /metrics"},
+	{"BC_OTLP_ENDPOINT", "(tracing off)", "OTLP/gRPC collector URL for traces (http://host:4317 plain, https:// TLS)"},
+	{"BC_TRACE_SAMPLE_RATIO", "1", "share of new traces kept (0 < r <= 1); calls with a sampled traceparent are always kept"},
+	{"OTEL_EXPORTER_OTLP_ENDPOINT", "(none)", "standard OpenTelemetry variable: when set (and BC_OTLP_ENDPOINT is not), traces go there, configured by the OTEL_EXPORTER_OTLP_* variables"},
+	{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "(none)", "as OTEL_EXPORTER_OTLP_ENDPOINT, for traces only"},
 }
 
 // defaultDrainDelay gives load balancers time to see /readyz fail before the listener closes.
@@ -181,6 +186,22 @@ func parseConfig(getenv func(string) string, requireServe bool) (Config, error) 
 	num("BC_DO_REQUESTS_PER_MINUTE", &r.DigitalOcean.RequestsPerMinute)
 	num("BC_DO_BURST", &r.DigitalOcean.Burst)
 	dur("BC_DO_REQUEST_TIMEOUT", &r.DigitalOcean.RequestTimeout, false)
+	a.MetricsListen = get("BC_METRICS_LISTEN", "")
+	if v := get("BC_OTLP_ENDPOINT", ""); v != "" {
+		if u, err := url.Parse(v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			bad("BC_OTLP_ENDPOINT", v, "not an http:// or https:// URL")
+		}
+		a.Tracing.Endpoint = v
+	}
+	otelAll, otelTraces := get("OTEL_EXPORTER_OTLP_ENDPOINT", ""), get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "")
+	a.Tracing.FromEnvironment = a.Tracing.Endpoint == "" && (otelAll != "" || otelTraces != "")
+	if v := get("BC_TRACE_SAMPLE_RATIO", ""); v != "" {
+		r, err := strconv.ParseFloat(v, 64)
+		if err != nil || !(r > 0 && r <= 1) {
+			bad("BC_TRACE_SAMPLE_RATIO", v, "not a ratio in (0, 1]")
+		}
+		a.Tracing.SampleRatio = r
+	}
 	if len(errs) == 0 {
 		// Cross-field rules (the periodic bound) are checked here too, not when the reconcilers start.
 		if _, err := r.WithDefaults(); err != nil {

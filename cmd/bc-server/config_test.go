@@ -39,9 +39,11 @@ func TestParseConfigBadValueNamesVariable(t *testing.T) {
 		"BC_PERIODIC_INTERVAL": "6m", "BC_RECONCILE_BACKOFF": "-5s", "BC_RECONCILE_BACKOFF_MAX": "1",
 		"BC_PROVIDER_POLL": "fast", "BC_DEPENDENCY_POLL": "0", "BC_CREATE_WINDOW": "long",
 		"BC_DO_REQUESTS_PER_MINUTE": "many", "BC_DO_BURST": "-1", "BC_DO_REQUEST_TIMEOUT": "1y",
+		"BC_OTLP_ENDPOINT": "collector:4317", "BC_TRACE_SAMPLE_RATIO": "2",
 	}
 	// Free-form variables have no bad value.
-	free := []string{"BC_LISTEN", "BC_REPLICA", "BC_CORS_ORIGINS", "BC_OPENFGA_STORE", "BC_OPENFGA_TOKEN"}
+	free := []string{"BC_LISTEN", "BC_REPLICA", "BC_CORS_ORIGINS", "BC_OPENFGA_STORE", "BC_OPENFGA_TOKEN", "BC_METRICS_LISTEN",
+		"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"}
 	for _, v := range envVars {
 		if _, ok := bad[v.name]; !ok && !slices.Contains(free, v.name) {
 			t.Errorf("%s has no bad-value case", v.name)
@@ -153,5 +155,30 @@ func TestCommandLine(t *testing.T) {
 		if code := run(context.Background(), []string{cmd}, lookup(env), &out, &errOut); code != 1 || !strings.Contains(errOut.String(), "BC_LEASE_TTL") {
 			t.Errorf("%s with a bad BC_LEASE_TTL: exit %d, stderr %q", cmd, code, errOut.String())
 		}
+	}
+}
+
+// TestObservabilityConfig: tracing is off unless an endpoint is named (ours or the standard
+// OpenTelemetry variable), and the metrics listener is taken as given.
+func TestObservabilityConfig(t *testing.T) {
+	t.Parallel()
+	env := validEnv(t)
+	c, err := parseConfig(lookup(env), true)
+	if err != nil || c.App.Tracing.Enabled() || c.App.MetricsListen != "" {
+		t.Fatalf("defaults: %+v %v", c.App.Tracing, err)
+	}
+	env["BC_METRICS_LISTEN"] = "127.0.0.1:9090"
+	env["BC_OTLP_ENDPOINT"] = "http://collector:4317"
+	env["BC_TRACE_SAMPLE_RATIO"] = "0.25"
+	if c, err = parseConfig(lookup(env), true); err != nil {
+		t.Fatal(err)
+	}
+	if c.App.MetricsListen != "127.0.0.1:9090" || c.App.Tracing.Endpoint != "http://collector:4317" || c.App.Tracing.SampleRatio != 0.25 || c.App.Tracing.FromEnvironment {
+		t.Fatalf("set: %+v %q", c.App.Tracing, c.App.MetricsListen)
+	}
+	env = validEnv(t)
+	env["OTEL_EXPORTER_OTLP_ENDPOINT"] = "http://collector:4317"
+	if c, err = parseConfig(lookup(env), true); err != nil || !c.App.Tracing.FromEnvironment || !c.App.Tracing.Enabled() {
+		t.Fatalf("standard variable: %+v %v", c.App.Tracing, err)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/digitalocean/godo"
 	"golang.org/x/oauth2"
 
+	"better-compute.dev/compute/observe"
 	"better-compute.dev/compute/provider"
 	"better-compute.dev/compute/redact"
 )
@@ -115,7 +116,8 @@ func New(account provider.Account, opts Options) (provider.Provider, error) {
 	}
 	opts = opts.withDefaults()
 	limited := &limitedTransport{
-		base:    opts.Transport,
+		// Below the limiter: one span and one bc_provider_requests_total sample per request sent.
+		base:    observe.ProviderTransport(Kind, opts.Transport),
 		limiter: opts.Limiters.forToken(token, opts.RequestsPerMinute, opts.Burst, opts.Budget),
 		maxWait: opts.MaxRateWait,
 	}

@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"better-compute.dev/compute/observe"
 	"better-compute.dev/compute/provider"
 )
 
@@ -289,7 +290,10 @@ type limitedTransport struct {
 }
 
 func (t *limitedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if err := t.limiter.wait(req.Context(), t.maxWait); err != nil {
+	start := time.Now()
+	err := t.limiter.wait(req.Context(), t.maxWait)
+	observe.RateLimited(Kind, rateOutcome(err), time.Since(start))
+	if err != nil {
 		if req.Body != nil {
 			_ = req.Body.Close()
 		}
@@ -300,4 +304,18 @@ func (t *limitedTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		t.limiter.observe(resp, time.Now())
 	}
 	return resp, err
+}
+
+// rateOutcome names a limiter pass for bc_provider_ratelimit_waits_total.
+func rateOutcome(err error) string {
+	var limited *provider.RateLimitedError
+	switch {
+	case err == nil:
+		return observe.RateSent
+	case errors.As(err, &limited):
+		return observe.RateRefused
+	case errors.Is(err, provider.ErrDeferred):
+		return observe.RateDeferred
+	}
+	return observe.RateError
 }

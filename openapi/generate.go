@@ -1,0 +1,483 @@
+// Package openapi describes the JSON mapping (POST /api/compute/<group>/<method>) as an
+// OpenAPI 3.1 document, generated from the proto descriptors compiled into this binary and
+// their protovalidate rules. The generated document is checked in as compute.json (make
+// generate writes it, make check-generated fails when it is stale) and embedded, so the server
+// serves exactly the document of its own build at GET /api/compute/openapi.json.
+//
+// The schemas follow protojson, the mapping's encoding: lowerCamel field names, 64-bit integers
+// as strings (numbers are accepted too), enums by name, Timestamp as an RFC 3339 string. Field
+// rules become JSON Schema keywords: string lengths (minLength/maxLength, counted in characters
+// as protovalidate counts them), patterns, string formats (uri, email, hostname, ip, uuid),
+// numeric ranges (minimum/maximum, exclusive bounds), in-lists (enum), required fields, item
+// counts and uniqueness. Rules JSON Schema cannot say (CEL expressions) are listed in the
+// description of their schema under x-cel.
+package openapi
+
+import (
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"buf.build/gen/go/bufbuild/protovalidate/protocolbuffers/go/buf/validate"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
+
+	_ "better-compute.dev/compute/gen/go/bettercompute/compute/v1" // registers the descriptors
+)
+
+// Document is the checked-in description (compute.json), as served.
+//
+//go:embed compute.json
+var Document []byte
+
+// Mapping is what the server says of its JSON mapping: where it lives, which route calls which
+// Connect procedure, and the HTTP status of each error code.
+type Mapping struct {
+	// Prefix is the routes' common path, e.g. /api/compute/.
+	Prefix string
+	// Routes maps "<group>/<method>" to a procedure, "/<package>.<Service>/<Method>".
+	Routes map[string]string
+	// ErrorStatus maps each platform error code to its HTTP status.
+	ErrorStatus map[string]int
+	// Version is the API version (info.version).
+	Version string
+}
+
+// ErrorSchema is the name of the error body's schema.
+const ErrorSchema = "Error"
+
+// Ref returns the $ref of the schema of message full name.
+func Ref(fullName string) string { return "#/components/schemas/" + fullName }
+
+// Generate builds the document for m.
+func Generate(m Mapping) ([]byte, error) {
+	g := &generator{schemas: map[string]any{}}
+	paths := map[string]any{}
+	routes := make([]string, 0, len(m.Routes))
+	for r := range m.Routes {
+		routes = append(routes, r)
+	}
+	sort.Strings(routes)
+	var codes []string
+	for c := range m.ErrorStatus {
+		codes = append(codes, c)
+	}
+	sort.Strings(codes)
+	for _, route := range routes {
+		method, err := findMethod(m.Routes[route])
+		if err != nil {
+			return nil, fmt.Errorf("route %s: %w", route, err)
+		}
+		in, out := method.Input(), method.Output()
+		g.message(in)
+		g.message(out)
+		group, _, _ := strings.Cut(route, "/")
+		responses := map[string]any{
+			"200": map[string]any{
+				"description": "The call succeeded.",
+				"content":     jsonContent(map[string]any{"$ref": Ref(string(out.FullName()))}),
+			},
+		}
+		byStatus := map[int][]string{}
+		for _, c := range codes {
+			byStatus[m.ErrorStatus[c]] = append(byStatus[m.ErrorStatus[c]], c)
+		}
+		for status, cs := range byStatus {
+			responses[fmt.Sprint(status)] = map[string]any{
+				"description": "The call failed: " + strings.Join(cs, ", ") + ".",
+				"content":     jsonContent(map[string]any{"$ref": Ref(ErrorSchema)}),
+			}
+		}
+		paths[m.Prefix+route] = map[string]any{
+			"post": map[string]any{
+				"operationId": route,
+				"summary":     string(method.Parent().Name()) + "." + string(method.Name()),
+				"description": "Calls the Connect procedure " + m.Routes[route] + " with the same validation, authentication and authorization.",
+				"tags":        []string{group},
+				"requestBody": map[string]any{
+					"required": true,
+					"content":  jsonContent(map[string]any{"$ref": Ref(string(in.FullName()))}),
+				},
+				"responses": responses,
+			},
+		}
+	}
+	g.schemas[ErrorSchema] = map[string]any{
+		"type":                 "object",
+		"description":          "The body of a failed call: the platform reason, a message, the offending field of INVALID_INPUT and the state reason of INVALID_STATE.",
+		"required":             []string{"code", "message"},
+		"additionalProperties": false,
+		"properties": map[string]any{
+			"code":        map[string]any{"type": "string", "enum": codes},
+			"message":     map[string]any{"type": "string"},
+			"field":       map[string]any{"type": "string"},
+			"stateReason": map[string]any{"type": "string"},
+		},
+	}
+	version := m.Version
+	if version == "" {
+		version = "v1"
+	}
+	doc := map[string]any{
+		"openapi": "3.1.0",
+		"info": map[string]any{
+			"title":       "Better Compute JSON API",
+			"version":     version,
+			"description": "The JSON mapping of the Better Compute control plane: every unary method as POST " + m.Prefix + "<group>/<method> with a protojson body. Generated from the proto descriptors and their protovalidate rules by cmd/openapi-gen; do not edit.",
+		},
+		"security": []any{map[string]any{"bearer": []any{}}},
+		"paths":    paths,
+		"components": map[string]any{
+			"securitySchemes": map[string]any{"bearer": map[string]any{"type": "http", "scheme": "bearer", "description": "A Better Compute API token."}},
+			"schemas":         g.schemas,
+		},
+	}
+	b, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
+
+func jsonContent(schema any) map[string]any {
+	return map[string]any{"application/json": map[string]any{"schema": schema}}
+}
+
+func findMethod(procedure string) (protoreflect.MethodDescriptor, error) {
+	svc, name, ok := strings.Cut(strings.TrimPrefix(procedure, "/"), "/")
+	if !ok {
+		return nil, fmt.Errorf("procedure %q is not /<service>/<method>", procedure)
+	}
+	d, err := protoregistry.GlobalFiles.FindDescriptorByName(protoreflect.FullName(svc))
+	if err != nil {
+		return nil, fmt.Errorf("service %s: %w", svc, err)
+	}
+	sd, ok := d.(protoreflect.ServiceDescriptor)
+	if !ok {
+		return nil, fmt.Errorf("%s is not a service", svc)
+	}
+	md := sd.Methods().ByName(protoreflect.Name(name))
+	if md == nil {
+		return nil, fmt.Errorf("service %s has no method %s", svc, name)
+	}
+	return md, nil
+}
+
+type generator struct{ schemas map[string]any }
+
+// wellKnown are the schemas of the well-known types, as protojson writes them.
+var wellKnown = map[protoreflect.FullName]map[string]any{
+	"google.protobuf.Timestamp":   {"type": "string", "format": "date-time"},
+	"google.protobuf.Duration":    {"type": "string", "pattern": `^-?[0-9]+(\.[0-9]{1,9})?s$`},
+	"google.protobuf.FieldMask":   {"type": "string", "description": "Comma-separated lowerCamel field paths."},
+	"google.protobuf.Struct":      {"type": "object"},
+	"google.protobuf.Value":       {},
+	"google.protobuf.ListValue":   {"type": "array"},
+	"google.protobuf.Empty":       {"type": "object", "additionalProperties": false},
+	"google.protobuf.Any":         {"type": "object", "required": []string{"@type"}},
+	"google.protobuf.StringValue": {"type": "string"}, "google.protobuf.BoolValue": {"type": "boolean"},
+	"google.protobuf.BytesValue": {"type": "string", "contentEncoding": "base64"},
+	"google.protobuf.Int32Value": {"type": "integer", "format": "int32"}, "google.protobuf.UInt32Value": {"type": "integer", "format": "int64", "minimum": 0},
+	"google.protobuf.Int64Value": int64Schema("int64"), "google.protobuf.UInt64Value": int64Schema("uint64"),
+	"google.protobuf.FloatValue": {"type": "number"}, "google.protobuf.DoubleValue": {"type": "number"},
+}
+
+func int64Schema(format string) map[string]any {
+	pattern := `^-?[0-9]+$`
+	if format == "uint64" {
+		pattern = `^[0-9]+$`
+	}
+	return map[string]any{"type": []string{"string", "integer"}, "format": format, "pattern": pattern}
+}
+
+// message adds the schema of md (and of every message it refers to) to the components.
+func (g *generator) message(md protoreflect.MessageDescriptor) {
+	name := string(md.FullName())
+	if _, done := g.schemas[name]; done {
+		return
+	}
+	if wk, ok := wellKnown[md.FullName()]; ok {
+		g.schemas[name] = wk
+		return
+	}
+	s := map[string]any{"type": "object", "additionalProperties": false}
+	g.schemas[name] = s // before the fields: recursive messages refer to it
+	props := map[string]any{}
+	var required []string
+	fields := md.Fields()
+	for i := 0; i < fields.Len(); i++ {
+		fd := fields.Get(i)
+		rules, _ := proto.GetExtension(fd.Options(), validate.E_Field).(*validate.FieldRules)
+		props[fd.JSONName()] = g.field(fd, rules)
+		if rules.GetRequired() {
+			required = append(required, fd.JSONName())
+		}
+	}
+	s["properties"] = props
+	if len(required) > 0 {
+		s["required"] = required
+	}
+	var notes []string
+	oneofs := md.Oneofs()
+	for i := 0; i < oneofs.Len(); i++ {
+		od := oneofs.Get(i)
+		if od.IsSynthetic() {
+			continue
+		}
+		var names []string
+		for j := 0; j < od.Fields().Len(); j++ {
+			names = append(names, od.Fields().Get(j).JSONName())
+		}
+		rule, _ := proto.GetExtension(od.Options(), validate.E_Oneof).(*validate.OneofRules)
+		word := "at most one"
+		if rule.GetRequired() {
+			word = "exactly one"
+		}
+		notes = append(notes, fmt.Sprintf("Oneof %s: %s of %s.", od.Name(), word, strings.Join(names, ", ")))
+	}
+	if mr, ok := proto.GetExtension(md.Options(), validate.E_Message).(*validate.MessageRules); ok {
+		for _, r := range mr.GetCel() {
+			notes = append(notes, celNote(r))
+		}
+	}
+	for i := 0; i < fields.Len(); i++ {
+		if rules, ok := proto.GetExtension(fields.Get(i).Options(), validate.E_Field).(*validate.FieldRules); ok {
+			for _, r := range rules.GetCel() {
+				notes = append(notes, fields.Get(i).JSONName()+": "+celNote(r))
+			}
+		}
+	}
+	if len(notes) > 0 {
+		s["description"] = strings.Join(notes, "\n")
+		s["x-cel"] = notes
+	}
+}
+
+func celNote(r *validate.Rule) string {
+	if r.GetMessage() != "" {
+		return r.GetId() + ": " + r.GetMessage()
+	}
+	return r.GetId() + ": " + r.GetExpression()
+}
+
+// field is the schema of one field with its rules.
+func (g *generator) field(fd protoreflect.FieldDescriptor, rules *validate.FieldRules) map[string]any {
+	switch {
+	case fd.IsMap():
+		s := map[string]any{"type": "object", "additionalProperties": g.single(fd.MapValue(), rules.GetMap().GetValues())}
+		if mr := rules.GetMap(); mr != nil {
+			if mr.HasMinPairs() {
+				s["minProperties"] = mr.GetMinPairs()
+			}
+			if mr.HasMaxPairs() {
+				s["maxProperties"] = mr.GetMaxPairs()
+			}
+		}
+		return s
+	case fd.IsList():
+		s := map[string]any{"type": "array", "items": g.single(fd, rules.GetRepeated().GetItems())}
+		if rr := rules.GetRepeated(); rr != nil {
+			if rr.HasMinItems() {
+				s["minItems"] = rr.GetMinItems()
+			}
+			if rr.HasMaxItems() {
+				s["maxItems"] = rr.GetMaxItems()
+			}
+			if rr.GetUnique() {
+				s["uniqueItems"] = true
+			}
+		}
+		return s
+	}
+	return g.single(fd, rules)
+}
+
+// single is the schema of one value of fd's kind (a list's item, a map's value, a scalar).
+func (g *generator) single(fd protoreflect.FieldDescriptor, rules *validate.FieldRules) map[string]any {
+	var s map[string]any
+	switch fd.Kind() {
+	case protoreflect.MessageKind, protoreflect.GroupKind:
+		g.message(fd.Message())
+		return map[string]any{"$ref": Ref(string(fd.Message().FullName()))}
+	case protoreflect.StringKind:
+		s = map[string]any{"type": "string"}
+		stringRules(s, rules.GetString())
+	case protoreflect.BoolKind:
+		s = map[string]any{"type": "boolean"}
+	case protoreflect.BytesKind:
+		s = map[string]any{"type": "string", "contentEncoding": "base64"}
+	case protoreflect.EnumKind:
+		s = enumSchema(fd.Enum(), rules.GetEnum())
+	case protoreflect.Int32Kind, protoreflect.Sint32Kind, protoreflect.Sfixed32Kind:
+		s = map[string]any{"type": "integer", "format": "int32"}
+	case protoreflect.Uint32Kind, protoreflect.Fixed32Kind:
+		s = map[string]any{"type": "integer", "format": "int64", "minimum": 0, "maximum": 4294967295}
+	case protoreflect.Int64Kind, protoreflect.Sint64Kind, protoreflect.Sfixed64Kind:
+		s = int64Schema("int64")
+	case protoreflect.Uint64Kind, protoreflect.Fixed64Kind:
+		s = int64Schema("uint64")
+	case protoreflect.FloatKind:
+		s = map[string]any{"type": "number", "format": "float"}
+	case protoreflect.DoubleKind:
+		s = map[string]any{"type": "number", "format": "double"}
+	default:
+		s = map[string]any{}
+	}
+	if rules != nil {
+		numericRules(s, rules)
+	}
+	return s
+}
+
+func stringRules(s map[string]any, r *validate.StringRules) {
+	if r == nil {
+		return
+	}
+	if r.HasLen() {
+		s["minLength"], s["maxLength"] = r.GetLen(), r.GetLen()
+	}
+	if r.HasMinLen() {
+		s["minLength"] = r.GetMinLen()
+	}
+	if r.HasMaxLen() {
+		s["maxLength"] = r.GetMaxLen()
+	}
+	var patterns []string
+	if r.HasPattern() {
+		patterns = append(patterns, r.GetPattern())
+	}
+	if r.HasPrefix() {
+		patterns = append(patterns, "^"+quoteMeta(r.GetPrefix()))
+	}
+	if r.HasSuffix() {
+		patterns = append(patterns, quoteMeta(r.GetSuffix())+"$")
+	}
+	if r.HasContains() {
+		patterns = append(patterns, quoteMeta(r.GetContains()))
+	}
+	switch len(patterns) {
+	case 0:
+	case 1:
+		s["pattern"] = patterns[0]
+	default:
+		s["pattern"] = patterns[0]
+		var all []any
+		for _, p := range patterns[1:] {
+			all = append(all, map[string]any{"pattern": p})
+		}
+		s["allOf"] = all
+	}
+	if r.HasConst() {
+		s["const"] = r.GetConst()
+	}
+	if in := r.GetIn(); len(in) > 0 {
+		s["enum"] = in
+	}
+	if out := r.GetNotIn(); len(out) > 0 {
+		s["not"] = map[string]any{"enum": out}
+	}
+	switch {
+	case r.GetEmail():
+		s["format"] = "email"
+	case r.GetHostname():
+		s["format"] = "hostname"
+	case r.GetIp():
+		s["format"] = "ip"
+	case r.GetIpv4():
+		s["format"] = "ipv4"
+	case r.GetIpv6():
+		s["format"] = "ipv6"
+	case r.GetUri():
+		s["format"] = "uri"
+	case r.GetUriRef():
+		s["format"] = "uri-reference"
+	case r.GetUuid():
+		s["format"] = "uuid"
+	case r.GetAddress():
+		s["format"] = "hostname-or-ip"
+	}
+}
+
+// quoteMeta escapes s for an ECMA-262 pattern.
+func quoteMeta(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`\.+*?()|[]{}^$/`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+func enumSchema(ed protoreflect.EnumDescriptor, r *validate.EnumRules) map[string]any {
+	in := map[int32]bool{}
+	for _, v := range r.GetIn() {
+		in[v] = true
+	}
+	out := map[int32]bool{}
+	for _, v := range r.GetNotIn() {
+		out[v] = true
+	}
+	var names []string
+	values := ed.Values()
+	for i := 0; i < values.Len(); i++ {
+		v := values.Get(i)
+		if (len(in) > 0 && !in[int32(v.Number())]) || out[int32(v.Number())] {
+			continue
+		}
+		if r.HasConst() && r.GetConst() != int32(v.Number()) {
+			continue
+		}
+		names = append(names, string(v.Name()))
+	}
+	return map[string]any{"type": "string", "enum": names}
+}
+
+// numericRules turns the range and in-list rules of any numeric rule message (Int32Rules,
+// UInt64Rules, DoubleRules, ...) into JSON Schema keywords; they share field names.
+func numericRules(s map[string]any, rules *validate.FieldRules) {
+	oneof := rules.ProtoReflect().Descriptor().Oneofs().ByName("type")
+	fd := rules.ProtoReflect().WhichOneof(oneof)
+	if fd == nil || fd.Message() == nil {
+		return
+	}
+	switch fd.Name() {
+	case "int32", "int64", "uint32", "uint64", "sint32", "sint64", "fixed32", "fixed64", "sfixed32", "sfixed64", "float", "double":
+	default:
+		return
+	}
+	m := rules.ProtoReflect().Get(fd).Message()
+	num := func(name protoreflect.Name) (any, bool) {
+		f := m.Descriptor().Fields().ByName(name)
+		if f == nil || !m.Has(f) {
+			return nil, false
+		}
+		return m.Get(f).Interface(), true
+	}
+	if v, ok := num("gte"); ok {
+		s["minimum"] = v
+	}
+	if v, ok := num("gt"); ok {
+		s["exclusiveMinimum"] = v
+	}
+	if v, ok := num("lte"); ok {
+		s["maximum"] = v
+	}
+	if v, ok := num("lt"); ok {
+		s["exclusiveMaximum"] = v
+	}
+	if v, ok := num("const"); ok {
+		s["const"] = v
+	}
+	if f := m.Descriptor().Fields().ByName("in"); f != nil && m.Get(f).List().Len() > 0 {
+		var vs []any
+		for i := 0; i < m.Get(f).List().Len(); i++ {
+			vs = append(vs, m.Get(f).List().Get(i).Interface())
+		}
+		s["enum"] = vs
+	}
+}
