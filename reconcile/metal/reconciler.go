@@ -1,4 +1,4 @@
-// Package metalreconcile is the metal reconciler: the reconcile.Handler of the "metal.nodes"
+// Package metal is the metal reconciler: the reconcile.Handler of the "metal.nodes"
 // work kind. For a node in a transient provision state it unseals the BMC credentials, runs the
 // state's workflow at the BMC through provider/bmc, and records the outcome fenced twice: by the
 // work item's lease (reconcile.WriteResult) and by the node's version, so an abort or another
@@ -12,7 +12,7 @@
 // workflows are idempotent), or fails it when its deadline passed meanwhile. Nodes in resting
 // states get the work the API left them: a probe of the BMC after enrollment or a credential
 // change, and retire's best-effort power-off.
-package metalreconcile
+package metal
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package metalreconcile_test
+package metal_test
 
 import (
 	"context"
@@ -14,16 +14,16 @@ import (
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
 	"better-compute.dev/compute/metal"
 	"better-compute.dev/compute/provider/bmc/redfishsim"
-	metalreconcile "better-compute.dev/compute/reconcile/metal"
+	metalrec "better-compute.dev/compute/reconcile/metal"
 	"better-compute.dev/compute/reconcile/reconciletest"
 	"better-compute.dev/compute/store"
 )
 
 func TestKindAndEventMatchTheAPI(t *testing.T) {
 	t.Parallel()
-	if metalreconcile.Kind != core.MetalReconcileKind || metalreconcile.EventMoved != core.EventMetalMoved {
+	if metalrec.Kind != core.MetalReconcileKind || metalrec.EventMoved != core.EventMetalMoved {
 		t.Fatalf("kind %q / event %q differ from the API's %q / %q",
-			metalreconcile.Kind, metalreconcile.EventMoved, core.MetalReconcileKind, core.EventMetalMoved)
+			metalrec.Kind, metalrec.EventMoved, core.MetalReconcileKind, core.EventMetalMoved)
 	}
 }
 
@@ -170,7 +170,7 @@ func TestBMCFailures(t *testing.T) {
 	} {
 		t.Run(tc.reason, func(t *testing.T) {
 			t.Parallel()
-			o := envOptions{reconcilerO: metalreconcile.Options{MaxAttempts: 3}}
+			o := envOptions{reconcilerO: metalrec.Options{MaxAttempts: 3}}
 			e := newEnv(t, o)
 			r := e.runner(t, o)
 			ctx := testCtx(t)
@@ -224,7 +224,7 @@ func TestBMCFailures(t *testing.T) {
 func TestDeadlines(t *testing.T) {
 	t.Parallel()
 	late := func() time.Time { return time.Now().Add(time.Hour) }
-	o := envOptions{reconcilerO: metalreconcile.Options{Now: late}}
+	o := envOptions{reconcilerO: metalrec.Options{Now: late}}
 	e := newEnv(t, o)
 	ctx := testCtx(t)
 	node := e.enroll(t, simPassword)
@@ -235,7 +235,7 @@ func TestDeadlines(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A replica claims the item and dies holding it.
-	if _, err := e.db.Claim(ctx, store.ClaimParams{Holder: "dead", Kinds: []string{metalreconcile.Kind}, Limit: 1,
+	if _, err := e.db.Claim(ctx, store.ClaimParams{Holder: "dead", Kinds: []string{metalrec.Kind}, Limit: 1,
 		LeaseTTL: 5 * time.Second, Now: e.clock.Now()}); err != nil {
 		t.Fatal(err)
 	}
@@ -263,7 +263,7 @@ func TestRestartRedrives(t *testing.T) {
 	if _, err := verb(e, metal.Inspect, node.GetId()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.db.Claim(ctx, store.ClaimParams{Holder: "dead", Kinds: []string{metalreconcile.Kind}, Limit: 1,
+	if _, err := e.db.Claim(ctx, store.ClaimParams{Holder: "dead", Kinds: []string{metalrec.Kind}, Limit: 1,
 		LeaseTTL: 5 * time.Second, Now: e.clock.Now()}); err != nil {
 		t.Fatal(err)
 	}
