@@ -42,9 +42,9 @@ type env struct {
 
 // envOptions change newEnv.
 type envOptions struct {
-	power       string                 // the simulator's initial power state (default Off)
-	logger      *slog.Logger           // every component logs here (default discard)
-	runnerHook  *slog.Logger           // the BMC runner's logger, when a test hooks it
+	power       string           // the simulator's initial power state (default Off)
+	logger      *slog.Logger     // every component logs here (default discard)
+	runnerHook  *slog.Logger     // the BMC runner's logger, when a test hooks it
 	reconcilerO metalrec.Options // MaxAttempts, Now
 }
 

@@ -116,7 +116,7 @@ func TestLifecycleAgainstSimulator(t *testing.T) {
 		case metal.Inspect:
 			want := &v1.MetalInventory{Vendor: "Better Compute Labs", Model: "BC-1000", Serial: "SIM0001",
 				CpuModel: "Intel(R) Xeon(R) Gold 6338 CPU @ 2.00GHz", Cpus: 2, CpuCores: 32, CpuThreads: 64,
-				MemoryBytes: 4 * 32768 << 20, Dimms: 4, BiosVersion: "2.4.1", BmcFirmware: "1.12.0"}
+				MemoryBytes: 4 * 32768 << 20, Dimms: 4, Nics: 1, Drives: 2, BiosVersion: "2.4.1", BmcFirmware: "1.12.0"}
 			if diff := cmp.Diff(want.String(), node.GetInventory().String()); diff != "" {
 				t.Errorf("inventory (-want +got):\n%s", diff)
 			}
@@ -329,8 +329,78 @@ func TestAbortWhileRunning(t *testing.T) {
 	if got.GetState() != "inspect-failed" || got.GetFailureReason() != "aborted while inspecting" || got.GetInventory() != nil {
 		t.Errorf("after abort: %s reason %q inventory %v", got.GetState(), got.GetFailureReason(), got.GetInventory())
 	}
-	if len(e.sim.Actions()) != 4 {
-		t.Errorf("the workflow should have run to its end at the BMC: %v", e.sim.Actions())
+	// The abort landed before the first request: nothing reached the BMC.
+	if got := e.sim.Requests(); len(got) != 0 {
+		t.Errorf("requests after the abort: %+v", got)
+	}
+}
+
+// TestAbortStopsTheBMC aborts a deploy while a slow BMC is busy answering its PXE boot
+// override: the request on the wire finishes, and nothing at all (no restart, no disk override,
+// no power read, not even a logout) arrives after the abort committed.
+func TestAbortStopsTheBMC(t *testing.T) {
+	t.Parallel()
+	for _, w := range []struct {
+		verb   metal.Verb
+		from   string // state to start from
+		method string // the request the BMC is busy with when the abort lands
+		failed string
+	}{
+		{metal.Deploy, "ready", "PATCH", "deploy-failed"},
+		{metal.Inspect, "enrolled", "POST", "inspect-failed"}, // the power-on reset action
+		{metal.RescueVerb, "deployed", "PATCH", "rescue-failed"},
+	} {
+		t.Run(string(w.verb), func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, envOptions{})
+			ctx := testCtx(t)
+			r := e.runner(t, envOptions{})
+			node := e.enroll(t, simPassword)
+			if _, err := e.db.Pool().Exec(ctx, `UPDATE metal_nodes SET pending_work = '', state = $2 WHERE id = $1`, node.GetId(), w.from); err != nil {
+				t.Fatal(err)
+			}
+			path := e.sim.SystemPath()
+			if w.method == "POST" {
+				path += "/Actions"
+			}
+			reached, release := e.sim.Hold(w.method, path)
+			if _, err := verb(e, w.verb, node.GetId()); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				for range 5 {
+					if n, err := r.RunOnce(ctx); err != nil || n == 0 {
+						return
+					}
+				}
+			}()
+			select {
+			case <-reached:
+			case <-done:
+				t.Fatal("the workflow ended before the BMC was busy")
+			}
+			if _, err := verb(e, metal.Abort, node.GetId()); err != nil {
+				t.Fatal(err)
+			}
+			abortedAt := time.Now()
+			before := len(e.sim.Requests())
+			release()
+			<-done
+			reqs := e.sim.Requests()
+			for _, rq := range reqs {
+				if rq.At.After(abortedAt) {
+					t.Errorf("%s %s arrived after the abort", rq.Method, rq.Path)
+				}
+			}
+			if len(reqs) != before+1 { // the held request is recorded once answered
+				t.Errorf("%d requests after the abort, want only the held one to complete: %+v", len(reqs)-before, reqs[before:])
+			}
+			if got := e.get(t, node.GetId()); got.GetState() != w.failed {
+				t.Errorf("state %s, want %s", got.GetState(), w.failed)
+			}
+		})
 	}
 }
 
