@@ -8,7 +8,7 @@ import (
 	"better-compute.dev/compute/provider/bmc"
 	"better-compute.dev/compute/provider/digitalocean"
 	"better-compute.dev/compute/reconcile"
-	metalreconcile "better-compute.dev/compute/reconcile/metal"
+	metalrec "better-compute.dev/compute/reconcile/metal"
 	"better-compute.dev/compute/reconcile/providers/provresources"
 	"better-compute.dev/compute/reconcile/substrates"
 )
@@ -58,7 +58,7 @@ func (a *App) newRunner(rc ReconcileConfig) (*reconcile.Runner, error) {
 	runner, err := reconcile.New(reconcile.Options{
 		DB: a.DB, Holder: a.Config.Replica, Handlers: map[string]reconcile.Handler{
 			core.ReconcileKind:  rec,
-			metalreconcile.Kind: metalreconcile.New(a.DB, a.Service.Keyring, &bmc.Runner{Logger: a.Config.Logger, Outbound: a.Service.Outbound}, a.Config.Logger),
+			metalrec.Kind: metalrec.New(a.DB, a.Service.Keyring, &bmc.Runner{Logger: a.Config.Logger, Outbound: a.Service.Outbound}, a.Config.Logger),
 			substrates.Kind:     subs,
 		},
 		Concurrency: rc.Concurrency, LeaseTTL: rc.LeaseTTL, PollInterval: rc.PollInterval,

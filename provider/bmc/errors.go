@@ -57,7 +57,7 @@ func Retryable(err error) bool {
 	return errors.As(err, &e) && e.Retryable
 }
 
-var retryableKinds = map[error]bool{ErrUnreachable: true, ErrTimeout: true, ErrBMCFailure: true, ErrBusy: true}
+var retryableKinds = map[error]bool{ErrUnreachable: true, ErrTimeout: true, ErrBMCFailure: true, ErrBusy: true, ErrStopped: true}
 
 // newError classifies raw and builds a scrubbed *Error.
 func newError(step Step, raw error, s scrubber) *Error {

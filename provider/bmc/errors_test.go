@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	gfcommon "github.com/stmcginnis/gofish/common"
@@ -273,5 +274,36 @@ func TestRefusesWithDebugBmclib(t *testing.T) {
 	}
 	if sim.PasswordPresented() != 0 || len(sim.Requests()) != 0 {
 		t.Fatalf("the BMC was contacted: %d requests", len(sim.Requests()))
+	}
+}
+
+// TestCancelSendsNothingMore: a run cancelled while a slow BMC holds its boot override sends
+// nothing after the cancellation, not even from bmclib's goroutines once Run has returned.
+func TestCancelSendsNothingMore(t *testing.T) {
+	t.Parallel()
+	sim, target := newSimWith(t, redfishsim.Config{Username: "operator", Password: testPassword, Delay: 20 * time.Millisecond})
+	reached, release := sim.Hold("PATCH", sim.SystemPath())
+	ctx, cancel := context.WithCancel(testCtx(t))
+	done := make(chan error, 1)
+	go func() {
+		_, err := (&Runner{Outbound: testOutbound}).Run(ctx, target, metal.WorkflowDeploy)
+		done <- err
+	}()
+	<-reached
+	cancel()
+	cancelledAt := time.Now()
+	release()
+	if err := <-done; !errors.Is(err, ErrTimeout) && !errors.Is(err, ErrStopped) {
+		t.Fatalf("cancelled run: %v", err)
+	}
+	// Give anything still in flight in a driver goroutine the time of several slow requests.
+	time.Sleep(10 * 20 * time.Millisecond)
+	for _, r := range sim.Requests() {
+		if r.At.After(cancelledAt) {
+			t.Errorf("%s %s arrived after the cancellation", r.Method, r.Path)
+		}
+	}
+	if got := sim.Actions(); len(got) > 1 {
+		t.Errorf("actions after the cancellation: %v", got)
 	}
 }

@@ -24,6 +24,17 @@ func newSim(t *testing.T, power string, password string) (*redfishsim.Server, Ta
 	}
 }
 
+// newSimWith starts a simulator from cfg (Username and Password set) and returns a target for it.
+func newSimWith(t *testing.T, cfg redfishsim.Config) (*redfishsim.Server, Target) {
+	t.Helper()
+	sim := redfishsim.New(cfg)
+	t.Cleanup(sim.Close)
+	return sim, Target{
+		Address: sim.Host(), Port: sim.Port(), Protocol: Redfish,
+		Username: cfg.Username, Password: seal.Secret(cfg.Password), CACertPEM: sim.CertPEM(),
+	}
+}
+
 func testCtx(t *testing.T) context.Context {
 	t.Helper()
 	// A bound so a broken simulator cannot hang the suite; nothing asserts on time.

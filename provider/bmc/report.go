@@ -1,10 +1,6 @@
 package bmc
 
-import (
-	"github.com/bmc-toolbox/common"
-
-	"better-compute.dev/compute/metal"
-)
+import "better-compute.dev/compute/metal"
 
 // Step is one action of a workflow at the BMC.
 type Step string
@@ -27,7 +23,8 @@ type StepResult struct {
 	Detail string `json:"detail,omitempty"`
 }
 
-// Inventory summarises what bmclib read of the hardware.
+// Inventory summarises the hardware as the BMC describes it: for Redfish from the system's
+// collections, for IPMI (a reduced inventory) from FRU 0 and the sensor data records.
 type Inventory struct {
 	Vendor      string `json:"vendor,omitempty"`
 	Model       string `json:"model,omitempty"`
@@ -66,49 +63,6 @@ type Report struct {
 
 func (r *Report) done(step Step, detail string) {
 	r.Steps = append(r.Steps, StepResult{Step: step, Detail: detail})
-}
-
-// summarise reduces bmclib's device to the fields the metal view shows.
-func summarise(d *common.Device) *Inventory {
-	if d == nil {
-		return nil
-	}
-	inv := &Inventory{Vendor: d.Vendor, Model: d.Model, Serial: d.Serial, NICs: len(d.NICs), Drives: len(d.Drives)}
-	if inv.Vendor == "" || inv.Model == "" || inv.Serial == "" {
-		// bmclib fills these from the system only when all three are set; fall back to the
-		// chassis, which most BMCs describe too.
-		for _, e := range d.Enclosures {
-			if e == nil {
-				continue
-			}
-			inv.Vendor = firstNonEmpty(inv.Vendor, e.Vendor)
-			inv.Model = firstNonEmpty(inv.Model, e.Model)
-			inv.Serial = firstNonEmpty(inv.Serial, e.Serial)
-		}
-	}
-	for _, c := range d.CPUs {
-		if c == nil {
-			continue
-		}
-		inv.CPUs++
-		inv.CPUCores += c.Cores
-		inv.CPUThreads += c.Threads
-		inv.CPUModel = firstNonEmpty(inv.CPUModel, c.Model)
-	}
-	for _, m := range d.Memory {
-		if m == nil {
-			continue
-		}
-		inv.DIMMs++
-		inv.MemoryBytes += m.SizeBytes
-	}
-	if d.BIOS != nil && d.BIOS.Firmware != nil {
-		inv.BIOSVersion = d.BIOS.Firmware.Installed
-	}
-	if d.BMC != nil && d.BMC.Firmware != nil {
-		inv.BMCFirmware = d.BMC.Firmware.Installed
-	}
-	return inv
 }
 
 func firstNonEmpty(a, b string) string {

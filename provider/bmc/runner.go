@@ -35,6 +35,11 @@ func needsKnownPower(step Step) bool { return step == StepPowerOn || step == Ste
 // DefaultStepTimeout bounds each BMC call (login included) when Runner.StepTimeout is zero.
 const DefaultStepTimeout = 2 * time.Minute
 
+// DefaultRequestTimeout bounds each request to the BMC on its own (connect, TLS handshake and
+// the answer's headers; one ipmitool command) when Runner.RequestTimeout is zero. A BMC that
+// accepts connections and never answers fails a run after one request timeout.
+const DefaultRequestTimeout = 20 * time.Second
+
 // Runner executes workflows. The zero value works; it holds no per-node state and is safe for
 // concurrent use (each Run builds its own bmclib client).
 type Runner struct {
@@ -48,6 +53,11 @@ type Runner struct {
 	// tenant, so the zero value refuses loopback, link-local (metadata services), unspecified
 	// and the replica's own addresses; dev mode and tests allow loopback through it.
 	Outbound netguard.Policy
+	// RequestTimeout bounds each request (default DefaultRequestTimeout, at most StepTimeout).
+	RequestTimeout time.Duration
+	// IPMICipherSuite is the one RMCP+ cipher suite IPMI logs in with (default
+	// DefaultIPMICipherSuite). A refused login is never retried with another.
+	IPMICipherSuite string
 }
 
 // guard resolves t's address through the outbound policy before anything is sent. An IPMI
@@ -73,17 +83,39 @@ func (r *Runner) logger() *slog.Logger {
 	return r.Logger
 }
 
-func (r *Runner) timeout() time.Duration {
+func (r *Runner) timeouts() timeouts {
+	t := timeouts{step: DefaultStepTimeout, request: DefaultRequestTimeout}
 	if r.StepTimeout > 0 {
-		return r.StepTimeout
+		t.step = r.StepTimeout
 	}
-	return DefaultStepTimeout
+	if r.RequestTimeout > 0 {
+		t.request = r.RequestTimeout
+	}
+	t.request = min(t.request, t.step)
+	return t
+}
+
+// open connects to t through the run's gate.
+func (r *Runner) open(ctx context.Context, t Target, g *gate, scrub scrubber, rep *Report) (conn, error) {
+	if t.Protocol == IPMI {
+		if t.Driver != "" && t.Driver != DriverIpmitool {
+			return nil, fmt.Errorf("no driver %q for protocol %q: %w", t.Driver, t.Protocol, errNoDriver)
+		}
+		return openIPMI(ctx, t, r.IPMICipherSuite, r.timeouts().request, g, scrub, rep)
+	}
+	return openRedfish(ctx, t, r.timeouts(), g, scrub, rep)
 }
 
 // Run executes the workflow of a transient state against t. It returns the report of what
 // was done even when it fails; the error is an *Error (classified, scrubbed). WorkflowNone
-// does nothing and succeeds.
+// does nothing and succeeds. Nothing is sent to the BMC once ctx ends, nor after Run returns.
 func (r *Runner) Run(ctx context.Context, t Target, w metal.Workflow) (Report, error) {
+	return r.RunChecked(ctx, t, w, nil)
+}
+
+// RunChecked is Run asking check before every request it sends (see Check): the first error
+// stops the run before that request, with ErrStopped.
+func (r *Runner) RunChecked(ctx context.Context, t Target, w metal.Workflow, check Check) (Report, error) {
 	rep := Report{Workflow: w, Target: t.String()}
 	if w == metal.WorkflowNone {
 		return rep, nil
@@ -100,10 +132,12 @@ func (r *Runner) Run(ctx context.Context, t Target, w metal.Workflow) (Report, e
 	if err != nil {
 		return rep, r.fail(ctx, t, &rep, err.(*Error))
 	}
+	g, ctx := newGate(ctx, r.Outbound, check)
+	defer g.close()
 	log := r.logger().With(slog.Any("bmc", t), slog.String("workflow", string(w)))
 	log.LogAttrs(ctx, slog.LevelInfo, "bmc workflow started")
 
-	sess, err := open(ctx, t, r.timeout(), r.Outbound, scrub, &rep)
+	sess, err := r.open(ctx, t, g, scrub, &rep)
 	if err != nil {
 		return rep, r.fail(ctx, t, &rep, r.classified(StepOpen, err, scrub))
 	}
@@ -121,13 +155,13 @@ func (r *Runner) Run(ctx context.Context, t Target, w metal.Workflow) (Report, e
 	}
 
 	for _, step := range plan {
+		if err := g.allow(ctx); err != nil {
+			// Stopped between steps (an abort): not even the next step's first request goes out.
+			return rep, r.fail(ctx, t, &rep, r.classified(step, err, scrub))
+		}
 		detail, err := r.step(ctx, sess, t, step, &power, &rep)
 		if err != nil {
-			var e *Error
-			if !errors.As(err, &e) {
-				e = r.classified(step, err, scrub)
-			}
-			return rep, r.fail(ctx, t, &rep, e)
+			return rep, r.fail(ctx, t, &rep, r.classified(step, err, scrub))
 		}
 		rep.done(step, detail)
 		log.LogAttrs(ctx, slog.LevelDebug, "bmc step done", slog.String("step", string(step)),
@@ -142,7 +176,7 @@ func (r *Runner) Run(ctx context.Context, t Target, w metal.Workflow) (Report, e
 }
 
 // step runs one step; power is what this run last knew of the machine's power.
-func (r *Runner) step(ctx context.Context, s *session, t Target, step Step, power *PowerState, rep *Report) (string, error) {
+func (r *Runner) step(ctx context.Context, s conn, t Target, step Step, power *PowerState, rep *Report) (string, error) {
 	efi := !t.LegacyBoot
 	mode := "uefi"
 	if !efi {
@@ -191,11 +225,11 @@ func (r *Runner) step(ctx context.Context, s *session, t Target, step Step, powe
 	case StepBootDisk:
 		return "disk persistent " + mode, s.setBoot(ctx, "disk", true, efi)
 	case StepInventory:
-		d, err := s.inventory(ctx)
+		inv, err := s.inventory(ctx)
 		if err != nil {
 			return "", err
 		}
-		rep.Inventory = summarise(d)
+		rep.Inventory = inv
 		return fmt.Sprintf("%d cpus, %d dimms", rep.Inventory.CPUs, rep.Inventory.DIMMs), nil
 	}
 	return "", &Error{Step: step, Kind: ErrUnsupported, msg: "unknown step"}
@@ -214,13 +248,34 @@ func checkPower(step Step, p PowerState, needKnown bool) *Error {
 }
 
 func (r *Runner) classified(step Step, err error, scrub scrubber) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		if e.Step == "" {
+			c := *e
+			c.Step = step
+			return &c
+		}
+		return e
+	}
+	var inc *errIncomplete
+	switch {
+	case errors.Is(err, ErrStopped):
+		return &Error{Step: step, Kind: ErrStopped, Retryable: true, msg: scrub.clean(err.Error())}
+	case errors.As(err, &inc):
+		return &Error{Step: step, Kind: ErrInventory, msg: scrub.clean(inc.msg)}
+	}
 	if errors.Is(err, ErrInvalidTarget) {
 		return &Error{Step: step, Kind: ErrInvalidTarget, msg: scrub.clean(err.Error())}
 	}
 	if errors.Is(err, errNoDriver) {
 		return &Error{Step: step, Kind: ErrUnsupported, msg: scrub.clean(err.Error())}
 	}
-	return newError(step, err, scrub)
+	e = newError(step, err, scrub)
+	if step == StepInventory && e.Kind == ErrUnclassified {
+		// An answer the inventory walk could not understand is an inventory that cannot be read.
+		e.Kind = ErrInventory
+	}
+	return e
 }
 
 // fail records the failed step in the report and logs the scrubbed error.
@@ -245,7 +300,9 @@ func (r *Runner) Probe(ctx context.Context, t Target) (Report, error) {
 	if err != nil {
 		return rep, r.fail(ctx, t, &rep, err.(*Error))
 	}
-	sess, err := open(ctx, t, r.timeout(), r.Outbound, scrub, &rep)
+	g, ctx := newGate(ctx, r.Outbound, nil)
+	defer g.close()
+	sess, err := r.open(ctx, t, g, scrub, &rep)
 	if err != nil {
 		return rep, r.fail(ctx, t, &rep, r.classified(StepOpen, err, scrub))
 	}

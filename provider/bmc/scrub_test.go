@@ -38,3 +38,25 @@ func TestScrubber(t *testing.T) {
 		t.Errorf("not flattened: %q", got)
 	}
 }
+
+func TestScrubberKeepsWords(t *testing.T) {
+	t.Parallel()
+	s := newScrubber("admin", "hunter2-long")
+	for _, tc := range []struct{ in, want string }{
+		// ipmitool's refusal and its exit status: the scrubber once made "[redacted] status 1" of it.
+		{"Error: Unable to establish IPMI v2 / RMCP+ session: exit status 1", "Error: Unable to establish IPMI v2 / RMCP+ session: exit status 1"},
+		{"session expired; token refresh needed", "session expired; token refresh needed"},
+		{"not a InventoryGetter implementation: *ipmitool.Conn", "not supported by the driver"},
+		{"provider *redfish.Conn failed", "provider the driver failed"},
+		// Values still go.
+		{`{"token": "abcdef0123456789"}`, `{"token": "[redacted]"}`},
+		{`{"SessionToken":"abcdef0123456789"}`, `{"SessionToken":"[redacted]"}`},
+		{"GET /x?session_id=abc123&x=1", "GET /x?session_id=[redacted]&x=1"},
+		{"Authorization: Bearer abcdefgh12345678", "Authorization: Bearer [redacted]"},
+		{"X-Auth-Token: 0123abcd", "X-Auth-Token: [redacted]"},
+	} {
+		if got := s.clean(tc.in); got != tc.want {
+			t.Errorf("clean(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}

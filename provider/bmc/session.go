@@ -3,6 +3,7 @@ package bmc
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/http"
@@ -11,24 +12,36 @@ import (
 	"time"
 
 	bmclib "github.com/bmc-toolbox/bmclib/v2"
-	"github.com/bmc-toolbox/common"
 	"github.com/go-logr/logr"
-
-	"better-compute.dev/compute/netguard"
 )
 
-// session is one bmclib client with one open connection, used by one Run on one goroutine
-// (bmclib's Client is not safe to share). It records every answer into the run's report. The
-// client is never logged or stored anywhere else: its Auth.Pass is an exported field.
+// conn is one run's connection to a BMC, used by that run on one goroutine. Redfish goes
+// through bmclib (session); IPMI through ipmitool directly (ipmiConn). Every method sends
+// requests only through the run's gate.
+type conn interface {
+	powerState(ctx context.Context) (PowerState, error)
+	// setPower sends "on", "off" (hard) or "cycle".
+	setPower(ctx context.Context, action string) error
+	// setBoot sets the boot device ("pxe", "disk"), once or persistently.
+	setBoot(ctx context.Context, device string, persistent, efi bool) error
+	inventory(ctx context.Context) (*Inventory, error)
+	close(ctx context.Context)
+}
+
+// session is one bmclib client with one open connection. It records every answer into the
+// run's report. The client is never logged or stored anywhere else: its Auth.Pass is an
+// exported field.
 type session struct {
 	client  *bmclib.Client
+	target  Target
 	timeout time.Duration
+	http    func() *http.Client // a fresh guarded client for the inventory walk
 	scrub   scrubber
 	report  *Report
 }
 
-// open builds the client for t, filtered to t's protocol and driver, and logs in.
-func open(ctx context.Context, t Target, timeout time.Duration, outbound netguard.Policy, scrub scrubber, report *Report) (*session, error) {
+// openRedfish builds the bmclib client for t, filtered to its driver, and logs in.
+func openRedfish(ctx context.Context, t Target, timeouts timeouts, g *gate, scrub scrubber, report *Report) (*session, error) {
 	if os.Getenv("DEBUG_BMCLIB") != "" {
 		// bmclib's Redfish driver then dumps every request, login body included, to stdout.
 		return nil, fmt.Errorf("DEBUG_BMCLIB is set in the environment; refusing to send credentials: %w", errNoDriver)
@@ -36,20 +49,16 @@ func open(ctx context.Context, t Target, timeout time.Duration, outbound netguar
 	opts := []bmclib.Option{
 		// bmclib's own logging is off: its messages carry driver errors we have not scrubbed.
 		bmclib.WithLogger(logr.Discard()),
-		bmclib.WithPerProviderTimeout(timeout),
-		// Every HTTP connection (Redfish) is checked at connect time against the outbound
-		// policy, and every request is bounded on its own, not only the step.
-		bmclib.WithHTTPClient(guardedHTTPClient(outbound, timeout)),
+		bmclib.WithPerProviderTimeout(timeouts.step),
+		// Every HTTP connection is checked at connect time against the outbound policy and
+		// the run's gate, and every request is bounded on its own, not only the step.
+		bmclib.WithHTTPClient(guardedHTTPClient(g, timeouts, nil)),
+		bmclib.WithRedfishPort(t.port()), bmclib.WithRedfishUseBasicAuth(t.BasicAuth),
 	}
-	switch t.Protocol {
-	case Redfish:
-		opts = append(opts, bmclib.WithRedfishPort(t.port()), bmclib.WithRedfishUseBasicAuth(t.BasicAuth))
-	case IPMI:
-		opts = append(opts, bmclib.WithIpmitoolPort(t.port()))
-	}
+	var pool *x509.CertPool
 	if !t.InsecureTLS {
-		pool, err := t.certPool()
-		if err != nil {
+		var err error
+		if pool, err = t.certPool(); err != nil {
 			return nil, err
 		}
 		opts = append(opts, bmclib.WithSecureTLS(pool))
@@ -63,12 +72,12 @@ func open(ctx context.Context, t Target, timeout time.Duration, outbound netguar
 	c.Registry.Drivers = c.Registry.Using(string(t.Protocol))
 	c.Registry.Drivers = c.Registry.For(t.driver())
 	if len(c.Registry.Drivers) == 0 {
-		// ipmitool registers only when the binary is on PATH.
-		return nil, fmt.Errorf("no bmclib driver %q for protocol %q (for ipmi, is ipmitool installed?): %w",
-			t.driver(), t.Protocol, errNoDriver)
+		return nil, fmt.Errorf("no bmclib driver %q for protocol %q: %w", t.driver(), t.Protocol, errNoDriver)
 	}
-	s := &session{client: c, timeout: timeout, scrub: scrub, report: report}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	tlsCfg := &tls.Config{RootCAs: pool, InsecureSkipVerify: t.InsecureTLS, MinVersion: tls.VersionTLS12} //nolint:gosec // the target asked for it
+	s := &session{client: c, target: t, timeout: timeouts.step, scrub: scrub, report: report,
+		http: func() *http.Client { return guardedHTTPClient(g, timeouts, tlsCfg) }}
+	ctx, cancel := context.WithTimeout(ctx, timeouts.step)
 	defer cancel()
 	if err := c.Open(ctx); err != nil {
 		s.answer("Open", "", err)
@@ -99,7 +108,6 @@ func (s *session) powerState(ctx context.Context) (PowerState, error) {
 	return NormalizePower(raw), nil
 }
 
-// setPower sends a bmclib power action: "on", "off" (hard), "cycle".
 func (s *session) setPower(ctx context.Context, action string) error {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
@@ -111,7 +119,6 @@ func (s *session) setPower(ctx context.Context, action string) error {
 	return err
 }
 
-// setBoot sets the boot device ("pxe", "disk"), once or persistently.
 func (s *session) setBoot(ctx context.Context, device string, persistent, efi bool) error {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
@@ -123,16 +130,16 @@ func (s *session) setBoot(ctx context.Context, device string, persistent, efi bo
 	return err
 }
 
-func (s *session) inventory(ctx context.Context) (*common.Device, error) {
+func (s *session) inventory(ctx context.Context) (*Inventory, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	d, err := s.client.Inventory(ctx)
+	inv, err := redfishInventory(ctx, s.target, s.http())
 	summary := ""
-	if d != nil {
-		summary = fmt.Sprintf("%s %s %s, %d CPUs, %d DIMMs", d.Vendor, d.Model, d.Serial, len(d.CPUs), len(d.Memory))
+	if inv != nil {
+		summary = fmt.Sprintf("%s %s %s, %d CPUs, %d DIMMs", inv.Vendor, inv.Model, inv.Serial, inv.CPUs, inv.DIMMs)
 	}
 	s.answer("Inventory", summary, err)
-	return d, err
+	return inv, err
 }
 
 // answer records the BMC's answer to one call, scrubbed, and which driver gave it.
@@ -146,21 +153,31 @@ func (s *session) answer(call, answer string, err error) {
 	s.report.LastAnswer = s.scrub.clean(call + ": " + answer)
 }
 
+// timeouts bound a run's BMC I/O: step bounds one call of a workflow (a login, a power
+// change: possibly several requests), request bounds each request on its own (connect, TLS
+// handshake, the answer's headers; for IPMI one ipmitool command).
+type timeouts struct{ step, request time.Duration }
+
 // guardedHTTPClient is bmclib's default HTTP client (unverified TLS unless WithSecureTLS turns
 // verification on, no keep-alives: BMCs allow few connections) with a dialer that refuses what
-// the outbound policy refuses, and per-request bounds on the TLS handshake and the answer's
-// headers, so a BMC that accepts TCP and never answers holds a slot for one timeout, not more.
-func guardedHTTPClient(outbound netguard.Policy, timeout time.Duration) *http.Client {
+// the outbound policy and the run's gate refuse, and per-request bounds on connecting, the TLS
+// handshake and the answer's headers, so a BMC that accepts TCP and never answers holds a slot
+// for one request timeout, not a step's. Without keep-alives every request dials, so the gate
+// sees every request.
+func guardedHTTPClient(g *gate, t timeouts, tlsCfg *tls.Config) *http.Client {
 	jar, _ := cookiejar.New(nil)
+	if tlsCfg == nil {
+		tlsCfg = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // WithSecureTLS turns verification on unless the target says InsecureTLS
+	}
 	return &http.Client{
-		Timeout: timeout,
+		Timeout: t.step,
 		Jar:     jar,
 		Transport: &http.Transport{
-			TLSClientConfig:       &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // WithSecureTLS turns verification on unless the target says InsecureTLS
+			TLSClientConfig:       tlsCfg,
 			DisableKeepAlives:     true,
-			DialContext:           outbound.Dialer(timeout).DialContext,
-			TLSHandshakeTimeout:   timeout,
-			ResponseHeaderTimeout: timeout,
+			DialContext:           g.dialContext(g.outbound.Dialer(t.request).DialContext),
+			TLSHandshakeTimeout:   t.request,
+			ResponseHeaderTimeout: t.request,
 		},
 	}
 }

@@ -1,6 +1,8 @@
 package bmc
 
 import (
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -101,20 +103,99 @@ func TestWorkflowsAgainstSimulator(t *testing.T) {
 	}
 }
 
-func TestInventorySummary(t *testing.T) {
+// TestInventoryLayouts reads the inventory of services laid out differently: the classic ids
+// bmclib knows and a DMTF-mockup-like layout (Systems/node-a7...) whose DIMMs report only
+// VolatileSizeMiB, with a GPU, an empty slot and Storage drives. Members are found from the
+// collections in both, and every workflow's power and boot requests reach the same system.
+func TestInventoryLayouts(t *testing.T) {
 	t.Parallel()
-	_, target := newSim(t, redfishsim.PowerOff, testPassword)
-	rep, err := (&Runner{Outbound: testOutbound}).Run(testCtx(t), target, metal.WorkflowInspect)
-	if err != nil {
-		t.Fatal(err)
+	for _, tc := range []struct {
+		layout redfishsim.Layout
+		cfg    redfishsim.Config
+		want   *Inventory
+	}{
+		{redfishsim.LayoutClassic, redfishsim.Config{}, &Inventory{
+			Vendor: "Better Compute Labs", Model: "BC-1000", Serial: "SIM0001",
+			CPUModel: "Intel(R) Xeon(R) Gold 6338 CPU @ 2.00GHz", CPUs: 2, CPUCores: 32, CPUThreads: 64,
+			MemoryBytes: 4 * 32768 << 20, DIMMs: 4, NICs: 1, Drives: 2, BIOSVersion: "2.4.1", BMCFirmware: "1.12.0",
+		}},
+		{redfishsim.LayoutNamed, redfishsim.Config{Manufacturer: "Contoso", Model: "C-7", SerialNumber: "A7", CPUs: 1, CoresPerCPU: 8, DIMMs: 3, DIMMSizeMiB: 16384, Drives: 4}, &Inventory{
+			Vendor: "Contoso", Model: "C-7", Serial: "A7",
+			CPUModel: "Intel(R) Xeon(R) Gold 6338 CPU @ 2.00GHz", CPUs: 1, CPUCores: 8, CPUThreads: 16,
+			MemoryBytes: 3 * 16384 << 20, DIMMs: 3, NICs: 2, Drives: 4, BIOSVersion: "2.4.1", BMCFirmware: "1.12.0",
+		}},
+	} {
+		t.Run(string(tc.layout), func(t *testing.T) {
+			t.Parallel()
+			cfg := tc.cfg
+			cfg.Layout, cfg.Username, cfg.Password = tc.layout, "operator", testPassword
+			sim, target := newSimWith(t, cfg)
+			for _, w := range []metal.Workflow{metal.WorkflowInspect, metal.WorkflowCommission} {
+				rep, err := (&Runner{Outbound: testOutbound}).Run(testCtx(t), target, w)
+				if err != nil {
+					t.Fatalf("%s: %v", w, err)
+				}
+				if diff := cmp.Diff(tc.want, rep.Inventory); diff != "" {
+					t.Errorf("%s inventory (-want +got):\n%s", w, diff)
+				}
+			}
+			for _, r := range sim.Requests() {
+				if r.Method != "GET" && r.Method != "DELETE" && r.Path != "/redfish/v1/SessionService/Sessions" &&
+					!strings.HasPrefix(r.Path, sim.SystemPath()) {
+					t.Errorf("%s %s: a change outside the system %s", r.Method, r.Path, sim.SystemPath())
+				}
+			}
+			if got := sim.Actions(); len(got) == 0 {
+				t.Error("no power or boot request reached the system")
+			}
+			if n := sim.SessionCount(); n != 0 {
+				t.Errorf("%d sessions left open", n)
+			}
+		})
 	}
-	want := &Inventory{
-		Vendor: "Better Compute Labs", Model: "BC-1000", Serial: "SIM0001",
-		CPUModel: "Intel(R) Xeon(R) Gold 6338 CPU @ 2.00GHz", CPUs: 2, CPUCores: 32, CPUThreads: 64,
-		MemoryBytes: 4 * 32768 << 20, DIMMs: 4, BIOSVersion: "2.4.1", BMCFirmware: "1.12.0",
-	}
-	if diff := cmp.Diff(want, rep.Inventory); diff != "" {
-		t.Errorf("inventory (-want +got):\n%s", diff)
+}
+
+// TestUnreadableInventoryFails: an inventory that cannot be read, or reads as no machine, fails
+// the step with a clear reason; it never succeeds empty.
+func TestUnreadableInventoryFails(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		reason    string
+		layout    redfishsim.Layout
+		fault     redfishsim.Fault
+		kind      error
+		retryable bool
+		says      string
+	}{
+		{"processors missing", redfishsim.LayoutNamed,
+			redfishsim.Fault{Method: "GET", Path: "/redfish/v1/Systems/node-a7/Processors", Status: 404, Count: -1},
+			ErrUnsupported, false, "processors"},
+		{"memory answers 500 every time", redfishsim.LayoutClassic,
+			redfishsim.Fault{Method: "GET", Path: "/redfish/v1/Systems/1/Memory", Status: 500, Count: -1},
+			ErrBMCFailure, true, "memory"},
+		{"the processor collection is empty", redfishsim.LayoutNamed, redfishsim.Fault{}, ErrInventory, false, "no processor"},
+	} {
+		t.Run(tc.reason, func(t *testing.T) {
+			t.Parallel()
+			cfg := redfishsim.Config{Layout: tc.layout, Username: "operator", Password: testPassword}
+			if tc.fault.Status == 0 {
+				cfg.CPUs = -1 // no processor at all
+			}
+			sim, target := newSimWith(t, cfg)
+			if tc.fault.Status != 0 {
+				sim.InjectFault(tc.fault)
+			}
+			rep, err := (&Runner{Outbound: testOutbound}).Run(testCtx(t), target, metal.WorkflowCommission)
+			if !errors.Is(err, tc.kind) || Retryable(err) != tc.retryable {
+				t.Fatalf("commission: %v, want %v (retryable %v)", err, tc.kind, tc.retryable)
+			}
+			if rep.FailedStep != StepInventory || rep.Inventory != nil {
+				t.Errorf("failed step %q, inventory %+v", rep.FailedStep, rep.Inventory)
+			}
+			if !strings.Contains(err.Error(), tc.says) {
+				t.Errorf("error %q does not say %q", err, tc.says)
+			}
+		})
 	}
 }
 

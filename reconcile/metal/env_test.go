@@ -1,4 +1,4 @@
-package metalreconcile_test
+package metal_test
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 	"better-compute.dev/compute/provider/bmc"
 	"better-compute.dev/compute/provider/bmc/redfishsim"
 	"better-compute.dev/compute/reconcile"
-	metalreconcile "better-compute.dev/compute/reconcile/metal"
+	metalrec "better-compute.dev/compute/reconcile/metal"
 	"better-compute.dev/compute/reconcile/reconciletest"
 	"better-compute.dev/compute/seal"
 	"better-compute.dev/compute/store"
@@ -42,10 +42,10 @@ type env struct {
 
 // envOptions change newEnv.
 type envOptions struct {
-	power       string                 // the simulator's initial power state (default Off)
-	logger      *slog.Logger           // every component logs here (default discard)
-	runnerHook  *slog.Logger           // the BMC runner's logger, when a test hooks it
-	reconcilerO metalreconcile.Options // MaxAttempts, Now
+	power       string           // the simulator's initial power state (default Off)
+	logger      *slog.Logger     // every component logs here (default discard)
+	runnerHook  *slog.Logger     // the BMC runner's logger, when a test hooks it
+	reconcilerO metalrec.Options // MaxAttempts, Now
 }
 
 func newEnv(t *testing.T, o envOptions) *env {
@@ -99,7 +99,7 @@ func (e *env) runner(t *testing.T, o envOptions) *reconcile.Runner {
 		ro.Runner.Logger = o.runnerHook
 	}
 	r, err := reconcile.New(reconcile.Options{
-		DB: e.db, Holder: "metal-test", Handlers: map[string]reconcile.Handler{metalreconcile.Kind: metalreconcile.NewWithOptions(ro)},
+		DB: e.db, Holder: "metal-test", Handlers: map[string]reconcile.Handler{metalrec.Kind: metalrec.NewWithOptions(ro)},
 		Clock: e.clock, Backoff: reconcile.Exponential{Initial: time.Second, Max: time.Second}, Logger: o.logger,
 	})
 	if err != nil {
@@ -136,7 +136,7 @@ func (e *env) get(t *testing.T, id string) *v1.MetalNode {
 
 func (e *env) workItem(t *testing.T, id string) store.WorkItem {
 	t.Helper()
-	w, err := e.db.WorkItem(context.Background(), metalreconcile.Kind, id)
+	w, err := e.db.WorkItem(context.Background(), metalrec.Kind, id)
 	if err != nil {
 		t.Fatal(err)
 	}

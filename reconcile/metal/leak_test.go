@@ -1,4 +1,4 @@
-package metalreconcile_test
+package metal_test
 
 import (
 	"bytes"

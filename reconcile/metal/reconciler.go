@@ -1,4 +1,4 @@
-// Package metalreconcile is the metal reconciler: the reconcile.Handler of the "metal.nodes"
+// Package metal is the metal reconciler: the reconcile.Handler of the "metal.nodes"
 // work kind. For a node in a transient provision state it unseals the BMC credentials, runs the
 // state's workflow at the BMC through provider/bmc, and records the outcome fenced twice: by the
 // work item's lease (reconcile.WriteResult) and by the node's version, so an abort or another
@@ -12,7 +12,7 @@
 // workflows are idempotent), or fails it when its deadline passed meanwhile. Nodes in resting
 // states get the work the API left them: a probe of the BMC after enrollment or a credential
 // change, and retire's best-effort power-off.
-package metalreconcile
+package metal
 
 import (
 	"context"
@@ -122,7 +122,7 @@ func (r *Reconciler) drive(ctx context.Context, lease store.Lease, n store.Metal
 	// The run may take what is left of the state's deadline and no more.
 	left := n.StateEnteredAt.Add(metal.Deadline(state)).Sub(now)
 	runCtx, cancel := context.WithTimeout(ctx, left)
-	rep, runErr := r.opts.Runner.Run(runCtx, target, metal.WorkflowOf(state))
+	rep, runErr := r.opts.Runner.RunChecked(runCtx, target, metal.WorkflowOf(state), r.unmoved(n))
 	cancel()
 	if runErr == nil {
 		return r.complete(ctx, lease, n, state, rep)
@@ -176,7 +176,7 @@ func (r *Reconciler) chore(ctx context.Context, lease store.Lease, n store.Metal
 	}
 	var rep bmc.Report
 	if n.PendingWork == store.MetalWorkRetire {
-		rep, err = r.opts.Runner.Run(ctx, target, metal.WorkflowRetire)
+		rep, err = r.opts.Runner.RunChecked(ctx, target, metal.WorkflowRetire, r.unmoved(n))
 	} else {
 		rep, err = r.opts.Runner.Probe(ctx, target)
 	}
@@ -196,6 +196,30 @@ func (r *Reconciler) chore(ctx context.Context, lease store.Lease, n store.Metal
 	r.opts.Logger.LogAttrs(ctx, slog.LevelWarn, "metal "+n.PendingWork+" failed", slog.String("node", n.ID),
 		slog.String("error", describe(err)))
 	return r.record(ctx, lease, r.resting(n, rep, describe(err)), nil)
+}
+
+// errMoved stops a run whose node changed since the run read it.
+var errMoved = errors.New("the node changed while its workflow ran (an abort or another verb)")
+
+// unmoved is the check the BMC runner makes before every request it sends: the node still has
+// the version the run began with. An abort (or any other verb, or new credentials) moves the
+// version in the same transaction that records it, so from its commit on nothing more of the old
+// workflow reaches the BMC; a request already on the wire when it commits is the only one that
+// may still arrive. One primary-key read per BMC request, against requests that take a BMC
+// tens of milliseconds to seconds.
+func (r *Reconciler) unmoved(n store.MetalNode) bmc.Check {
+	return func(ctx context.Context) error {
+		cur, err := store.GetMetalNode(ctx, r.opts.DB.Q(), n.ID)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			return errMoved
+		case err != nil:
+			return fmt.Errorf("metal: reading node %s before a BMC request: %w", n.ID, err)
+		case cur.Version != n.Version:
+			return errMoved
+		}
+		return nil
+	}
 }
 
 // resting is the outcome of a chore: the state and failure reason stay, the chore is done.

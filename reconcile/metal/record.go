@@ -1,4 +1,4 @@
-package metalreconcile
+package metal
 
 import (
 	"context"

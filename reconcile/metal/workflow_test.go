@@ -1,4 +1,4 @@
-package metalreconcile_test
+package metal_test
 
 import (
 	"context"
@@ -14,16 +14,16 @@ import (
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
 	"better-compute.dev/compute/metal"
 	"better-compute.dev/compute/provider/bmc/redfishsim"
-	metalreconcile "better-compute.dev/compute/reconcile/metal"
+	metalrec "better-compute.dev/compute/reconcile/metal"
 	"better-compute.dev/compute/reconcile/reconciletest"
 	"better-compute.dev/compute/store"
 )
 
 func TestKindAndEventMatchTheAPI(t *testing.T) {
 	t.Parallel()
-	if metalreconcile.Kind != core.MetalReconcileKind || metalreconcile.EventMoved != core.EventMetalMoved {
+	if metalrec.Kind != core.MetalReconcileKind || metalrec.EventMoved != core.EventMetalMoved {
 		t.Fatalf("kind %q / event %q differ from the API's %q / %q",
-			metalreconcile.Kind, metalreconcile.EventMoved, core.MetalReconcileKind, core.EventMetalMoved)
+			metalrec.Kind, metalrec.EventMoved, core.MetalReconcileKind, core.EventMetalMoved)
 	}
 }
 
@@ -116,7 +116,7 @@ func TestLifecycleAgainstSimulator(t *testing.T) {
 		case metal.Inspect:
 			want := &v1.MetalInventory{Vendor: "Better Compute Labs", Model: "BC-1000", Serial: "SIM0001",
 				CpuModel: "Intel(R) Xeon(R) Gold 6338 CPU @ 2.00GHz", Cpus: 2, CpuCores: 32, CpuThreads: 64,
-				MemoryBytes: 4 * 32768 << 20, Dimms: 4, BiosVersion: "2.4.1", BmcFirmware: "1.12.0"}
+				MemoryBytes: 4 * 32768 << 20, Dimms: 4, Nics: 1, Drives: 2, BiosVersion: "2.4.1", BmcFirmware: "1.12.0"}
 			if diff := cmp.Diff(want.String(), node.GetInventory().String()); diff != "" {
 				t.Errorf("inventory (-want +got):\n%s", diff)
 			}
@@ -170,7 +170,7 @@ func TestBMCFailures(t *testing.T) {
 	} {
 		t.Run(tc.reason, func(t *testing.T) {
 			t.Parallel()
-			o := envOptions{reconcilerO: metalreconcile.Options{MaxAttempts: 3}}
+			o := envOptions{reconcilerO: metalrec.Options{MaxAttempts: 3}}
 			e := newEnv(t, o)
 			r := e.runner(t, o)
 			ctx := testCtx(t)
@@ -224,7 +224,7 @@ func TestBMCFailures(t *testing.T) {
 func TestDeadlines(t *testing.T) {
 	t.Parallel()
 	late := func() time.Time { return time.Now().Add(time.Hour) }
-	o := envOptions{reconcilerO: metalreconcile.Options{Now: late}}
+	o := envOptions{reconcilerO: metalrec.Options{Now: late}}
 	e := newEnv(t, o)
 	ctx := testCtx(t)
 	node := e.enroll(t, simPassword)
@@ -235,7 +235,7 @@ func TestDeadlines(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A replica claims the item and dies holding it.
-	if _, err := e.db.Claim(ctx, store.ClaimParams{Holder: "dead", Kinds: []string{metalreconcile.Kind}, Limit: 1,
+	if _, err := e.db.Claim(ctx, store.ClaimParams{Holder: "dead", Kinds: []string{metalrec.Kind}, Limit: 1,
 		LeaseTTL: 5 * time.Second, Now: e.clock.Now()}); err != nil {
 		t.Fatal(err)
 	}
@@ -263,7 +263,7 @@ func TestRestartRedrives(t *testing.T) {
 	if _, err := verb(e, metal.Inspect, node.GetId()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.db.Claim(ctx, store.ClaimParams{Holder: "dead", Kinds: []string{metalreconcile.Kind}, Limit: 1,
+	if _, err := e.db.Claim(ctx, store.ClaimParams{Holder: "dead", Kinds: []string{metalrec.Kind}, Limit: 1,
 		LeaseTTL: 5 * time.Second, Now: e.clock.Now()}); err != nil {
 		t.Fatal(err)
 	}
@@ -329,8 +329,78 @@ func TestAbortWhileRunning(t *testing.T) {
 	if got.GetState() != "inspect-failed" || got.GetFailureReason() != "aborted while inspecting" || got.GetInventory() != nil {
 		t.Errorf("after abort: %s reason %q inventory %v", got.GetState(), got.GetFailureReason(), got.GetInventory())
 	}
-	if len(e.sim.Actions()) != 4 {
-		t.Errorf("the workflow should have run to its end at the BMC: %v", e.sim.Actions())
+	// The abort landed before the first request: nothing reached the BMC.
+	if got := e.sim.Requests(); len(got) != 0 {
+		t.Errorf("requests after the abort: %+v", got)
+	}
+}
+
+// TestAbortStopsTheBMC aborts a deploy while a slow BMC is busy answering its PXE boot
+// override: the request on the wire finishes, and nothing at all (no restart, no disk override,
+// no power read, not even a logout) arrives after the abort committed.
+func TestAbortStopsTheBMC(t *testing.T) {
+	t.Parallel()
+	for _, w := range []struct {
+		verb   metal.Verb
+		from   string // state to start from
+		method string // the request the BMC is busy with when the abort lands
+		failed string
+	}{
+		{metal.Deploy, "ready", "PATCH", "deploy-failed"},
+		{metal.Inspect, "enrolled", "POST", "inspect-failed"}, // the power-on reset action
+		{metal.RescueVerb, "deployed", "PATCH", "rescue-failed"},
+	} {
+		t.Run(string(w.verb), func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, envOptions{})
+			ctx := testCtx(t)
+			r := e.runner(t, envOptions{})
+			node := e.enroll(t, simPassword)
+			if _, err := e.db.Pool().Exec(ctx, `UPDATE metal_nodes SET pending_work = '', state = $2 WHERE id = $1`, node.GetId(), w.from); err != nil {
+				t.Fatal(err)
+			}
+			path := e.sim.SystemPath()
+			if w.method == "POST" {
+				path += "/Actions"
+			}
+			reached, release := e.sim.Hold(w.method, path)
+			if _, err := verb(e, w.verb, node.GetId()); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				for range 5 {
+					if n, err := r.RunOnce(ctx); err != nil || n == 0 {
+						return
+					}
+				}
+			}()
+			select {
+			case <-reached:
+			case <-done:
+				t.Fatal("the workflow ended before the BMC was busy")
+			}
+			if _, err := verb(e, metal.Abort, node.GetId()); err != nil {
+				t.Fatal(err)
+			}
+			abortedAt := time.Now()
+			before := len(e.sim.Requests())
+			release()
+			<-done
+			reqs := e.sim.Requests()
+			for _, rq := range reqs {
+				if rq.At.After(abortedAt) {
+					t.Errorf("%s %s arrived after the abort", rq.Method, rq.Path)
+				}
+			}
+			if len(reqs) != before+1 { // the held request is recorded once answered
+				t.Errorf("%d requests after the abort, want only the held one to complete: %+v", len(reqs)-before, reqs[before:])
+			}
+			if got := e.get(t, node.GetId()); got.GetState() != w.failed {
+				t.Errorf("state %s, want %s", got.GetState(), w.failed)
+			}
+		})
 	}
 }
 

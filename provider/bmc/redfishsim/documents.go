@@ -31,104 +31,188 @@ func session(id, user string) doc {
 	}
 }
 
+// Layout is how the simulated service arranges its resources. Clients must discover members
+// from the collections (Systems, Chassis, Managers and the system's subcollections), never
+// assume an id: the layouts differ in every id and in how memory sizes are spelled.
+type Layout string
+
+const (
+	// LayoutClassic uses the ids "1" (Systems/1, Chassis/1, Managers/1), processors CPU<n>,
+	// DIMMs DIMM<n> reporting CapacityMiB only, one NIC and a SimpleStorage of drives.
+	LayoutClassic Layout = "classic"
+	// LayoutNamed is laid out as DMTF's public mockups are: Systems/node-a7, Chassis/chassis-a7,
+	// Managers/bmc-a7, processors socket-<n> plus one GPU (not a CPU), DIMMs reporting
+	// VolatileSizeMiB only and one absent DIMM slot, two NICs, and a Storage with Drives.
+	LayoutNamed Layout = "named"
+)
+
+// layout holds the ids of one Layout.
+type layout struct {
+	kind                     Layout
+	system, chassis, manager string
+}
+
+func newLayout(l Layout) layout {
+	if l == LayoutNamed {
+		return layout{kind: l, system: root + "/Systems/node-a7", chassis: root + "/Chassis/chassis-a7", manager: root + "/Managers/bmc-a7"}
+	}
+	return layout{kind: LayoutClassic, system: root + "/Systems/1", chassis: root + "/Chassis/1", manager: root + "/Managers/1"}
+}
+
+func (l layout) reset() string { return l.system + "/Actions/ComputerSystem.Reset" }
+
 // document returns the resource at path, or nil. Called with the lock held.
 func (s *Server) document(path string) doc {
-	switch path {
-	case root + "/Systems":
-		return collection(path, "ComputerSystem", systemPath)
-	case systemPath:
-		return s.system()
-	case systemPath + "/Processors":
-		return collection(path, "Processor", s.members(path, "CPU", s.cfg.CPUs)...)
-	case systemPath + "/Memory":
-		return collection(path, "Memory", s.members(path, "DIMM", s.cfg.DIMMs)...)
-	case systemPath + "/EthernetInterfaces":
-		return collection(path, "EthernetInterface", path+"/NIC1")
-	case systemPath + "/EthernetInterfaces/NIC1":
-		return doc{
-			"@odata.id": path, "@odata.type": "#EthernetInterface.v1_9_0.EthernetInterface",
-			"Id": "NIC1", "Name": "NIC 1", "MACAddress": "02:00:00:00:00:01", "SpeedMbps": 25000,
-			"LinkStatus": "LinkUp", "Status": healthy,
-		}
-	case root + "/Chassis":
-		return collection(path, "Chassis", chassisPath)
-	case chassisPath:
-		return doc{
-			"@odata.id": path, "@odata.type": "#Chassis.v1_21_0.Chassis", "Id": "1", "Name": "Chassis",
-			"ChassisType": "RackMount", "Manufacturer": s.cfg.Manufacturer, "Model": s.cfg.Model,
-			"SerialNumber": s.cfg.SerialNumber, "PartNumber": s.cfg.Model + "-CH", "PowerState": s.power,
-			"Status": healthy,
-			"Links":  doc{"ComputerSystems": []doc{link(systemPath)}, "ManagedBy": []doc{link(managerPath)}},
-		}
-	case root + "/Managers":
-		return collection(path, "Manager", managerPath)
-	case managerPath:
-		return doc{
-			"@odata.id": path, "@odata.type": "#Manager.v1_15_0.Manager", "Id": "1", "Name": "BMC",
-			"ManagerType": "BMC", "Description": "Simulated baseboard management controller",
-			"FirmwareVersion": s.cfg.BMCFirmware, "Model": s.cfg.Model + "-BMC", "Status": healthy,
-			"Links": doc{"ManagerForServers": []doc{link(systemPath)}, "ManagerForChassis": []doc{link(chassisPath)}},
-		}
-	case root + "/SessionService":
-		return doc{
-			"@odata.id": path, "@odata.type": "#SessionService.v1_1_8.SessionService",
-			"Id": "SessionService", "Name": "Session Service", "ServiceEnabled": true,
-			"SessionTimeout": 1800, "Sessions": link(sessionsPath),
-		}
-	case sessionsPath:
-		ids := make([]string, 0, len(s.sessions))
-		for id := range s.sessions {
-			ids = append(ids, sessionsPath+"/"+id)
-		}
-		return collection(path, "Session", ids...)
-	}
 	if id, ok := strings.CutPrefix(path, sessionsPath+"/"); ok {
 		if _, open := s.sessions[id]; open {
 			return session(id, s.cfg.Username)
 		}
 		return nil
 	}
-	if n, ok := memberIndex(path, systemPath+"/Processors/CPU", s.cfg.CPUs); ok {
-		return doc{
-			"@odata.id": path, "@odata.type": "#Processor.v1_18_0.Processor", "Id": fmt.Sprintf("CPU%d", n),
-			"Name": fmt.Sprintf("Processor %d", n), "Socket": fmt.Sprintf("CPU %d", n),
+	return s.tree()[path]
+}
+
+// tree is every resource but the sessions, by path, as the machine is now.
+func (s *Server) tree() map[string]doc {
+	l := s.lay
+	t := map[string]doc{}
+	add := func(d doc) { t[d["@odata.id"].(string)] = d }
+	add(collection(root+"/Systems", "ComputerSystem", l.system))
+	add(collection(root+"/Chassis", "Chassis", l.chassis))
+	add(collection(root+"/Managers", "Manager", l.manager))
+	add(s.system())
+	add(doc{
+		"@odata.id": l.chassis, "@odata.type": "#Chassis.v1_21_0.Chassis", "Id": lastSegment(l.chassis), "Name": "Chassis",
+		"ChassisType": "RackMount", "Manufacturer": s.cfg.Manufacturer, "Model": s.cfg.Model,
+		"SerialNumber": s.cfg.SerialNumber, "PartNumber": s.cfg.Model + "-CH", "PowerState": s.power,
+		"Status": healthy,
+		"Links":  doc{"ComputerSystems": []doc{link(l.system)}, "ManagedBy": []doc{link(l.manager)}},
+	})
+	add(doc{
+		"@odata.id": l.manager, "@odata.type": "#Manager.v1_15_0.Manager", "Id": lastSegment(l.manager), "Name": "BMC",
+		"ManagerType": "BMC", "Description": "Simulated baseboard management controller",
+		"FirmwareVersion": s.cfg.BMCFirmware, "Model": s.cfg.Model + "-BMC", "Status": healthy,
+		"Links": doc{"ManagerForServers": []doc{link(l.system)}, "ManagerForChassis": []doc{link(l.chassis)}},
+	})
+	add(doc{
+		"@odata.id": root + "/SessionService", "@odata.type": "#SessionService.v1_1_8.SessionService",
+		"Id": "SessionService", "Name": "Session Service", "ServiceEnabled": true,
+		"SessionTimeout": 1800, "Sessions": link(sessionsPath),
+	})
+	ids := make([]string, 0, len(s.sessions))
+	for id := range s.sessions {
+		ids = append(ids, sessionsPath+"/"+id)
+	}
+	add(collection(sessionsPath, "Session", ids...))
+
+	var procs, dimms, nics []string
+	for i := 1; i <= s.cfg.CPUs; i++ {
+		id := fmt.Sprintf("CPU%d", i)
+		if l.kind == LayoutNamed {
+			id = fmt.Sprintf("socket-%d", i-1)
+		}
+		d := doc{
+			"@odata.id": l.system + "/Processors/" + id, "@odata.type": "#Processor.v1_18_0.Processor", "Id": id,
+			"Name": fmt.Sprintf("Processor %d", i), "Socket": fmt.Sprintf("CPU %d", i),
 			"ProcessorType": "CPU", "ProcessorArchitecture": "x86", "InstructionSet": "x86-64",
-			"Manufacturer": "Intel(R) Corporation", "Model": "Intel(R) Xeon(R) Gold 6338 CPU @ 2.00GHz",
+			"Manufacturer": "Intel(R) Corporation", "Model": cpuModel,
 			"MaxSpeedMHz": 3200, "TotalCores": s.cfg.CoresPerCPU, "TotalThreads": 2 * s.cfg.CoresPerCPU,
 			"Status": healthy,
 		}
+		add(d)
+		procs = append(procs, d["@odata.id"].(string))
 	}
-	if n, ok := memberIndex(path, systemPath+"/Memory/DIMM", s.cfg.DIMMs); ok {
-		return doc{
-			"@odata.id": path, "@odata.type": "#Memory.v1_17_0.Memory", "Id": fmt.Sprintf("DIMM%d", n),
-			"Name": fmt.Sprintf("DIMM %d", n), "MemoryType": "DRAM", "MemoryDeviceType": "DDR4",
-			"CapacityMiB": s.cfg.DIMMSizeMiB, "VolatileSizeMiB": s.cfg.DIMMSizeMiB,
-			"OperatingSpeedMhz": 3200, "Manufacturer": "Samsung", "SerialNumber": fmt.Sprintf("DIMM%04d", n),
+	if l.kind == LayoutNamed {
+		d := doc{
+			"@odata.id": l.system + "/Processors/gpu-0", "@odata.type": "#Processor.v1_18_0.Processor", "Id": "gpu-0",
+			"Name": "Accelerator", "ProcessorType": "GPU", "Manufacturer": "Simulated", "Model": "SIM-GPU",
+			"TotalCores": 4096, "Status": healthy,
+		}
+		add(d)
+		procs = append(procs, d["@odata.id"].(string))
+	}
+	for i := 1; i <= s.cfg.DIMMs; i++ {
+		id := fmt.Sprintf("DIMM%d", i)
+		if l.kind == LayoutNamed {
+			id = fmt.Sprintf("dimm-%c%d", 'a'+rune((i-1)/2), (i-1)%2)
+		}
+		d := doc{
+			"@odata.id": l.system + "/Memory/" + id, "@odata.type": "#Memory.v1_17_0.Memory", "Id": id,
+			"Name": "DIMM " + id, "MemoryType": "DRAM", "MemoryDeviceType": "DDR4",
+			"OperatingSpeedMhz": 3200, "Manufacturer": "Samsung", "SerialNumber": fmt.Sprintf("DIMM%04d", i),
 			"PartNumber": "M393A4K40DB3-CWE", "Status": healthy,
 		}
+		if l.kind == LayoutNamed {
+			d["VolatileSizeMiB"] = s.cfg.DIMMSizeMiB
+		} else {
+			d["CapacityMiB"] = s.cfg.DIMMSizeMiB
+		}
+		add(d)
+		dimms = append(dimms, d["@odata.id"].(string))
 	}
-	return nil
+	if l.kind == LayoutNamed {
+		d := doc{
+			"@odata.id": l.system + "/Memory/dimm-empty", "@odata.type": "#Memory.v1_17_0.Memory", "Id": "dimm-empty",
+			"Name": "Empty slot", "Status": doc{"State": "Absent"},
+		}
+		add(d)
+		dimms = append(dimms, d["@odata.id"].(string))
+	}
+	nicCount := 1
+	if l.kind == LayoutNamed {
+		nicCount = 2
+	}
+	for i := 1; i <= nicCount; i++ {
+		id := fmt.Sprintf("NIC%d", i)
+		if l.kind == LayoutNamed {
+			id = fmt.Sprintf("eth%d", i-1)
+		}
+		d := doc{
+			"@odata.id": l.system + "/EthernetInterfaces/" + id, "@odata.type": "#EthernetInterface.v1_9_0.EthernetInterface",
+			"Id": id, "Name": "NIC " + id, "MACAddress": fmt.Sprintf("02:00:00:00:00:%02x", i), "SpeedMbps": 25000,
+			"LinkStatus": "LinkUp", "Status": healthy,
+		}
+		add(d)
+		nics = append(nics, d["@odata.id"].(string))
+	}
+	add(collection(l.system+"/Processors", "Processor", procs...))
+	add(collection(l.system+"/Memory", "Memory", dimms...))
+	add(collection(l.system+"/EthernetInterfaces", "EthernetInterface", nics...))
+
+	if l.kind == LayoutNamed {
+		ctrl := l.system + "/Storage/raid-0"
+		var drives []doc
+		for i := 0; i < s.cfg.Drives; i++ {
+			p := fmt.Sprintf("%s/Drives/disk-%d", ctrl, i)
+			add(doc{
+				"@odata.id": p, "@odata.type": "#Drive.v1_17_0.Drive", "Id": fmt.Sprintf("disk-%d", i),
+				"Name": fmt.Sprintf("Disk %d", i), "MediaType": "SSD", "CapacityBytes": s.cfg.DriveSizeBytes,
+				"Model": "SIM-NVME", "SerialNumber": fmt.Sprintf("DRV%04d", i), "Status": healthy,
+			})
+			drives = append(drives, link(p))
+		}
+		add(doc{
+			"@odata.id": ctrl, "@odata.type": "#Storage.v1_15_0.Storage", "Id": "raid-0", "Name": "RAID controller",
+			"Drives": drives, "Drives@odata.count": len(drives), "Status": healthy,
+		})
+		add(collection(l.system+"/Storage", "Storage", ctrl))
+	} else {
+		devs := make([]doc, s.cfg.Drives)
+		for i := range devs {
+			devs[i] = doc{"Name": fmt.Sprintf("Disk %d", i), "Model": "SIM-SATA", "CapacityBytes": s.cfg.DriveSizeBytes, "Status": healthy}
+		}
+		add(doc{
+			"@odata.id": l.system + "/SimpleStorage/1", "@odata.type": "#SimpleStorage.v1_3_0.SimpleStorage", "Id": "1",
+			"Name": "Onboard SATA", "Devices": devs, "Status": healthy,
+		})
+		add(collection(l.system+"/SimpleStorage", "SimpleStorage", l.system+"/SimpleStorage/1"))
+	}
+	return t
 }
 
-func (s *Server) members(path, prefix string, n int) []string {
-	out := make([]string, n)
-	for i := range out {
-		out[i] = fmt.Sprintf("%s/%s%d", path, prefix, i+1)
-	}
-	return out
-}
+const cpuModel = "Intel(R) Xeon(R) Gold 6338 CPU @ 2.00GHz"
 
-func memberIndex(path, prefix string, n int) (int, bool) {
-	rest, ok := strings.CutPrefix(path, prefix)
-	if !ok {
-		return 0, false
-	}
-	var i int
-	if _, err := fmt.Sscanf(rest, "%d", &i); err != nil || fmt.Sprint(i) != rest || i < 1 || i > n {
-		return 0, false
-	}
-	return i, true
-}
+func lastSegment(p string) string { return p[strings.LastIndex(p, "/")+1:] }
 
 func (s *Server) serviceRoot() doc {
 	return doc{
@@ -142,15 +226,20 @@ func (s *Server) serviceRoot() doc {
 }
 
 func (s *Server) system() doc {
-	return doc{
-		"@odata.id": systemPath, "@odata.type": "#ComputerSystem.v1_20_0.ComputerSystem",
-		"Id": "1", "Name": "System", "SystemType": "Physical",
+	l := s.lay
+	storage := doc{"SimpleStorage": link(l.system + "/SimpleStorage")}
+	if l.kind == LayoutNamed {
+		storage = doc{"Storage": link(l.system + "/Storage")}
+	}
+	d := doc{
+		"@odata.id": l.system, "@odata.type": "#ComputerSystem.v1_20_0.ComputerSystem",
+		"Id": lastSegment(l.system), "Name": "System", "SystemType": "Physical",
 		"Manufacturer": s.cfg.Manufacturer, "Model": s.cfg.Model, "SerialNumber": s.cfg.SerialNumber,
 		"SKU": s.cfg.Model + "-SKU", "UUID": "8f1c6f2e-0000-4000-8000-000000000002",
 		"BiosVersion": s.cfg.BIOSVersion, "PowerState": s.power, "Status": healthy,
 		"ProcessorSummary": doc{
 			"Count": s.cfg.CPUs, "CoreCount": s.cfg.CPUs * s.cfg.CoresPerCPU,
-			"Model": "Intel(R) Xeon(R) Gold 6338 CPU @ 2.00GHz", "Status": healthy,
+			"Model": cpuModel, "Status": healthy,
 		},
 		"MemorySummary": doc{"TotalSystemMemoryGiB": s.cfg.DIMMs * s.cfg.DIMMSizeMiB / 1024, "Status": healthy},
 		"Boot": doc{
@@ -159,15 +248,19 @@ func (s *Server) system() doc {
 			"BootSourceOverrideMode":                           s.boot.mode,
 			"BootSourceOverrideTarget@Redfish.AllowableValues": bootTargets,
 		},
-		"Processors":         link(systemPath + "/Processors"),
-		"Memory":             link(systemPath + "/Memory"),
-		"EthernetInterfaces": link(systemPath + "/EthernetInterfaces"),
-		"Links":              doc{"Chassis": []doc{link(chassisPath)}, "ManagedBy": []doc{link(managerPath)}},
+		"Processors":         link(l.system + "/Processors"),
+		"Memory":             link(l.system + "/Memory"),
+		"EthernetInterfaces": link(l.system + "/EthernetInterfaces"),
+		"Links":              doc{"Chassis": []doc{link(l.chassis)}, "ManagedBy": []doc{link(l.manager)}},
 		"Actions": doc{"#ComputerSystem.Reset": doc{
-			"target":                            resetPath,
+			"target":                            l.reset(),
 			"ResetType@Redfish.AllowableValues": resetTypes,
 		}},
 	}
+	for k, v := range storage {
+		d[k] = v
+	}
+	return d
 }
 
 func pemCert(c *x509.Certificate) []byte {

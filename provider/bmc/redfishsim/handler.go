@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"time"
 )
 
 const (
@@ -27,9 +28,21 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 
 	s.mu.Lock()
+	at := time.Now()
+	holds := s.matchingHolds(r.Method, path)
+	s.mu.Unlock()
+	// A slow or busy BMC: the request has arrived (At) but is answered later.
+	if s.cfg.Delay > 0 {
+		time.Sleep(s.cfg.Delay)
+	}
+	for _, h := range holds {
+		<-h.release
+	}
+
+	s.mu.Lock()
 	defer s.mu.Unlock()
 
-	rec := Request{Method: r.Method, Path: path, Body: s.scrub(raw), Auth: "none"}
+	rec := Request{Method: r.Method, Path: path, Body: s.scrub(raw), Auth: "none", At: at}
 	user, pass, basic := r.BasicAuth()
 	if basic && pass == s.cfg.Password {
 		s.presented++

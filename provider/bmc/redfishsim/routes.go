@@ -7,13 +7,6 @@ import (
 	"strings"
 )
 
-const (
-	systemPath  = root + "/Systems/1"
-	resetPath   = systemPath + "/Actions/ComputerSystem.Reset"
-	chassisPath = root + "/Chassis/1"
-	managerPath = root + "/Managers/1"
-)
-
 var (
 	bootTargets  = []string{"None", "Pxe", "Hdd", "Cd", "Usb", "BiosSetup", "Diags", "UefiShell", "UefiHttp"}
 	bootEnabled  = []string{"Disabled", "Once", "Continuous"}
@@ -31,11 +24,11 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, path string, body
 		}
 		return writeError(w, http.StatusNotFound, notFoundCode, "no resource at "+path)
 	case http.MethodPatch:
-		if path == systemPath {
+		if path == s.lay.system {
 			return s.patchSystem(w, body)
 		}
 	case http.MethodPost:
-		if path == resetPath {
+		if path == s.lay.reset() {
 			return s.reset(w, body)
 		}
 	case http.MethodDelete:

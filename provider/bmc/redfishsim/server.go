@@ -18,7 +18,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync"
+	"time"
 )
 
 // Config describes the simulated machine and its BMC account. Zero fields take defaults.
@@ -34,10 +36,19 @@ type Config struct {
 
 	PowerState string // initial PowerState, default "Off"
 
-	CPUs        int // sockets, default 2
-	CoresPerCPU int // default 16
-	DIMMs       int // default 4
-	DIMMSizeMiB int // default 32768
+	CPUs           int   // sockets, default 2; negative: none
+	CoresPerCPU    int   // default 16
+	DIMMs          int   // populated DIMM slots, default 4
+	DIMMSizeMiB    int   // default 32768
+	Drives         int   // default 2
+	DriveSizeBytes int64 // default 960 GB
+
+	// Layout arranges the resources (ids, memory size properties, storage); default
+	// LayoutClassic.
+	Layout Layout
+	// Delay holds every request this long before answering it (a slow BMC). The request is
+	// recorded, with its arrival time, before the delay.
+	Delay time.Duration
 }
 
 func (c *Config) defaults() {
@@ -54,8 +65,11 @@ func (c *Config) defaults() {
 	def(&c.BIOSVersion, "2.4.1")
 	def(&c.BMCFirmware, "1.12.0")
 	def(&c.PowerState, PowerOff)
-	if c.CPUs == 0 {
+	switch {
+	case c.CPUs == 0:
 		c.CPUs = 2
+	case c.CPUs < 0:
+		c.CPUs = 0 // a service reporting no processor
 	}
 	if c.CoresPerCPU == 0 {
 		c.CoresPerCPU = 16
@@ -65,6 +79,12 @@ func (c *Config) defaults() {
 	}
 	if c.DIMMSizeMiB == 0 {
 		c.DIMMSizeMiB = 32768
+	}
+	if c.Drives == 0 {
+		c.Drives = 2
+	}
+	if c.DriveSizeBytes == 0 {
+		c.DriveSizeBytes = 960_000_000_000
 	}
 }
 
@@ -82,6 +102,8 @@ type Request struct {
 	Body   string
 	Auth   string // "none", "session", "basic", or "rejected"
 	Status int    // the status the simulator answered
+	// At is when the request arrived (its headers were read), before any Delay or Hold.
+	At time.Time
 }
 
 // Fault makes matching requests fail. Empty Method or Path match anything; Path matches as a
@@ -100,6 +122,7 @@ type Fault struct {
 type Server struct {
 	ts  *httptest.Server
 	cfg Config
+	lay layout
 
 	mu          sync.Mutex
 	power       string
@@ -112,6 +135,7 @@ type Server struct {
 	faults      []*Fault
 	rejectAuth  bool
 	presented   int
+	holds       []*hold
 }
 
 type bootState struct {
@@ -124,6 +148,7 @@ func New(cfg Config) *Server {
 	cfg.defaults()
 	s := &Server{
 		cfg:      cfg,
+		lay:      newLayout(cfg.Layout),
 		power:    cfg.PowerState,
 		boot:     bootState{target: "None", enabled: "Disabled", mode: "UEFI"},
 		sessions: map[string]string{},
@@ -136,7 +161,14 @@ func New(cfg Config) *Server {
 }
 
 // Close stops the server.
-func (s *Server) Close() { s.ts.Close() }
+func (s *Server) Close() {
+	s.mu.Lock()
+	for _, h := range s.holds {
+		h.free()
+	}
+	s.mu.Unlock()
+	s.ts.Close()
+}
 
 // URL is the base URL, https://127.0.0.1:<port>.
 func (s *Server) URL() string { return s.ts.URL }
@@ -252,4 +284,42 @@ func (s *Server) ResetLog() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.requests, s.actions, s.boots = nil, nil, nil
+}
+
+// SystemPath is the path of the simulated ComputerSystem (it depends on the layout).
+func (s *Server) SystemPath() string { return s.lay.system }
+
+// hold stops matching requests until released.
+type hold struct {
+	method, path string
+	reached      chan struct{} // closed when the first matching request arrives
+	release      chan struct{}
+	once         sync.Once // closes reached
+	releaseOnce  sync.Once
+}
+
+func (h *hold) free() { h.releaseOnce.Do(func() { close(h.release) }) }
+
+// Hold makes requests of method whose path starts with pathPrefix wait, after they have been
+// recorded, until release is called. reached is closed when the first such request arrives:
+// a test can act (abort, say) while the BMC is busy with a known request.
+func (s *Server) Hold(method, pathPrefix string) (reached <-chan struct{}, release func()) {
+	h := &hold{method: method, path: pathPrefix, reached: make(chan struct{}), release: make(chan struct{})}
+	s.mu.Lock()
+	s.holds = append(s.holds, h)
+	s.mu.Unlock()
+	return h.reached, h.free
+}
+
+// matchingHolds returns the holds a request must wait for and marks them reached. Called with
+// the lock held.
+func (s *Server) matchingHolds(method, path string) []*hold {
+	var out []*hold
+	for _, h := range s.holds {
+		if (h.method == "" || h.method == method) && strings.HasPrefix(path, h.path) {
+			h.once.Do(func() { close(h.reached) })
+			out = append(out, h)
+		}
+	}
+	return out
 }
