@@ -21,6 +21,9 @@ test: postgres check-generated lint test-go test-ts test-web
 test-go:
 	go vet ./...
 	go test $(GO_TEST_FLAGS) ./...
+	# gen/go and sdk/go are modules of their own: ./... above does not reach them.
+	cd gen/go && go vet ./...
+	cd sdk/go && go vet ./... && go test -count=1 ./...
 
 test-ts: sdk/ts/node_modules
 	bash sdk/ts/test/run.sh
@@ -29,6 +32,7 @@ test-ts: sdk/ts/node_modules
 generate: tools sdk/ts/node_modules
 	./scripts/protodeps.sh
 	buf lint
+	rm -rf gen/go/bettercompute sdk/ts/src/gen
 	buf generate
 	$(MAKE) openapi
 

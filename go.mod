@@ -3,7 +3,8 @@ module better-compute.dev/compute
 go 1.26.8
 
 require (
-	buf.build/gen/go/bufbuild/protovalidate/protocolbuffers/go v1.36.12-20260825204119-511051f7f437.1
+	better-compute.dev/compute/gen/go v0.1.0
+	better-compute.dev/compute/sdk/go v0.1.0
 	buf.build/go/protovalidate v1.4.0
 	connectrpc.com/connect v1.21.1
 	connectrpc.com/grpchealth v1.5.0
@@ -23,6 +24,7 @@ require (
 	github.com/openfga/openfga v1.22.1
 	github.com/prometheus/client_golang v1.25.0
 	github.com/stmcginnis/gofish v0.19.0
+	golang.org/x/net v0.63.0
 	golang.org/x/oauth2 v0.38.0
 	golang.org/x/time v0.15.0
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20261110000943-09e21b237f2c
@@ -34,6 +36,7 @@ require (
 )
 
 require (
+	buf.build/gen/go/bufbuild/protovalidate/protocolbuffers/go v1.36.12-20260825204119-511051f7f437.1 // indirect
 	cel.dev/cel-go v0.32.0 // indirect
 	cel.dev/expr v0.25.3 // indirect
 	connectrpc.com/otelconnect v0.10.0 // indirect
@@ -137,7 +140,6 @@ require (
 	go.yaml.in/yaml/v2 v2.4.4 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/exp v0.0.0-20260908205506-85c1c2202aba // indirect
-	golang.org/x/net v0.63.0 // indirect
 	golang.org/x/sync v0.25.0 // indirect
 	golang.org/x/sys v0.50.0 // indirect
 	golang.org/x/term v0.48.0 // indirect
@@ -159,4 +161,11 @@ require (
 	sigs.k8s.io/randfill v1.0.0 // indirect
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.2 // indirect
 	sigs.k8s.io/yaml v1.6.0 // indirect
+)
+
+// The generated code and the Go SDK are modules of their own (a client of the SDK pulls neither
+// the server nor its dependencies); the server builds against the copies in this repository.
+replace (
+	better-compute.dev/compute/gen/go => ./gen/go
+	better-compute.dev/compute/sdk/go => ./sdk/go
 )

@@ -5,27 +5,25 @@ import (
 
 	"connectrpc.com/connect"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
-
-	"better-compute.dev/compute/apierr"
 )
 
-// Code is a platform reason; the vocabulary is the server's own (package apierr).
-type Code = apierr.Code
+// Code is a platform reason, as google.rpc.ErrorInfo.reason carries it (errors.proto lists them).
+type Code string
 
 // The platform reasons a call can fail with.
 const (
-	InvalidInput    = apierr.InvalidInput
-	NotFound        = apierr.NotFound
-	AccessDenied    = apierr.AccessDenied
-	QuotaExceeded   = apierr.QuotaExceeded
-	InvalidState    = apierr.InvalidState
-	Unauthenticated = apierr.Unauthenticated
-	Unavailable     = apierr.Unavailable
-	Internal        = apierr.Internal
+	InvalidInput    Code = "INVALID_INPUT"
+	NotFound        Code = "NOT_FOUND"
+	AccessDenied    Code = "ACCESS_DENIED"
+	QuotaExceeded   Code = "QUOTA_EXCEEDED"
+	InvalidState    Code = "INVALID_STATE"
+	Unauthenticated Code = "UNAUTHENTICATED"
+	Unavailable     Code = "UNAVAILABLE"
+	Internal        Code = "INTERNAL"
 )
 
 // Domain of the platform's google.rpc.ErrorInfo.
-const Domain = apierr.Domain
+const Domain = "compute.better-compute.dev"
 
 // Error is a failed call's platform error.
 type Error struct {

@@ -16,6 +16,13 @@ export type { PlatformErrorCode, PlatformErrorOptions } from "./errors.js";
 export { ErrorInfoSchema } from "./error-info.js";
 export type { ErrorInfo } from "./error-info.js";
 export { services } from "./services.js";
+export { maskedUpdate, LOAD_BALANCER_PARTS } from "./update.js";
+export type { LoadBalancerPart } from "./update.js";
+export { pages } from "./pages.js";
+// buf.validate.Violations, the detail listing every violation of an INVALID_INPUT answer (the
+// whole buf.validate package is at "@better-compute/sdk/buf/validate").
+export { ViolationsSchema, ViolationSchema, FieldPathSchema, FieldPathElementSchema } from "./gen/buf/validate/validate_pb.js";
+export type { Violations, Violation, FieldPath, FieldPathElement } from "./gen/buf/validate/validate_pb.js";
 export type { ServiceName } from "./services.js";
 
 // The messages, enums and service descriptors, so callers can type requests and use create().
