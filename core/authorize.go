@@ -154,8 +154,24 @@ var readPermOf = map[string]authz.Permission{
 	authz.TypePool: authz.PoolsRead, authz.TypeProviderAccount: authz.ProviderAccountsRead, authz.TypePoolSubstrate: authz.SubstratesRead,
 }
 
-// authorizeList is the one prologue of every list: the caller and perm on the tenant the
-// request names (platform admins pass where platformToo, for what they administer).
+// listAccess says who, besides holders of the permission on the tenant, may list.
+type listAccess int
+
+const (
+	// tenantOnly: holders of the permission on the tenant.
+	tenantOnly listAccess = iota
+	// platformReads: also platform admins, without a check, for what they administer (pools,
+	// accounts, quotas, substrates).
+	platformReads
+	// platformKnownTenant: also platform admins, once the tenant exists (principals: a missing
+	// tenant is NOT_FOUND tenant).
+	platformKnownTenant
+	// platformOnly: platform admins alone (tenants/list; the permission is unused).
+	platformOnly
+)
+
+// authorizeList is the one prologue of every list (and of the calls on a tenant as a whole): the
+// caller, then perm on the tenant the request names, or the platform rule of access.
 //
 // A list needs no per-item check after that. In the model (authz/model.fga) every read relation
 // of a tenant-owned type is "reader or <perm> from tenant": holding perm on the tenant grants it
@@ -163,12 +179,20 @@ var readPermOf = map[string]authz.Permission{
 // so a per-item check cannot narrow the answer. TestReadRelationsInheritFromTenant keeps this
 // true: a model change that lets a per-object relation narrow a tenant grant fails it, and
 // per-item checks (filterVisible) must come back for that type.
-func (s *Service) authorizeList(ctx context.Context, perm authz.Permission, tenantID string, platformToo bool) (Caller, error) {
+func (s *Service) authorizeList(ctx context.Context, perm authz.Permission, tenantID string, access listAccess) (Caller, error) {
 	c, err := caller(ctx)
 	if err != nil {
 		return c, err
 	}
-	if platformToo && c.PlatformAdmin {
+	switch {
+	case access == platformOnly:
+		return c, requirePlatformAdmin(c)
+	case access == platformReads && c.PlatformAdmin:
+		return c, nil
+	case access == platformKnownTenant && c.PlatformAdmin:
+		if _, err := store.GetTenant(ctx, s.DB.Q(), tenantID); err != nil {
+			return c, storeErr(err, "tenant")
+		}
 		return c, nil
 	}
 	return c, s.authorizeTenant(ctx, c, perm, tenantID)

@@ -20,11 +20,7 @@ const DefaultWatchPoll = 250 * time.Millisecond
 
 // ListEvents returns the tenant's events after a cursor.
 func (s *Service) ListEvents(ctx context.Context, r *v1.ListEventsRequest) ([]*v1.Event, int64, error) {
-	c, err := caller(ctx)
-	if err != nil {
-		return nil, 0, err
-	}
-	if err := s.authorizeTenant(ctx, c, authz.EventsRead, r.GetTenantId()); err != nil {
+	if _, err := s.authorizeList(ctx, authz.EventsRead, r.GetTenantId(), tenantOnly); err != nil {
 		return nil, 0, err
 	}
 	return s.readEvents(ctx, r.GetTenantId(), r.GetAfter(), int(r.GetLimit()), r.GetResourceId())
@@ -113,15 +109,17 @@ func (s *Service) stillAllowed(ctx context.Context, c Caller, tenantID string) e
 	return s.authorizeTenant(ctx, c, authz.EventsRead, tenantID)
 }
 
-// ListUsage returns metered usage overlapping a window, clipped to it, with per-meter totals.
+// ListUsage returns metered usage overlapping a window, clipped to it, with per-meter totals: at
+// most store.UsageListLimit records (ListUsagePage without the token).
 func (s *Service) ListUsage(ctx context.Context, r *v1.ListUsageRequest) ([]*v1.UsageRecord, map[string]float64, error) {
-	c, err := caller(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := s.authorizeTenant(ctx, c, authz.UsageRead, r.GetTenantId()); err != nil {
-		return nil, nil, err
-	}
+	recs, totals, _, err := s.ListUsagePage(ctx, r)
+	return recs, totals, err
+}
+
+// ListUsagePage returns at most store.UsageListLimit records, or one page, in (start, id) order,
+// the totals of those records per meter, and the next page's token. A window left open ends at
+// each page's now.
+func (s *Service) ListUsagePage(ctx context.Context, r *v1.ListUsageRequest) ([]*v1.UsageRecord, map[string]float64, string, error) {
 	now := time.Now()
 	from, to := time.Unix(0, 0), now
 	if r.StartTime != nil {
@@ -130,21 +128,33 @@ func (s *Service) ListUsage(ctx context.Context, r *v1.ListUsageRequest) ([]*v1.
 	if r.EndTime != nil {
 		to = r.GetEndTime().AsTime()
 	}
-	if !to.After(from) {
-		return nil, nil, apierr.Invalid("endTime", "endTime must be after startTime")
-	}
-	rows, err := store.ListUsage(ctx, s.DB.Q(), r.GetTenantId(), r.GetMeter(), from, to)
-	if err != nil {
-		return nil, nil, storeErr(err, "usage")
+	bound := func(t *timestamppb.Timestamp) string {
+		if t == nil {
+			return ""
+		}
+		return t.AsTime().Format(time.RFC3339Nano)
 	}
 	totals := map[string]float64{}
-	out := make([]*v1.UsageRecord, 0, len(rows))
-	for _, u := range rows {
-		out = append(out, &v1.UsageRecord{Meter: u.Meter, ResourceId: u.ResourceID, StartTime: timestamppb.New(u.StartedAt),
-			EndTime: tsOrNil(u.EndedAt), Quantity: UsageHours(u.StartedAt, u.EndedAt, from, to, now)})
-		totals[u.Meter] += out[len(out)-1].Quantity
+	recs, next, err := listPage(ctx, s, r, listing[store.UsageRecord]{
+		method: "usage", what: "usage", perm: authz.UsageRead, tenant: r.GetTenantId(), deflt: store.UsageListLimit,
+		filters: []string{r.GetMeter(), bound(r.StartTime), bound(r.EndTime)},
+		key:     func(u store.UsageRecord) store.Cursor { return byCreated(u.StartedAt, u.ID) },
+		query: func(p store.Page) ([]store.UsageRecord, error) {
+			if !to.After(from) {
+				return nil, apierr.Invalid("endTime", "endTime must be after startTime")
+			}
+			return store.ListUsagePage(ctx, s.DB.Q(), r.GetTenantId(), r.GetMeter(), from, to, p)
+		},
+	}, each(infallible(func(u store.UsageRecord) *v1.UsageRecord {
+		q := UsageHours(u.StartedAt, u.EndedAt, from, to, now)
+		totals[u.Meter] += q
+		return &v1.UsageRecord{Meter: u.Meter, ResourceId: u.ResourceID, StartTime: timestamppb.New(u.StartedAt),
+			EndTime: tsOrNil(u.EndedAt), Quantity: q}
+	})))
+	if err != nil {
+		return nil, nil, "", err
 	}
-	return out, totals, nil
+	return recs, totals, next, nil
 }
 
 // UsageHours is the part of [start, end) (end nil: still running, up to now) inside [from, to), in hours.

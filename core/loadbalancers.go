@@ -254,8 +254,8 @@ func (s *Service) GetLoadBalancer(ctx context.Context, r *v1.GetLoadBalancerRequ
 	return loadBalancerProto(row)
 }
 
-// ListLoadBalancers returns the tenant's load balancers in creation order: the tenant is checked,
-// then each item. It is ListLoadBalancersPage without the next page's token.
+// ListLoadBalancers returns the tenant's load balancers in creation order
+// (ListLoadBalancersPage without the token).
 func (s *Service) ListLoadBalancers(ctx context.Context, r *v1.ListLoadBalancersRequest) ([]*v1.LoadBalancer, error) {
 	lbs, _, err := s.ListLoadBalancersPage(ctx, r)
 	return lbs, err
@@ -264,28 +264,17 @@ func (s *Service) ListLoadBalancers(ctx context.Context, r *v1.ListLoadBalancers
 // ListLoadBalancersPage returns at most 1000 load balancers, or one page of pageSize, in
 // creation order (created_at, id), and the token of the next page when more follow.
 func (s *Service) ListLoadBalancersPage(ctx context.Context, r *v1.ListLoadBalancersRequest) ([]*v1.LoadBalancer, string, error) {
-	_, err := s.authorizeList(ctx, authz.LoadBalancersRead, r.GetTenantId(), false)
-	if err != nil {
-		return nil, "", err
-	}
-	pg, err := s.openPage("loadBalancers", r.GetTenantId(), r.GetPageSize(), r.GetPageToken(),
-		r.GetPoolId(), r.GetProjectId(), strconv.FormatBool(r.GetIncludeDeleted()))
-	if err != nil {
-		return nil, "", err
-	}
-	rows, err := store.ListLoadBalancers(ctx, s.DB.Q(), store.ListLoadBalancersParams{
-		TenantID: r.GetTenantId(), PoolID: r.GetPoolId(), ProjectID: r.GetProjectId(), IncludeDeleted: r.GetIncludeDeleted(),
-		Limit: pg.limit(), After: pg.after,
-	})
-	if err != nil {
-		return nil, "", storeErr(err, "load balancer")
-	}
-	rows, next, err := finish(s, pg, rows, func(l store.LoadBalancer) store.Cursor { return store.Cursor{CreatedAt: l.CreatedAt, ID: l.ID} })
-	if err != nil {
-		return nil, "", err
-	}
-	lbs, err := convertAll(rows, loadBalancerProto)
-	return lbs, next, err
+	return listPage(ctx, s, r, listing[store.LoadBalancer]{
+		method: "loadBalancers", what: "load balancer", perm: authz.LoadBalancersRead, tenant: r.GetTenantId(),
+		filters: []string{r.GetPoolId(), r.GetProjectId(), strconv.FormatBool(r.GetIncludeDeleted())},
+		key:     func(l store.LoadBalancer) store.Cursor { return byCreated(l.CreatedAt, l.ID) },
+		query: func(p store.Page) ([]store.LoadBalancer, error) {
+			return store.ListLoadBalancers(ctx, s.DB.Q(), store.ListLoadBalancersParams{
+				TenantID: r.GetTenantId(), PoolID: r.GetPoolId(), ProjectID: r.GetProjectId(), IncludeDeleted: r.GetIncludeDeleted(),
+				Limit: p.Limit, After: p.After,
+			})
+		},
+	}, each(loadBalancerProto))
 }
 
 // UpdateLoadBalancer replaces each part given, returns it updating and publishes

@@ -97,25 +97,31 @@ func (s *Service) GetNode(ctx context.Context, r *v1.GetNodeRequest) (*v1.MetalN
 }
 
 // ListNodes returns the tenant's nodes the caller may read: the tenant is checked, then each
-// node in one batch.
+// ListNodes returns the tenant's nodes in enrollment order, optionally in one state
+// (ListNodesPage without the token).
 func (s *Service) ListNodes(ctx context.Context, r *v1.ListNodesRequest) ([]*v1.MetalNode, error) {
-	c, err := caller(ctx)
-	if err != nil {
-		return nil, err
+	ns, _, err := s.ListNodesPage(ctx, r)
+	return ns, err
+}
+
+// ListNodesPage returns at most 1000 nodes, or one page, and the next page's token. A state that
+// is none is INVALID_INPUT before anything is checked.
+func (s *Service) ListNodesPage(ctx context.Context, r *v1.ListNodesRequest) ([]*v1.MetalNode, string, error) {
+	if _, err := caller(ctx); err != nil {
+		return nil, "", err
 	}
 	if r.GetState() != "" {
 		if _, err := metal.ParseState(r.GetState()); err != nil {
-			return nil, apierr.Invalid("state", "%q is not a provision state", r.GetState())
+			return nil, "", apierr.Invalid("state", "%q is not a provision state", r.GetState())
 		}
 	}
-	if err := s.authorizeTenant(ctx, c, authz.MetalRead, r.GetTenantId()); err != nil {
-		return nil, err
-	}
-	ns, err := store.ListMetalNodes(ctx, s.DB.Q(), store.ListMetalNodesParams{TenantID: r.GetTenantId(), State: r.GetState()})
-	if err != nil {
-		return nil, metalStoreErr(err)
-	}
-	return convertAll(ns, infallible(metalNodeProto))
+	return listPage(ctx, s, r, listing[store.MetalNode]{
+		method: "metal", what: "metal node", perm: authz.MetalRead, tenant: r.GetTenantId(), filters: []string{r.GetState()},
+		key: func(n store.MetalNode) store.Cursor { return byCreated(n.CreatedAt, n.ID) },
+		query: func(p store.Page) ([]store.MetalNode, error) {
+			return store.ListMetalNodes(ctx, s.DB.Q(), store.ListMetalNodesParams{TenantID: r.GetTenantId(), State: r.GetState(), Page: p})
+		},
+	}, each(infallible(metalNodeProto)))
 }
 
 // InspectNode is the inspect verb (see MoveNode).

@@ -1,22 +1,26 @@
 package core
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"time"
 
 	"better-compute.dev/compute/apierr"
+	"better-compute.dev/compute/authz"
 	"better-compute.dev/compute/store"
 )
 
-// Paging. Every list answers, without pageSize or pageToken, as the seed says: at most 1000 in
-// its order. pageSize (1-1000) or pageToken asks for one page, and nextPageToken comes back when
-// more follow. The token is the page's last sort key sealed (AES-GCM, the server's keyring)
-// with the list, the tenant and the filters as associated data: a client can neither read nor
-// change it, and a token of another tenant or of other filters does not open. Pages continue
-// strictly after that key (keyset paging, never an offset), so concurrent creates and deletes
-// never repeat or skip a row that exists throughout.
+// Paging. Every list answers, without pageSize or pageToken, as it always did: at most 1000 in
+// its order (usage 10000, quotas all), with nextPageToken when more follow. pageSize (1-1000) or
+// pageToken asks for one page (pageToken alone: a page of the list's default size). The token is
+// the page's last sort key sealed (AES-GCM, the server's keyring) with the list, the tenant and
+// the filters as associated data: a client can neither read nor change it, and a token of
+// another list, tenant or filters does not open. Pages continue strictly after that key (keyset
+// paging, never an offset), so concurrent creates and deletes never repeat or skip a row that
+// exists throughout.
 
+// defaultListSize is the most rows a list answers without paging, and the largest page.
 const defaultListSize = 1000
 
 // pageAAD separates page tokens from every other sealed value.
@@ -25,6 +29,7 @@ const pageAAD = "better-compute page token v1\x00"
 type pageKey struct {
 	CreatedAt int64  `json:"c,omitempty"` // microseconds since the epoch (the database's precision)
 	ID        string `json:"i"`
+	Second    string `json:"s,omitempty"`
 }
 
 // page is the decoded paging part of a list request.
@@ -34,10 +39,18 @@ type page struct {
 	aad   []byte
 }
 
-// openPage validates pageSize and pageToken of list method for tenant with its filters.
-func (s *Service) openPage(method, tenant string, size int32, token string, filters ...string) (page, error) {
-	p := page{size: defaultListSize,
+// pageRequest is what every paged list request has.
+type pageRequest interface {
+	GetPageSize() int32
+	GetPageToken() string
+}
+
+// openPage validates pageSize and pageToken of list method for tenant with its filters; deflt is
+// the rows the list answers without pageSize.
+func (s *Service) openPage(method, tenant string, r pageRequest, deflt int, filters ...string) (page, error) {
+	p := page{size: deflt,
 		aad: []byte(pageAAD + method + "\x00" + tenant + "\x00" + strings.Join(filters, "\x00"))}
+	size, token := r.GetPageSize(), r.GetPageToken()
 	if size < 0 || size > defaultListSize {
 		return p, apierr.Invalid("pageSize", "pageSize is 1 to %d, got %d", defaultListSize, size)
 	}
@@ -52,12 +65,16 @@ func (s *Service) openPage(method, tenant string, size int32, token string, filt
 	if err != nil || json.Unmarshal(raw, &k) != nil || k.ID == "" {
 		return p, apierr.Invalid("pageToken", "pageToken is not a token this list gave for this tenant and these filters")
 	}
-	p.after = &store.Cursor{CreatedAt: time.UnixMicro(k.CreatedAt).UTC(), ID: k.ID}
+	p.after = &store.Cursor{ID: k.ID, Second: k.Second}
+	if k.CreatedAt != 0 {
+		p.after.CreatedAt = time.UnixMicro(k.CreatedAt).UTC()
+	}
 	return p, nil
 }
 
-// limit is the rows to read: one more than the page, to know whether another follows.
-func (p page) limit() int { return p.size + 1 }
+// read is the page as the store reads it: one more row than the page, to know whether another
+// follows.
+func (p page) read() store.Page { return store.Page{Limit: p.size + 1, After: p.after} }
 
 // finish cuts rows to the page and seals the token of the next page when more follow.
 func finish[R any](s *Service, p page, rows []R, key func(R) store.Cursor) ([]R, string, error) {
@@ -66,7 +83,7 @@ func finish[R any](s *Service, p page, rows []R, key func(R) store.Cursor) ([]R,
 	}
 	rows = rows[:p.size]
 	last := key(rows[len(rows)-1])
-	k := pageKey{ID: last.ID}
+	k := pageKey{ID: last.ID, Second: last.Second}
 	if !last.CreatedAt.IsZero() {
 		k.CreatedAt = last.CreatedAt.UnixMicro()
 	}
@@ -80,3 +97,56 @@ func finish[R any](s *Service, p page, rows []R, key func(R) store.Cursor) ([]R,
 	}
 	return rows, tok, nil
 }
+
+// listing is one list method, as listPage runs it.
+type listing[R any] struct {
+	method  string           // binds page tokens to the list ("instances")
+	what    string           // the rows' name in a database error ("instance")
+	perm    authz.Permission // on the tenant (see authorizeList)
+	access  listAccess
+	tenant  string   // the tenant the request names ("" for tenants/list)
+	filters []string // every request field that narrows the list: a token binds them
+	deflt   int      // rows without pageSize; 0 = defaultListSize
+	key     func(R) store.Cursor
+	query   func(store.Page) ([]R, error)
+}
+
+// listPage is every list: the list prologue (authorizeList), the page (openPage), one query,
+// the page cut and its token (finish), then conv over the page's rows.
+func listPage[R, P any](ctx context.Context, s *Service, r pageRequest, l listing[R], conv func([]R) ([]P, error)) ([]P, string, error) {
+	if _, err := s.authorizeList(ctx, l.perm, l.tenant, l.access); err != nil {
+		return nil, "", err
+	}
+	deflt := l.deflt
+	if deflt == 0 {
+		deflt = defaultListSize
+	}
+	pg, err := s.openPage(l.method, l.tenant, r, deflt, l.filters...)
+	if err != nil {
+		return nil, "", err
+	}
+	rows, err := l.query(pg.read())
+	if err != nil {
+		return nil, "", storeErr(err, l.what)
+	}
+	rows, next, err := finish(s, pg, rows, l.key)
+	if err != nil {
+		return nil, "", err
+	}
+	out, err := conv(rows)
+	if err != nil {
+		return nil, "", err
+	}
+	return out, next, nil
+}
+
+// each converts a page row by row (convertAll).
+func each[R, P any](conv func(R) (P, error)) func([]R) ([]P, error) {
+	return func(rows []R) ([]P, error) { return convertAll(rows, conv) }
+}
+
+// byID is the sort key of the lists in id order (ids are time-ordered: creation order).
+func byID(id string) store.Cursor { return store.Cursor{ID: id} }
+
+// byCreated is the sort key of the lists in (created_at, id) order.
+func byCreated(at time.Time, id string) store.Cursor { return store.Cursor{CreatedAt: at, ID: id} }

@@ -55,21 +55,23 @@ func (s *Service) GetProviderAccount(ctx context.Context, r *v1.GetProviderAccou
 	return accountProto(a), nil
 }
 
-// ListProviderAccounts returns the tenant's accounts.
+// ListProviderAccounts returns the tenant's accounts in creation order
+// (ListProviderAccountsPage without the token).
 func (s *Service) ListProviderAccounts(ctx context.Context, r *v1.ListProviderAccountsRequest) ([]*v1.ProviderAccount, error) {
-	_, err := s.authorizeList(ctx, authz.ProviderAccountsRead, r.GetTenantId(), true)
-	if err != nil {
-		return nil, err
-	}
-	as, err := store.ListAccounts(ctx, s.DB.Q(), r.GetTenantId())
-	if err != nil {
-		return nil, storeErr(err, "provider account")
-	}
-	out := make([]*v1.ProviderAccount, len(as))
-	for i, a := range as {
-		out[i] = accountProto(a)
-	}
-	return out, nil
+	as, _, err := s.ListProviderAccountsPage(ctx, r)
+	return as, err
+}
+
+// ListProviderAccountsPage returns at most 1000 accounts, or one page, and the next page's token.
+func (s *Service) ListProviderAccountsPage(ctx context.Context, r *v1.ListProviderAccountsRequest) ([]*v1.ProviderAccount, string, error) {
+	return listPage(ctx, s, r, listing[store.Account]{
+		method: "providerAccounts", what: "provider account", perm: authz.ProviderAccountsRead, access: platformReads,
+		tenant: r.GetTenantId(),
+		key:    func(a store.Account) store.Cursor { return byID(a.ID) },
+		query: func(p store.Page) ([]store.Account, error) {
+			return store.ListAccounts(ctx, s.DB.Q(), r.GetTenantId(), p)
+		},
+	}, each(infallible(accountProto)))
 }
 
 // CreatePool makes a pool on an account of the tenant.
@@ -121,25 +123,21 @@ func (s *Service) GetPool(ctx context.Context, r *v1.GetPoolRequest) (*v1.Pool, 
 	return poolProto(p)
 }
 
-// ListPools returns the tenant's pools.
+// ListPools returns the tenant's pools in creation order (ListPoolsPage without the token).
 func (s *Service) ListPools(ctx context.Context, r *v1.ListPoolsRequest) ([]*v1.Pool, error) {
-	_, err := s.authorizeList(ctx, authz.PoolsRead, r.GetTenantId(), true)
-	if err != nil {
-		return nil, err
-	}
-	ps, err := store.ListPools(ctx, s.DB.Q(), r.GetTenantId())
-	if err != nil {
-		return nil, storeErr(err, "pool")
-	}
-	out := make([]*v1.Pool, 0, len(ps))
-	for _, p := range ps {
-		pp, err := poolProto(p)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, pp)
-	}
-	return out, nil
+	ps, _, err := s.ListPoolsPage(ctx, r)
+	return ps, err
+}
+
+// ListPoolsPage returns at most 1000 pools, or one page, and the next page's token.
+func (s *Service) ListPoolsPage(ctx context.Context, r *v1.ListPoolsRequest) ([]*v1.Pool, string, error) {
+	return listPage(ctx, s, r, listing[store.Pool]{
+		method: "pools", what: "pool", perm: authz.PoolsRead, access: platformReads, tenant: r.GetTenantId(),
+		key: func(p store.Pool) store.Cursor { return byID(p.ID) },
+		query: func(p store.Page) ([]store.Pool, error) {
+			return store.ListPools(ctx, s.DB.Q(), r.GetTenantId(), p)
+		},
+	}, each(poolProto))
 }
 
 // UpdatePool replaces a pool's policy (the substrate reconciler follows it).
@@ -216,21 +214,23 @@ func (s *Service) SetQuota(ctx context.Context, r *v1.SetQuotaRequest) (*v1.Quot
 	return quotaProto(q), nil
 }
 
-// ListQuotas returns the tenant's quota rows.
+// ListQuotas returns the tenant's quota rows by pool and resource, all of them (ListQuotasPage
+// without the token).
 func (s *Service) ListQuotas(ctx context.Context, r *v1.ListQuotasRequest) ([]*v1.Quota, error) {
-	_, err := s.authorizeList(ctx, authz.PoolsRead, r.GetTenantId(), true)
-	if err != nil {
-		return nil, err
-	}
-	qs, err := store.ListQuotas(ctx, s.DB.Q(), r.GetTenantId(), r.GetPoolId())
-	if err != nil {
-		return nil, storeErr(err, "quota")
-	}
-	out := make([]*v1.Quota, len(qs))
-	for i, q := range qs {
-		out[i] = quotaProto(q)
-	}
-	return out, nil
+	qs, _, err := s.ListQuotasPage(ctx, r)
+	return qs, err
+}
+
+// ListQuotasPage returns every quota row, or one page, and the next page's token.
+func (s *Service) ListQuotasPage(ctx context.Context, r *v1.ListQuotasRequest) ([]*v1.Quota, string, error) {
+	return listPage(ctx, s, r, listing[store.Quota]{
+		method: "quotas", what: "quota", perm: authz.PoolsRead, access: platformReads, tenant: r.GetTenantId(),
+		filters: []string{r.GetPoolId()}, deflt: store.NoLimit,
+		key: func(q store.Quota) store.Cursor { return store.Cursor{ID: q.PoolID, Second: q.Resource} },
+		query: func(p store.Page) ([]store.Quota, error) {
+			return store.ListQuotasPage(ctx, s.DB.Q(), r.GetTenantId(), r.GetPoolId(), p)
+		},
+	}, each(infallible(quotaProto)))
 }
 
 func marshalPolicy(p *v1.PoolPolicy) ([]byte, error) {

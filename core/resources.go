@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"slices"
+	"strconv"
 
 	"github.com/jackc/pgx/v5"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -57,17 +58,21 @@ func (s *Service) GetNetwork(ctx context.Context, r *v1.GetNetworkRequest) (*v1.
 	return networkProto(n), nil
 }
 
-// ListNetworks returns the tenant's networks the caller may read.
+// ListNetworks returns the tenant's networks in creation order (ListNetworksPage without the token).
 func (s *Service) ListNetworks(ctx context.Context, r *v1.ListNetworksRequest) ([]*v1.Network, error) {
-	_, err := s.authorizeList(ctx, authz.NetworksRead, r.GetTenantId(), false)
-	if err != nil {
-		return nil, err
-	}
-	ns, err := store.ListNetworks(ctx, s.DB.Q(), r.GetTenantId())
-	if err != nil {
-		return nil, storeErr(err, "network")
-	}
-	return convertAll(ns, infallible(networkProto))
+	ns, _, err := s.ListNetworksPage(ctx, r)
+	return ns, err
+}
+
+// ListNetworksPage returns at most 1000 networks, or one page, and the next page's token.
+func (s *Service) ListNetworksPage(ctx context.Context, r *v1.ListNetworksRequest) ([]*v1.Network, string, error) {
+	return listPage(ctx, s, r, listing[store.Network]{
+		method: "networks", what: "network", perm: authz.NetworksRead, tenant: r.GetTenantId(),
+		key: func(n store.Network) store.Cursor { return byID(n.ID) },
+		query: func(p store.Page) ([]store.Network, error) {
+			return store.ListNetworks(ctx, s.DB.Q(), r.GetTenantId(), p)
+		},
+	}, each(infallible(networkProto)))
 }
 
 // CreateSubnet makes a subnet (a VPC at the provider) and queues its reconciler.
@@ -114,17 +119,21 @@ func (s *Service) GetSubnet(ctx context.Context, r *v1.GetSubnetRequest) (*v1.Su
 	return subnetProto(sn), nil
 }
 
-// ListSubnets returns the tenant's subnets the caller may read.
+// ListSubnets returns the tenant's subnets in creation order (ListSubnetsPage without the token).
 func (s *Service) ListSubnets(ctx context.Context, r *v1.ListSubnetsRequest) ([]*v1.Subnet, error) {
-	_, err := s.authorizeList(ctx, authz.NetworksRead, r.GetTenantId(), false)
-	if err != nil {
-		return nil, err
-	}
-	ss, err := store.ListSubnets(ctx, s.DB.Q(), r.GetTenantId(), r.GetNetworkId())
-	if err != nil {
-		return nil, storeErr(err, "subnet")
-	}
-	return convertAll(ss, infallible(subnetProto))
+	ss, _, err := s.ListSubnetsPage(ctx, r)
+	return ss, err
+}
+
+// ListSubnetsPage returns at most 1000 subnets, or one page, and the next page's token.
+func (s *Service) ListSubnetsPage(ctx context.Context, r *v1.ListSubnetsRequest) ([]*v1.Subnet, string, error) {
+	return listPage(ctx, s, r, listing[store.Subnet]{
+		method: "subnets", what: "subnet", perm: authz.NetworksRead, tenant: r.GetTenantId(), filters: []string{r.GetNetworkId()},
+		key: func(n store.Subnet) store.Cursor { return byID(n.ID) },
+		query: func(p store.Page) ([]store.Subnet, error) {
+			return store.ListSubnets(ctx, s.DB.Q(), r.GetTenantId(), r.GetNetworkId(), p)
+		},
+	}, each(infallible(subnetProto)))
 }
 
 // DeleteSubnet marks a subnet no instance or load balancer uses for deletion.
@@ -206,17 +215,22 @@ func (s *Service) GetCertificate(ctx context.Context, r *v1.GetCertificateReques
 	return certificateProto(ce), nil
 }
 
-// ListCertificates returns the tenant's certificates the caller may read.
+// ListCertificates returns the tenant's certificates in creation order (ListCertificatesPage
+// without the token).
 func (s *Service) ListCertificates(ctx context.Context, r *v1.ListCertificatesRequest) ([]*v1.Certificate, error) {
-	_, err := s.authorizeList(ctx, authz.CertificatesRead, r.GetTenantId(), false)
-	if err != nil {
-		return nil, err
-	}
-	cs, err := store.ListCertificates(ctx, s.DB.Q(), r.GetTenantId())
-	if err != nil {
-		return nil, storeErr(err, "certificate")
-	}
-	return convertAll(cs, infallible(certificateProto))
+	cs, _, err := s.ListCertificatesPage(ctx, r)
+	return cs, err
+}
+
+// ListCertificatesPage returns at most 1000 certificates, or one page, and the next page's token.
+func (s *Service) ListCertificatesPage(ctx context.Context, r *v1.ListCertificatesRequest) ([]*v1.Certificate, string, error) {
+	return listPage(ctx, s, r, listing[store.Certificate]{
+		method: "certificates", what: "certificate", perm: authz.CertificatesRead, tenant: r.GetTenantId(),
+		key: func(c store.Certificate) store.Cursor { return byID(c.ID) },
+		query: func(p store.Page) ([]store.Certificate, error) {
+			return store.ListCertificates(ctx, s.DB.Q(), r.GetTenantId(), p)
+		},
+	}, each(infallible(certificateProto)))
 }
 
 // DeleteCertificate marks a certificate no load balancer names for deletion.
@@ -350,17 +364,23 @@ func (s *Service) GetInstance(ctx context.Context, r *v1.GetInstanceRequest) (*v
 	return instanceProto(in), nil
 }
 
-// ListInstances returns the tenant's instances the caller may read.
+// ListInstances returns the tenant's instances in creation order (ListInstancesPage without the
+// token).
 func (s *Service) ListInstances(ctx context.Context, r *v1.ListInstancesRequest) ([]*v1.Instance, error) {
-	_, err := s.authorizeList(ctx, authz.InstancesRead, r.GetTenantId(), false)
-	if err != nil {
-		return nil, err
-	}
-	is, err := store.ListInstances(ctx, s.DB.Q(), r.GetTenantId(), r.GetPoolId(), r.GetIncludeDeleted())
-	if err != nil {
-		return nil, storeErr(err, "instance")
-	}
-	return convertAll(is, infallible(instanceProto))
+	is, _, err := s.ListInstancesPage(ctx, r)
+	return is, err
+}
+
+// ListInstancesPage returns at most 1000 instances, or one page, and the next page's token.
+func (s *Service) ListInstancesPage(ctx context.Context, r *v1.ListInstancesRequest) ([]*v1.Instance, string, error) {
+	return listPage(ctx, s, r, listing[store.Instance]{
+		method: "instances", what: "instance", perm: authz.InstancesRead, tenant: r.GetTenantId(),
+		filters: []string{r.GetPoolId(), strconv.FormatBool(r.GetIncludeDeleted())},
+		key:     func(i store.Instance) store.Cursor { return byID(i.ID) },
+		query: func(p store.Page) ([]store.Instance, error) {
+			return store.ListInstances(ctx, s.DB.Q(), r.GetTenantId(), r.GetPoolId(), r.GetIncludeDeleted(), p)
+		},
+	}, each(infallible(instanceProto)))
 }
 
 // DeleteInstance marks an instance deleting and, in the same transaction, queues every load

@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"slices"
+	"strconv"
 
 	"github.com/jackc/pgx/v5"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -155,33 +156,41 @@ func (s *Service) GetSubstrate(ctx context.Context, r *v1.GetSubstrateRequest) (
 	return substrateProto(sub, nodes), nil
 }
 
-// ListSubstrates returns the tenant's substrates the caller may read.
+// ListSubstrates returns the tenant's substrates in pool order (ListSubstratesPage without the token).
 func (s *Service) ListSubstrates(ctx context.Context, r *v1.ListSubstratesRequest) ([]*v1.Substrate, error) {
-	_, err := s.authorizeList(ctx, authz.SubstratesRead, r.GetTenantId(), true)
-	if err != nil {
-		return nil, err
-	}
-	subs, err := store.ListSubstrates(ctx, s.DB.Q(), r.GetTenantId(), r.GetIncludeDeleted())
-	if err != nil {
-		return nil, storeErr(err, "substrate")
-	}
-	idsOf := make([]string, len(subs))
-	for i, sub := range subs {
-		idsOf[i] = sub.ID
-	}
-	nodes, err := store.ListSubstrateNodes(ctx, s.DB.Q(), idsOf)
-	if err != nil {
-		return nil, storeErr(err, "substrate")
-	}
-	bySub := map[string][]store.SubstrateNode{}
-	for _, n := range nodes {
-		bySub[n.SubstrateID] = append(bySub[n.SubstrateID], n)
-	}
-	out := make([]*v1.Substrate, len(subs))
-	for i, sub := range subs {
-		out[i] = substrateProto(sub, bySub[sub.ID])
-	}
-	return out, nil
+	subs, _, err := s.ListSubstratesPage(ctx, r)
+	return subs, err
+}
+
+// ListSubstratesPage returns at most 1000 substrates, or one page, with their nodes (one more
+// statement for the page), and the next page's token.
+func (s *Service) ListSubstratesPage(ctx context.Context, r *v1.ListSubstratesRequest) ([]*v1.Substrate, string, error) {
+	return listPage(ctx, s, r, listing[store.Substrate]{
+		method: "substrates", what: "substrate", perm: authz.SubstratesRead, access: platformReads, tenant: r.GetTenantId(),
+		filters: []string{strconv.FormatBool(r.GetIncludeDeleted())},
+		key:     func(sub store.Substrate) store.Cursor { return byID(sub.PoolID) },
+		query: func(p store.Page) ([]store.Substrate, error) {
+			return store.ListSubstrates(ctx, s.DB.Q(), r.GetTenantId(), r.GetIncludeDeleted(), p)
+		},
+	}, func(subs []store.Substrate) ([]*v1.Substrate, error) {
+		idsOf := make([]string, len(subs))
+		for i, sub := range subs {
+			idsOf[i] = sub.ID
+		}
+		nodes, err := store.ListSubstrateNodes(ctx, s.DB.Q(), idsOf)
+		if err != nil {
+			return nil, storeErr(err, "substrate")
+		}
+		bySub := map[string][]store.SubstrateNode{}
+		for _, n := range nodes {
+			bySub[n.SubstrateID] = append(bySub[n.SubstrateID], n)
+		}
+		out := make([]*v1.Substrate, len(subs))
+		for i, sub := range subs {
+			out[i] = substrateProto(sub, bySub[sub.ID])
+		}
+		return out, nil
+	})
 }
 
 // errBadJoin is the one answer to every refused join, so a caller learns nothing about which

@@ -141,39 +141,28 @@ func (s *Service) GetTenant(ctx context.Context, r *v1.GetTenantRequest) (*v1.Te
 	return tenantProto(t), nil
 }
 
-// ListTenants returns every tenant (platform admins).
+// ListTenants returns every tenant in creation order, at most 1000 (ListTenantsPage without the
+// token). Platform admins only.
 func (s *Service) ListTenants(ctx context.Context) ([]*v1.Tenant, error) {
-	c, err := caller(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if err := requirePlatformAdmin(c); err != nil {
-		return nil, err
-	}
-	ts, err := store.ListTenants(ctx, s.DB.Q())
-	if err != nil {
-		return nil, storeErr(err, "tenant")
-	}
-	out := make([]*v1.Tenant, len(ts))
-	for i, t := range ts {
-		out[i] = tenantProto(t)
-	}
-	return out, nil
+	ts, _, err := s.ListTenantsPage(ctx, &v1.ListTenantsRequest{})
+	return ts, err
+}
+
+// ListTenantsPage returns at most 1000 tenants, or one page, in (created_at, id) order and the
+// next page's token.
+func (s *Service) ListTenantsPage(ctx context.Context, r *v1.ListTenantsRequest) ([]*v1.Tenant, string, error) {
+	return listPage(ctx, s, r, listing[store.Tenant]{
+		method: "tenants", what: "tenant", access: platformOnly,
+		key: func(t store.Tenant) store.Cursor { return byCreated(t.CreatedAt, t.ID) },
+		query: func(p store.Page) ([]store.Tenant, error) {
+			return store.ListTenants(ctx, s.DB.Q(), p)
+		},
+	}, each(infallible(tenantProto)))
 }
 
 // authorizeTenantAdmin lets platform admins and the tenant's admins manage its principals and grants.
 func (s *Service) authorizeTenantAdmin(ctx context.Context, tenantID string) (Caller, error) {
-	c, err := caller(ctx)
-	if err != nil {
-		return c, err
-	}
-	if c.PlatformAdmin {
-		if _, err := store.GetTenant(ctx, s.DB.Q(), tenantID); err != nil {
-			return c, storeErr(err, "tenant")
-		}
-		return c, nil
-	}
-	return c, s.authorizeTenant(ctx, c, authz.TenantsManage, tenantID)
+	return s.authorizeList(ctx, authz.TenantsManage, tenantID, platformKnownTenant)
 }
 
 // CreatePrincipal makes a user or service account of a tenant.
@@ -190,20 +179,22 @@ func (s *Service) CreatePrincipal(ctx context.Context, r *v1.CreatePrincipalRequ
 	return principalProto(p), nil
 }
 
-// ListPrincipals returns a tenant's principals.
+// ListPrincipals returns a tenant's principals in creation order (ListPrincipalsPage without the
+// token). Platform admins and the tenant's admins.
 func (s *Service) ListPrincipals(ctx context.Context, r *v1.ListPrincipalsRequest) ([]*v1.Principal, error) {
-	if _, err := s.authorizeTenantAdmin(ctx, r.GetTenantId()); err != nil {
-		return nil, err
-	}
-	ps, err := store.ListPrincipals(ctx, s.DB.Q(), r.GetTenantId())
-	if err != nil {
-		return nil, storeErr(err, "principal")
-	}
-	out := make([]*v1.Principal, len(ps))
-	for i, p := range ps {
-		out[i] = principalProto(p)
-	}
-	return out, nil
+	ps, _, err := s.ListPrincipalsPage(ctx, r)
+	return ps, err
+}
+
+// ListPrincipalsPage returns at most 1000 principals, or one page, and the next page's token.
+func (s *Service) ListPrincipalsPage(ctx context.Context, r *v1.ListPrincipalsRequest) ([]*v1.Principal, string, error) {
+	return listPage(ctx, s, r, listing[store.Principal]{
+		method: "principals", what: "principal", perm: authz.TenantsManage, access: platformKnownTenant, tenant: r.GetTenantId(),
+		key: func(p store.Principal) store.Cursor { return byID(p.ID) },
+		query: func(p store.Page) ([]store.Principal, error) {
+			return store.ListPrincipals(ctx, s.DB.Q(), r.GetTenantId(), p)
+		},
+	}, each(infallible(principalProto)))
 }
 
 // tenantPrincipal loads a principal and checks it belongs to the tenant (else NOT_FOUND).
@@ -339,17 +330,21 @@ func (s *Service) GetProject(ctx context.Context, r *v1.GetProjectRequest) (*v1.
 	return projectProto(p), nil
 }
 
-// ListProjects returns the tenant's projects the caller may read.
+// ListProjects returns the tenant's projects in creation order (ListProjectsPage without the token).
 func (s *Service) ListProjects(ctx context.Context, r *v1.ListProjectsRequest) ([]*v1.Project, error) {
-	_, err := s.authorizeList(ctx, authz.ProjectsRead, r.GetTenantId(), false)
-	if err != nil {
-		return nil, err
-	}
-	ps, err := store.ListProjects(ctx, s.DB.Q(), r.GetTenantId())
-	if err != nil {
-		return nil, storeErr(err, "project")
-	}
-	return convertAll(ps, infallible(projectProto))
+	ps, _, err := s.ListProjectsPage(ctx, r)
+	return ps, err
+}
+
+// ListProjectsPage returns at most 1000 projects, or one page, and the next page's token.
+func (s *Service) ListProjectsPage(ctx context.Context, r *v1.ListProjectsRequest) ([]*v1.Project, string, error) {
+	return listPage(ctx, s, r, listing[store.Project]{
+		method: "projects", what: "project", perm: authz.ProjectsRead, tenant: r.GetTenantId(),
+		key: func(p store.Project) store.Cursor { return byID(p.ID) },
+		query: func(p store.Page) ([]store.Project, error) {
+			return store.ListProjects(ctx, s.DB.Q(), r.GetTenantId(), p)
+		},
+	}, each(infallible(projectProto)))
 }
 
 func tenantProto(t store.Tenant) *v1.Tenant {

@@ -79,6 +79,6 @@ type usage struct{ svc *core.Service }
 var _ computev1connect.UsageServiceHandler = usage{}
 
 func (h usage) ListUsage(ctx context.Context, r *connect.Request[v1.ListUsageRequest]) (*connect.Response[v1.ListUsageResponse], error) {
-	recs, totals, err := h.svc.ListUsage(ctx, r.Msg)
-	return reply(&v1.ListUsageResponse{Records: recs, Totals: totals}, err)
+	recs, totals, next, err := h.svc.ListUsagePage(ctx, r.Msg)
+	return reply(&v1.ListUsageResponse{Records: recs, Totals: totals, NextPageToken: next}, err)
 }

@@ -27,8 +27,8 @@ func (h metal) GetNode(ctx context.Context, r *connect.Request[v1.GetNodeRequest
 }
 
 func (h metal) ListNodes(ctx context.Context, r *connect.Request[v1.ListNodesRequest]) (*connect.Response[v1.ListNodesResponse], error) {
-	ns, err := h.svc.ListNodes(ctx, r.Msg)
-	return reply(&v1.ListNodesResponse{Nodes: ns}, err)
+	ns, next, err := h.svc.ListNodesPage(ctx, r.Msg)
+	return reply(&v1.ListNodesResponse{Nodes: ns, NextPageToken: next}, err)
 }
 
 func (h metal) InspectNode(ctx context.Context, r *connect.Request[v1.InspectNodeRequest]) (*connect.Response[v1.InspectNodeResponse], error) {

@@ -25,8 +25,8 @@ func (h networks) GetNetwork(ctx context.Context, r *connect.Request[v1.GetNetwo
 }
 
 func (h networks) ListNetworks(ctx context.Context, r *connect.Request[v1.ListNetworksRequest]) (*connect.Response[v1.ListNetworksResponse], error) {
-	ns, err := h.svc.ListNetworks(ctx, r.Msg)
-	return reply(&v1.ListNetworksResponse{Networks: ns}, err)
+	ns, next, err := h.svc.ListNetworksPage(ctx, r.Msg)
+	return reply(&v1.ListNetworksResponse{Networks: ns, NextPageToken: next}, err)
 }
 
 func (h networks) CreateSubnet(ctx context.Context, r *connect.Request[v1.CreateSubnetRequest]) (*connect.Response[v1.CreateSubnetResponse], error) {
@@ -40,8 +40,8 @@ func (h networks) GetSubnet(ctx context.Context, r *connect.Request[v1.GetSubnet
 }
 
 func (h networks) ListSubnets(ctx context.Context, r *connect.Request[v1.ListSubnetsRequest]) (*connect.Response[v1.ListSubnetsResponse], error) {
-	ss, err := h.svc.ListSubnets(ctx, r.Msg)
-	return reply(&v1.ListSubnetsResponse{Subnets: ss}, err)
+	ss, next, err := h.svc.ListSubnetsPage(ctx, r.Msg)
+	return reply(&v1.ListSubnetsResponse{Subnets: ss, NextPageToken: next}, err)
 }
 
 func (h networks) DeleteSubnet(ctx context.Context, r *connect.Request[v1.DeleteSubnetRequest]) (*connect.Response[v1.DeleteSubnetResponse], error) {
@@ -64,8 +64,8 @@ func (h certificates) GetCertificate(ctx context.Context, r *connect.Request[v1.
 }
 
 func (h certificates) ListCertificates(ctx context.Context, r *connect.Request[v1.ListCertificatesRequest]) (*connect.Response[v1.ListCertificatesResponse], error) {
-	cs, err := h.svc.ListCertificates(ctx, r.Msg)
-	return reply(&v1.ListCertificatesResponse{Certificates: cs}, err)
+	cs, next, err := h.svc.ListCertificatesPage(ctx, r.Msg)
+	return reply(&v1.ListCertificatesResponse{Certificates: cs, NextPageToken: next}, err)
 }
 
 func (h certificates) DeleteCertificate(ctx context.Context, r *connect.Request[v1.DeleteCertificateRequest]) (*connect.Response[v1.DeleteCertificateResponse], error) {
@@ -88,8 +88,8 @@ func (h instances) GetInstance(ctx context.Context, r *connect.Request[v1.GetIns
 }
 
 func (h instances) ListInstances(ctx context.Context, r *connect.Request[v1.ListInstancesRequest]) (*connect.Response[v1.ListInstancesResponse], error) {
-	is, err := h.svc.ListInstances(ctx, r.Msg)
-	return reply(&v1.ListInstancesResponse{Instances: is}, err)
+	is, next, err := h.svc.ListInstancesPage(ctx, r.Msg)
+	return reply(&v1.ListInstancesResponse{Instances: is, NextPageToken: next}, err)
 }
 
 func (h instances) DeleteInstance(ctx context.Context, r *connect.Request[v1.DeleteInstanceRequest]) (*connect.Response[v1.DeleteInstanceResponse], error) {

@@ -22,8 +22,8 @@ func (h substrates) GetSubstrate(ctx context.Context, r *connect.Request[v1.GetS
 }
 
 func (h substrates) ListSubstrates(ctx context.Context, r *connect.Request[v1.ListSubstratesRequest]) (*connect.Response[v1.ListSubstratesResponse], error) {
-	subs, err := h.svc.ListSubstrates(ctx, r.Msg)
-	return reply(&v1.ListSubstratesResponse{Substrates: subs}, err)
+	subs, next, err := h.svc.ListSubstratesPage(ctx, r.Msg)
+	return reply(&v1.ListSubstratesResponse{Substrates: subs, NextPageToken: next}, err)
 }
 
 // substrateJoin serves SubstrateJoinService. It is mounted without the bearer-token

@@ -24,9 +24,9 @@ func (h tenants) GetTenant(ctx context.Context, r *connect.Request[v1.GetTenantR
 	return reply(&v1.GetTenantResponse{Tenant: t}, err)
 }
 
-func (h tenants) ListTenants(ctx context.Context, _ *connect.Request[v1.ListTenantsRequest]) (*connect.Response[v1.ListTenantsResponse], error) {
-	ts, err := h.svc.ListTenants(ctx)
-	return reply(&v1.ListTenantsResponse{Tenants: ts}, err)
+func (h tenants) ListTenants(ctx context.Context, r *connect.Request[v1.ListTenantsRequest]) (*connect.Response[v1.ListTenantsResponse], error) {
+	ts, next, err := h.svc.ListTenantsPage(ctx, r.Msg)
+	return reply(&v1.ListTenantsResponse{Tenants: ts, NextPageToken: next}, err)
 }
 
 func (h tenants) CreatePrincipal(ctx context.Context, r *connect.Request[v1.CreatePrincipalRequest]) (*connect.Response[v1.CreatePrincipalResponse], error) {
@@ -35,8 +35,8 @@ func (h tenants) CreatePrincipal(ctx context.Context, r *connect.Request[v1.Crea
 }
 
 func (h tenants) ListPrincipals(ctx context.Context, r *connect.Request[v1.ListPrincipalsRequest]) (*connect.Response[v1.ListPrincipalsResponse], error) {
-	ps, err := h.svc.ListPrincipals(ctx, r.Msg)
-	return reply(&v1.ListPrincipalsResponse{Principals: ps}, err)
+	ps, next, err := h.svc.ListPrincipalsPage(ctx, r.Msg)
+	return reply(&v1.ListPrincipalsResponse{Principals: ps, NextPageToken: next}, err)
 }
 
 func (h tenants) CreateToken(ctx context.Context, r *connect.Request[v1.CreateTokenRequest]) (*connect.Response[v1.CreateTokenResponse], error) {
@@ -72,8 +72,8 @@ func (h projects) GetProject(ctx context.Context, r *connect.Request[v1.GetProje
 }
 
 func (h projects) ListProjects(ctx context.Context, r *connect.Request[v1.ListProjectsRequest]) (*connect.Response[v1.ListProjectsResponse], error) {
-	ps, err := h.svc.ListProjects(ctx, r.Msg)
-	return reply(&v1.ListProjectsResponse{Projects: ps}, err)
+	ps, next, err := h.svc.ListProjectsPage(ctx, r.Msg)
+	return reply(&v1.ListProjectsResponse{Projects: ps, NextPageToken: next}, err)
 }
 
 type accounts struct{ svc *core.Service }
@@ -91,8 +91,8 @@ func (h accounts) GetProviderAccount(ctx context.Context, r *connect.Request[v1.
 }
 
 func (h accounts) ListProviderAccounts(ctx context.Context, r *connect.Request[v1.ListProviderAccountsRequest]) (*connect.Response[v1.ListProviderAccountsResponse], error) {
-	as, err := h.svc.ListProviderAccounts(ctx, r.Msg)
-	return reply(&v1.ListProviderAccountsResponse{Accounts: as}, err)
+	as, next, err := h.svc.ListProviderAccountsPage(ctx, r.Msg)
+	return reply(&v1.ListProviderAccountsResponse{Accounts: as, NextPageToken: next}, err)
 }
 
 type pools struct{ svc *core.Service }
@@ -110,8 +110,8 @@ func (h pools) GetPool(ctx context.Context, r *connect.Request[v1.GetPoolRequest
 }
 
 func (h pools) ListPools(ctx context.Context, r *connect.Request[v1.ListPoolsRequest]) (*connect.Response[v1.ListPoolsResponse], error) {
-	ps, err := h.svc.ListPools(ctx, r.Msg)
-	return reply(&v1.ListPoolsResponse{Pools: ps}, err)
+	ps, next, err := h.svc.ListPoolsPage(ctx, r.Msg)
+	return reply(&v1.ListPoolsResponse{Pools: ps, NextPageToken: next}, err)
 }
 
 func (h pools) UpdatePool(ctx context.Context, r *connect.Request[v1.UpdatePoolRequest]) (*connect.Response[v1.UpdatePoolResponse], error) {
@@ -130,6 +130,6 @@ func (h pools) SetQuota(ctx context.Context, r *connect.Request[v1.SetQuotaReque
 }
 
 func (h pools) ListQuotas(ctx context.Context, r *connect.Request[v1.ListQuotasRequest]) (*connect.Response[v1.ListQuotasResponse], error) {
-	qs, err := h.svc.ListQuotas(ctx, r.Msg)
-	return reply(&v1.ListQuotasResponse{Quotas: qs}, err)
+	qs, next, err := h.svc.ListQuotasPage(ctx, r.Msg)
+	return reply(&v1.ListQuotasResponse{Quotas: qs, NextPageToken: next}, err)
 }

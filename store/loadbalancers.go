@@ -89,18 +89,14 @@ type ListLoadBalancersParams struct {
 // ListLoadBalancers returns a tenant's load balancers in creation order, (created_at, id), from
 // after p.After: one statement, whatever the page.
 func ListLoadBalancers(ctx context.Context, q Querier, p ListLoadBalancersParams) ([]LoadBalancer, error) {
-	var after time.Time
-	var afterID string
-	if p.After != nil {
-		after, afterID = p.After.CreatedAt, p.After.ID
-	}
+	pg := Page{Limit: p.Limit, After: p.After}
 	return collect(ctx, q, scanLoadBalancer,
 		`SELECT `+loadBalancerCols+` FROM load_balancers
 		  WHERE tenant_id = $1 AND ($2 = '' OR pool_id = $2) AND ($3 = '' OR coalesce(project_id, '') = $3)
 		    AND ($4 OR state <> 'deleted')
 		    AND ($6 = '' OR (created_at, id) > ($7::TIMESTAMPTZ, $6::TEXT))
 		  ORDER BY created_at, id LIMIT $5`,
-		p.TenantID, p.PoolID, p.ProjectID, p.IncludeDeleted, clampLimit(p.Limit), afterID, after)
+		p.TenantID, p.PoolID, p.ProjectID, p.IncludeDeleted, pg.limit(), pg.afterID(), pg.afterTime())
 }
 
 // UpdateLoadBalancerSpec replaces the settings, bumps the spec version and sets the state.

@@ -92,18 +92,16 @@ func GetMetalNodeForUpdate(ctx context.Context, q Querier, id string) (MetalNode
 type ListMetalNodesParams struct {
 	TenantID string
 	State    string // empty: every state
-	Limit    int    // at most (and by default) 1000
+	Page
 }
 
 // ListMetalNodes returns a tenant's nodes in enrollment order (ids are time-ordered).
 func ListMetalNodes(ctx context.Context, q Querier, p ListMetalNodesParams) ([]MetalNode, error) {
-	if p.Limit <= 0 || p.Limit > 1000 {
-		p.Limit = 1000
-	}
 	return collect(ctx, q, scanMetalNode,
 		`SELECT `+metalNodeCols+` FROM metal_nodes
 		  WHERE tenant_id = $1 AND ($2 = '' OR state = $2)
-		  ORDER BY created_at, id LIMIT $3`, p.TenantID, p.State, p.Limit)
+		    AND ($4 = '' OR (created_at, id) > ($5::TIMESTAMPTZ, $4::TEXT))
+		  ORDER BY created_at, id LIMIT $3`, p.TenantID, p.State, p.limit(), p.afterID(), p.afterTime())
 }
 
 // MetalMove is a verb's change of a node, recorded by RecordMetalMove.

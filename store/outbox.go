@@ -200,13 +200,22 @@ func StopUsage(ctx context.Context, q Querier, meter, resourceID string) error {
 	return err
 }
 
-// ListUsage returns a tenant's intervals overlapping [from, to).
+// UsageListLimit is the most intervals one usage list answers without paging.
+const UsageListLimit = 10000
+
+// ListUsage returns a tenant's intervals overlapping [from, to): at most UsageListLimit.
 func ListUsage(ctx context.Context, q Querier, tenantID, meter string, from, to time.Time) ([]UsageRecord, error) {
+	return ListUsagePage(ctx, q, tenantID, meter, from, to, Page{Limit: UsageListLimit})
+}
+
+// ListUsagePage returns a tenant's intervals overlapping [from, to) by (started_at, id), from after p.
+func ListUsagePage(ctx context.Context, q Querier, tenantID, meter string, from, to time.Time, p Page) ([]UsageRecord, error) {
 	return collect(ctx, q, func(r pgx.Row) (UsageRecord, error) {
 		var u UsageRecord
 		err := r.Scan(&u.ID, &u.TenantID, &u.Meter, &u.ResourceID, &u.StartedAt, &u.EndedAt)
 		return u, err
 	}, `SELECT id, tenant_id, meter, resource_id, started_at, ended_at FROM usage_records
 	     WHERE tenant_id = $1 AND ($2 = '' OR meter = $2) AND started_at < $4 AND (ended_at IS NULL OR ended_at > $3)
-	     ORDER BY started_at, id LIMIT 10000`, tenantID, meter, from, to)
+	       AND ($5 = '' OR (started_at, id) > ($6::TIMESTAMPTZ, $5::TEXT))
+	     ORDER BY started_at, id LIMIT $7`, tenantID, meter, from, to, p.afterID(), p.afterTime(), p.limit())
 }

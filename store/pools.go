@@ -40,9 +40,10 @@ func GetAccount(ctx context.Context, q Querier, id string) (Account, error) {
 }
 
 // ListAccounts returns a tenant's accounts in creation order.
-func ListAccounts(ctx context.Context, q Querier, tenantID string) ([]Account, error) {
+func ListAccounts(ctx context.Context, q Querier, tenantID string, p Page) ([]Account, error) {
 	return collect(ctx, q, scanAccount,
-		`SELECT `+accountCols+` FROM provider_accounts WHERE tenant_id = $1 ORDER BY id LIMIT 1000`, tenantID)
+		`SELECT `+accountCols+` FROM provider_accounts WHERE tenant_id = $1 AND ($2 = '' OR id > $2)
+		  ORDER BY id LIMIT $3`, tenantID, p.afterID(), p.limit())
 }
 
 // Pool is a row of pools. Regions and Policy are JSON (Policy is protojson of PoolPolicy).
@@ -79,8 +80,9 @@ func GetPool(ctx context.Context, q Querier, id string) (Pool, error) {
 }
 
 // ListPools returns a tenant's pools in creation order.
-func ListPools(ctx context.Context, q Querier, tenantID string) ([]Pool, error) {
-	return collect(ctx, q, scanPool, `SELECT `+poolCols+` FROM pools WHERE tenant_id = $1 ORDER BY id LIMIT 1000`, tenantID)
+func ListPools(ctx context.Context, q Querier, tenantID string, p Page) ([]Pool, error) {
+	return collect(ctx, q, scanPool, `SELECT `+poolCols+` FROM pools WHERE tenant_id = $1 AND ($2 = '' OR id > $2)
+		  ORDER BY id LIMIT $3`, tenantID, p.afterID(), p.limit())
 }
 
 // UpdatePool replaces a pool's policy and state.
@@ -113,11 +115,18 @@ func SetQuota(ctx context.Context, q Querier, row Quota) (Quota, error) {
 		row.PoolID, row.TenantID, row.Resource, row.Limit)
 }
 
-// ListQuotas returns a tenant's quota rows, optionally of one pool.
+// ListQuotas returns every quota row of a tenant, optionally of one pool.
 func ListQuotas(ctx context.Context, q Querier, tenantID, poolID string) ([]Quota, error) {
+	return ListQuotasPage(ctx, q, tenantID, poolID, Page{Limit: NoLimit})
+}
+
+// ListQuotasPage returns a tenant's quota rows by (pool, resource), from after p (ID the pool,
+// Second the resource).
+func ListQuotasPage(ctx context.Context, q Querier, tenantID, poolID string, p Page) ([]Quota, error) {
 	return collect(ctx, q, scanQuota,
 		`SELECT pool_id, tenant_id, resource, quota_limit, used FROM quotas
-		  WHERE tenant_id = $1 AND ($2 = '' OR pool_id = $2) ORDER BY pool_id, resource`, tenantID, poolID)
+		  WHERE tenant_id = $1 AND ($2 = '' OR pool_id = $2) AND ($3 = '' OR (pool_id, resource) > ($3::TEXT, $4::TEXT))
+		  ORDER BY pool_id, resource LIMIT $5`, tenantID, poolID, p.afterID(), p.afterSecond(), p.limit())
 }
 
 // BookQuota takes one unit of a quota row. It reports false when there is no row or no room;

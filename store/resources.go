@@ -34,10 +34,11 @@ func GetNetwork(ctx context.Context, q Querier, id string) (Network, error) {
 	return one(ctx, q, scanNetwork, `SELECT id, tenant_id, account_id, name, created_at FROM networks WHERE id = $1`, id)
 }
 
-// ListNetworks returns a tenant's networks in creation order.
-func ListNetworks(ctx context.Context, q Querier, tenantID string) ([]Network, error) {
+// ListNetworks returns a tenant's networks in creation order (ids are time-ordered), from after p.
+func ListNetworks(ctx context.Context, q Querier, tenantID string, p Page) ([]Network, error) {
 	return collect(ctx, q, scanNetwork,
-		`SELECT id, tenant_id, account_id, name, created_at FROM networks WHERE tenant_id = $1 ORDER BY id LIMIT 1000`, tenantID)
+		`SELECT id, tenant_id, account_id, name, created_at FROM networks WHERE tenant_id = $1 AND ($2 = '' OR id > $2)
+		  ORDER BY id LIMIT $3`, tenantID, p.afterID(), p.limit())
 }
 
 // Subnet is a row of subnets.
@@ -78,10 +79,10 @@ func GetSubnet(ctx context.Context, q Querier, id string) (Subnet, error) {
 }
 
 // ListSubnets returns a tenant's subnets in creation order, optionally of one network.
-func ListSubnets(ctx context.Context, q Querier, tenantID, networkID string) ([]Subnet, error) {
+func ListSubnets(ctx context.Context, q Querier, tenantID, networkID string, p Page) ([]Subnet, error) {
 	return collect(ctx, q, scanSubnet,
 		`SELECT `+subnetCols+` FROM subnets WHERE tenant_id = $1 AND ($2 = '' OR network_id = $2)
-		  AND state <> 'deleted' ORDER BY id LIMIT 1000`, tenantID, networkID)
+		  AND state <> 'deleted' AND ($3 = '' OR id > $3) ORDER BY id LIMIT $4`, tenantID, networkID, p.afterID(), p.limit())
 }
 
 // SetSubnetState records a subnet's state as the reconciler or a verb sets it.
@@ -147,9 +148,10 @@ func GetCertificate(ctx context.Context, q Querier, id string) (Certificate, err
 }
 
 // ListCertificates returns a tenant's certificates in creation order.
-func ListCertificates(ctx context.Context, q Querier, tenantID string) ([]Certificate, error) {
+func ListCertificates(ctx context.Context, q Querier, tenantID string, p Page) ([]Certificate, error) {
 	return collect(ctx, q, scanCertificate,
-		`SELECT `+certificateCols+` FROM certificates WHERE tenant_id = $1 AND state <> 'deleted' ORDER BY id LIMIT 1000`, tenantID)
+		`SELECT `+certificateCols+` FROM certificates WHERE tenant_id = $1 AND state <> 'deleted' AND ($2 = '' OR id > $2)
+		  ORDER BY id LIMIT $3`, tenantID, p.afterID(), p.limit())
 }
 
 // SetCertificateState records a certificate's state.
@@ -216,10 +218,11 @@ func GetInstances(ctx context.Context, q Querier, ids []string) ([]Instance, err
 }
 
 // ListInstances returns a tenant's instances in creation order.
-func ListInstances(ctx context.Context, q Querier, tenantID, poolID string, includeDeleted bool) ([]Instance, error) {
+func ListInstances(ctx context.Context, q Querier, tenantID, poolID string, includeDeleted bool, p Page) ([]Instance, error) {
 	return collect(ctx, q, scanInstance,
 		`SELECT `+instanceCols+` FROM instances WHERE tenant_id = $1 AND ($2 = '' OR pool_id = $2)
-		  AND ($3 OR state <> 'deleted') ORDER BY id LIMIT 1000`, tenantID, poolID, includeDeleted)
+		  AND ($3 OR state <> 'deleted') AND ($4 = '' OR id > $4) ORDER BY id LIMIT $5`,
+		tenantID, poolID, includeDeleted, p.afterID(), p.limit())
 }
 
 // PoolInstances returns the instances a { pool: true } load balancer reaches: the tenant's, in the

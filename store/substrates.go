@@ -90,10 +90,12 @@ func GetSubstrateByPoolForUpdate(ctx context.Context, q Querier, poolID string) 
 
 // ListSubstrates returns a tenant's substrates in pool order (pools sort by creation), deleted
 // ones only when asked.
-func ListSubstrates(ctx context.Context, q Querier, tenantID string, includeDeleted bool) ([]Substrate, error) {
+// A page continues after p's ID, a pool id (a pool has one substrate).
+func ListSubstrates(ctx context.Context, q Querier, tenantID string, includeDeleted bool, p Page) ([]Substrate, error) {
 	return collect(ctx, q, scanSubstrate,
 		`SELECT `+substrateCols+` FROM substrates WHERE tenant_id = $1 AND ($2 OR state <> 'deleted')
-		 ORDER BY pool_id LIMIT 1000`, tenantID, includeDeleted)
+		   AND ($3 = '' OR pool_id > $3)
+		 ORDER BY pool_id LIMIT $4`, tenantID, includeDeleted, p.afterID(), p.limit())
 }
 
 // ReviveSubstrate makes a deleted (or torn-down) substrate pending again with a fresh join

@@ -33,8 +33,10 @@ func GetTenant(ctx context.Context, q Querier, id string) (Tenant, error) {
 }
 
 // ListTenants returns every tenant in creation order.
-func ListTenants(ctx context.Context, q Querier) ([]Tenant, error) {
-	return collect(ctx, q, scanTenant, `SELECT id, display_name, created_at FROM tenants ORDER BY created_at, id LIMIT 1000`)
+func ListTenants(ctx context.Context, q Querier, p Page) ([]Tenant, error) {
+	return collect(ctx, q, scanTenant, `SELECT id, display_name, created_at FROM tenants
+		  WHERE ($1 = '' OR (created_at, id) > ($2::TIMESTAMPTZ, $1::TEXT)) ORDER BY created_at, id LIMIT $3`,
+		p.afterID(), p.afterTime(), p.limit())
 }
 
 // Principal is a row of principals. TenantID is empty for platform principals.
@@ -69,9 +71,10 @@ func GetPrincipal(ctx context.Context, q Querier, id string) (Principal, error) 
 }
 
 // ListPrincipals returns a tenant's principals in creation order.
-func ListPrincipals(ctx context.Context, q Querier, tenantID string) ([]Principal, error) {
+func ListPrincipals(ctx context.Context, q Querier, tenantID string, p Page) ([]Principal, error) {
 	return collect(ctx, q, scanPrincipal,
-		`SELECT `+principalCols+` FROM principals WHERE tenant_id = $1 ORDER BY id LIMIT 1000`, tenantID)
+		`SELECT `+principalCols+` FROM principals WHERE tenant_id = $1 AND ($2 = '' OR id > $2)
+		  ORDER BY id LIMIT $3`, tenantID, p.afterID(), p.limit())
 }
 
 // Token is a row of tokens (never the secret).
@@ -147,7 +150,8 @@ func GetProject(ctx context.Context, q Querier, tenantID, id string) (Project, e
 }
 
 // ListProjects returns a tenant's projects in creation order.
-func ListProjects(ctx context.Context, q Querier, tenantID string) ([]Project, error) {
+func ListProjects(ctx context.Context, q Querier, tenantID string, p Page) ([]Project, error) {
 	return collect(ctx, q, scanProject,
-		`SELECT id, tenant_id, name, created_at FROM projects WHERE tenant_id = $1 ORDER BY id LIMIT 1000`, tenantID)
+		`SELECT id, tenant_id, name, created_at FROM projects WHERE tenant_id = $1 AND ($2 = '' OR id > $2)
+		  ORDER BY id LIMIT $3`, tenantID, p.afterID(), p.limit())
 }

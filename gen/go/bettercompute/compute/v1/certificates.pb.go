@@ -516,7 +516,13 @@ func (x *GetCertificateResponse) GetCertificate() *Certificate {
 type ListCertificatesRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// At most 128 characters; ^[A-Za-z0-9._:-]{1,128}$.
-	TenantId      string `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	TenantId string `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	// Optional, 1-1000. Zero (absent) keeps the one-answer list; a page size, or a page token,
+	// asks for one page and a next_page_token when more follow.
+	PageSize int32 `protobuf:"varint,2,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// The next_page_token of the previous page, with the same tenant and filters. Opaque and
+	// sealed: a changed or foreign token is INVALID_INPUT pageToken.
+	PageToken     string `protobuf:"bytes,3,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -558,11 +564,27 @@ func (x *ListCertificatesRequest) GetTenantId() string {
 	return ""
 }
 
+func (x *ListCertificatesRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListCertificatesRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
 // ListCertificatesResponse holds certificates in creation order.
 type ListCertificatesResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The certificates.
-	Certificates  []*Certificate `protobuf:"bytes,1,rep,name=certificates,proto3" json:"certificates,omitempty"`
+	Certificates []*Certificate `protobuf:"bytes,1,rep,name=certificates,proto3" json:"certificates,omitempty"`
+	// Set when more follow: pass it as page_token for the next page.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -602,6 +624,13 @@ func (x *ListCertificatesResponse) GetCertificates() []*Certificate {
 		return x.Certificates
 	}
 	return nil
+}
+
+func (x *ListCertificatesResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
 }
 
 // DeleteCertificateRequest names a certificate.
@@ -744,11 +773,16 @@ const file_bettercompute_compute_v1_certificates_proto_rawDesc = "" +
 	"\ttenant_id\x18\x01 \x01(\tB\"\xbaH\x1fr\x1d\x18\x80\x012\x18^[A-Za-z0-9._:-]{1,128}$R\btenantId\x12Q\n" +
 	"\x0ecertificate_id\x18\x02 \x01(\tB*\xbaH'r%\x18:2!^pcert_[0-9a-hjkmnp-tv-z]{26,52}$R\rcertificateId\"a\n" +
 	"\x16GetCertificateResponse\x12G\n" +
-	"\vcertificate\x18\x01 \x01(\v2%.bettercompute.compute.v1.CertificateR\vcertificate\"Z\n" +
+	"\vcertificate\x18\x01 \x01(\v2%.bettercompute.compute.v1.CertificateR\vcertificate\"\xac\x01\n" +
 	"\x17ListCertificatesRequest\x12?\n" +
-	"\ttenant_id\x18\x01 \x01(\tB\"\xbaH\x1fr\x1d\x18\x80\x012\x18^[A-Za-z0-9._:-]{1,128}$R\btenantId\"e\n" +
+	"\ttenant_id\x18\x01 \x01(\tB\"\xbaH\x1fr\x1d\x18\x80\x012\x18^[A-Za-z0-9._:-]{1,128}$R\btenantId\x12'\n" +
+	"\tpage_size\x18\x02 \x01(\x05B\n" +
+	"\xbaH\a\x1a\x05\x18\xe8\a(\x00R\bpageSize\x12'\n" +
+	"\n" +
+	"page_token\x18\x03 \x01(\tB\b\xbaH\x05r\x03\x18\x80\x04R\tpageToken\"\x8d\x01\n" +
 	"\x18ListCertificatesResponse\x12I\n" +
-	"\fcertificates\x18\x01 \x03(\v2%.bettercompute.compute.v1.CertificateR\fcertificates\"\xae\x01\n" +
+	"\fcertificates\x18\x01 \x03(\v2%.bettercompute.compute.v1.CertificateR\fcertificates\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xae\x01\n" +
 	"\x18DeleteCertificateRequest\x12?\n" +
 	"\ttenant_id\x18\x01 \x01(\tB\"\xbaH\x1fr\x1d\x18\x80\x012\x18^[A-Za-z0-9._:-]{1,128}$R\btenantId\x12Q\n" +
 	"\x0ecertificate_id\x18\x02 \x01(\tB*\xbaH'r%\x18:2!^pcert_[0-9a-hjkmnp-tv-z]{26,52}$R\rcertificateId\"d\n" +

@@ -433,8 +433,14 @@ type ListInstancesRequest struct {
 	PoolId string `protobuf:"bytes,2,opt,name=pool_id,json=poolId,proto3" json:"pool_id,omitempty"`
 	// Deleted ones too.
 	IncludeDeleted bool `protobuf:"varint,3,opt,name=include_deleted,json=includeDeleted,proto3" json:"include_deleted,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Optional, 1-1000. Zero (absent) keeps the one-answer list; a page size, or a page token,
+	// asks for one page and a next_page_token when more follow.
+	PageSize int32 `protobuf:"varint,4,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// The next_page_token of the previous page, with the same tenant and filters. Opaque and
+	// sealed: a changed or foreign token is INVALID_INPUT pageToken.
+	PageToken     string `protobuf:"bytes,5,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ListInstancesRequest) Reset() {
@@ -488,11 +494,27 @@ func (x *ListInstancesRequest) GetIncludeDeleted() bool {
 	return false
 }
 
+func (x *ListInstancesRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListInstancesRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
 // ListInstancesResponse holds instances in creation order.
 type ListInstancesResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The instances.
-	Instances     []*Instance `protobuf:"bytes,1,rep,name=instances,proto3" json:"instances,omitempty"`
+	Instances []*Instance `protobuf:"bytes,1,rep,name=instances,proto3" json:"instances,omitempty"`
+	// Set when more follow: pass it as page_token for the next page.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -532,6 +554,13 @@ func (x *ListInstancesResponse) GetInstances() []*Instance {
 		return x.Instances
 	}
 	return nil
+}
+
+func (x *ListInstancesResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
 }
 
 // DeleteInstanceRequest names an instance.
@@ -676,13 +705,18 @@ const file_bettercompute_compute_v1_instances_proto_rawDesc = "" +
 	"\vinstance_id\x18\x02 \x01(\tB)\xbaH&r$\x1892 ^inst_[0-9a-hjkmnp-tv-z]{26,52}$R\n" +
 	"instanceId\"U\n" +
 	"\x13GetInstanceResponse\x12>\n" +
-	"\binstance\x18\x01 \x01(\v2\".bettercompute.compute.v1.InstanceR\binstance\"\xc7\x01\n" +
+	"\binstance\x18\x01 \x01(\v2\".bettercompute.compute.v1.InstanceR\binstance\"\x99\x02\n" +
 	"\x14ListInstancesRequest\x12?\n" +
 	"\ttenant_id\x18\x01 \x01(\tB\"\xbaH\x1fr\x1d\x18\x80\x012\x18^[A-Za-z0-9._:-]{1,128}$R\btenantId\x12E\n" +
 	"\apool_id\x18\x02 \x01(\tB,\xbaH)\xd8\x01\x01r$\x1892 ^pool_[0-9a-hjkmnp-tv-z]{26,52}$R\x06poolId\x12'\n" +
-	"\x0finclude_deleted\x18\x03 \x01(\bR\x0eincludeDeleted\"Y\n" +
+	"\x0finclude_deleted\x18\x03 \x01(\bR\x0eincludeDeleted\x12'\n" +
+	"\tpage_size\x18\x04 \x01(\x05B\n" +
+	"\xbaH\a\x1a\x05\x18\xe8\a(\x00R\bpageSize\x12'\n" +
+	"\n" +
+	"page_token\x18\x05 \x01(\tB\b\xbaH\x05r\x03\x18\x80\x04R\tpageToken\"\x81\x01\n" +
 	"\x15ListInstancesResponse\x12@\n" +
-	"\tinstances\x18\x01 \x03(\v2\".bettercompute.compute.v1.InstanceR\tinstances\"\xa4\x01\n" +
+	"\tinstances\x18\x01 \x03(\v2\".bettercompute.compute.v1.InstanceR\tinstances\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xa4\x01\n" +
 	"\x15DeleteInstanceRequest\x12?\n" +
 	"\ttenant_id\x18\x01 \x01(\tB\"\xbaH\x1fr\x1d\x18\x80\x012\x18^[A-Za-z0-9._:-]{1,128}$R\btenantId\x12J\n" +
 	"\vinstance_id\x18\x02 \x01(\tB)\xbaH&r$\x1892 ^inst_[0-9a-hjkmnp-tv-z]{26,52}$R\n" +

@@ -787,7 +787,13 @@ type ListNodesRequest struct {
 	// At most 128 characters; ^[A-Za-z0-9._:-]{1,128}$.
 	TenantId string `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
 	// Only nodes in this provision state.
-	State         string `protobuf:"bytes,2,opt,name=state,proto3" json:"state,omitempty"`
+	State string `protobuf:"bytes,2,opt,name=state,proto3" json:"state,omitempty"`
+	// Optional, 1-1000. Zero (absent) keeps the one-answer list; a page size, or a page token,
+	// asks for one page and a next_page_token when more follow.
+	PageSize int32 `protobuf:"varint,3,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// The next_page_token of the previous page, with the same tenant and filters. Opaque and
+	// sealed: a changed or foreign token is INVALID_INPUT pageToken.
+	PageToken     string `protobuf:"bytes,4,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -836,11 +842,27 @@ func (x *ListNodesRequest) GetState() string {
 	return ""
 }
 
+func (x *ListNodesRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListNodesRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
 // ListNodesResponse holds at most 1000 nodes in enrollment order.
 type ListNodesResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The nodes the caller may read.
-	Nodes         []*MetalNode `protobuf:"bytes,1,rep,name=nodes,proto3" json:"nodes,omitempty"`
+	Nodes []*MetalNode `protobuf:"bytes,1,rep,name=nodes,proto3" json:"nodes,omitempty"`
+	// Set when more follow: pass it as page_token for the next page.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -880,6 +902,13 @@ func (x *ListNodesResponse) GetNodes() []*MetalNode {
 		return x.Nodes
 	}
 	return nil
+}
+
+func (x *ListNodesResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
 }
 
 // InspectNodeRequest is the input of metal/inspect.
@@ -1893,12 +1922,17 @@ const file_bettercompute_compute_v1_metal_proto_rawDesc = "" +
 	"\ttenant_id\x18\x01 \x01(\tB\"\xbaH\x1fr\x1d\x18\x80\x012\x18^[A-Za-z0-9._:-]{1,128}$R\btenantId\x12C\n" +
 	"\anode_id\x18\x02 \x01(\tB*\xbaH'r%\x18:2!^mnode_[0-9a-hjkmnp-tv-z]{26,52}$R\x06nodeId\"J\n" +
 	"\x0fGetNodeResponse\x127\n" +
-	"\x04node\x18\x01 \x01(\v2#.bettercompute.compute.v1.MetalNodeR\x04node\"\x8a\x01\n" +
+	"\x04node\x18\x01 \x01(\v2#.bettercompute.compute.v1.MetalNodeR\x04node\"\xdc\x01\n" +
 	"\x10ListNodesRequest\x12?\n" +
 	"\ttenant_id\x18\x01 \x01(\tB\"\xbaH\x1fr\x1d\x18\x80\x012\x18^[A-Za-z0-9._:-]{1,128}$R\btenantId\x125\n" +
-	"\x05state\x18\x02 \x01(\tB\x1f\xbaH\x1c\xd8\x01\x01r\x17\x18 2\x13^[a-z][a-z-]{0,31}$R\x05state\"N\n" +
+	"\x05state\x18\x02 \x01(\tB\x1f\xbaH\x1c\xd8\x01\x01r\x17\x18 2\x13^[a-z][a-z-]{0,31}$R\x05state\x12'\n" +
+	"\tpage_size\x18\x03 \x01(\x05B\n" +
+	"\xbaH\a\x1a\x05\x18\xe8\a(\x00R\bpageSize\x12'\n" +
+	"\n" +
+	"page_token\x18\x04 \x01(\tB\b\xbaH\x05r\x03\x18\x80\x04R\tpageToken\"v\n" +
 	"\x11ListNodesResponse\x129\n" +
-	"\x05nodes\x18\x01 \x03(\v2#.bettercompute.compute.v1.MetalNodeR\x05nodes\"\x9a\x01\n" +
+	"\x05nodes\x18\x01 \x03(\v2#.bettercompute.compute.v1.MetalNodeR\x05nodes\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\x9a\x01\n" +
 	"\x12InspectNodeRequest\x12?\n" +
 	"\ttenant_id\x18\x01 \x01(\tB\"\xbaH\x1fr\x1d\x18\x80\x012\x18^[A-Za-z0-9._:-]{1,128}$R\btenantId\x12C\n" +
 	"\anode_id\x18\x02 \x01(\tB*\xbaH'r%\x18:2!^mnode_[0-9a-hjkmnp-tv-z]{26,52}$R\x06nodeId\"N\n" +

@@ -320,7 +320,13 @@ func (x *GetNetworkResponse) GetNetwork() *Network {
 type ListNetworksRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// At most 128 characters; ^[A-Za-z0-9._:-]{1,128}$.
-	TenantId      string `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	TenantId string `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	// Optional, 1-1000. Zero (absent) keeps the one-answer list; a page size, or a page token,
+	// asks for one page and a next_page_token when more follow.
+	PageSize int32 `protobuf:"varint,2,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// The next_page_token of the previous page, with the same tenant and filters. Opaque and
+	// sealed: a changed or foreign token is INVALID_INPUT pageToken.
+	PageToken     string `protobuf:"bytes,3,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -362,11 +368,27 @@ func (x *ListNetworksRequest) GetTenantId() string {
 	return ""
 }
 
+func (x *ListNetworksRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListNetworksRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
 // ListNetworksResponse holds networks in creation order.
 type ListNetworksResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The networks.
-	Networks      []*Network `protobuf:"bytes,1,rep,name=networks,proto3" json:"networks,omitempty"`
+	Networks []*Network `protobuf:"bytes,1,rep,name=networks,proto3" json:"networks,omitempty"`
+	// Set when more follow: pass it as page_token for the next page.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -406,6 +428,13 @@ func (x *ListNetworksResponse) GetNetworks() []*Network {
 		return x.Networks
 	}
 	return nil
+}
+
+func (x *ListNetworksResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
 }
 
 // Subnet is one region's VPC of a network.
@@ -770,7 +799,13 @@ type ListSubnetsRequest struct {
 	// At most 128 characters; ^[A-Za-z0-9._:-]{1,128}$.
 	TenantId string `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
 	// Only this network's.
-	NetworkId     string `protobuf:"bytes,2,opt,name=network_id,json=networkId,proto3" json:"network_id,omitempty"`
+	NetworkId string `protobuf:"bytes,2,opt,name=network_id,json=networkId,proto3" json:"network_id,omitempty"`
+	// Optional, 1-1000. Zero (absent) keeps the one-answer list; a page size, or a page token,
+	// asks for one page and a next_page_token when more follow.
+	PageSize int32 `protobuf:"varint,3,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// The next_page_token of the previous page, with the same tenant and filters. Opaque and
+	// sealed: a changed or foreign token is INVALID_INPUT pageToken.
+	PageToken     string `protobuf:"bytes,4,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -819,11 +854,27 @@ func (x *ListSubnetsRequest) GetNetworkId() string {
 	return ""
 }
 
+func (x *ListSubnetsRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListSubnetsRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
 // ListSubnetsResponse holds subnets in creation order.
 type ListSubnetsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The subnets.
-	Subnets       []*Subnet `protobuf:"bytes,1,rep,name=subnets,proto3" json:"subnets,omitempty"`
+	Subnets []*Subnet `protobuf:"bytes,1,rep,name=subnets,proto3" json:"subnets,omitempty"`
+	// Set when more follow: pass it as page_token for the next page.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -863,6 +914,13 @@ func (x *ListSubnetsResponse) GetSubnets() []*Subnet {
 		return x.Subnets
 	}
 	return nil
+}
+
+func (x *ListSubnetsResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
 }
 
 // DeleteSubnetRequest names a subnet.
@@ -991,11 +1049,16 @@ const file_bettercompute_compute_v1_networks_proto_rawDesc = "" +
 	"\n" +
 	"network_id\x18\x02 \x01(\tB(\xbaH%r#\x1882\x1f^net_[0-9a-hjkmnp-tv-z]{26,52}$R\tnetworkId\"Q\n" +
 	"\x12GetNetworkResponse\x12;\n" +
-	"\anetwork\x18\x01 \x01(\v2!.bettercompute.compute.v1.NetworkR\anetwork\"V\n" +
+	"\anetwork\x18\x01 \x01(\v2!.bettercompute.compute.v1.NetworkR\anetwork\"\xa8\x01\n" +
 	"\x13ListNetworksRequest\x12?\n" +
-	"\ttenant_id\x18\x01 \x01(\tB\"\xbaH\x1fr\x1d\x18\x80\x012\x18^[A-Za-z0-9._:-]{1,128}$R\btenantId\"U\n" +
+	"\ttenant_id\x18\x01 \x01(\tB\"\xbaH\x1fr\x1d\x18\x80\x012\x18^[A-Za-z0-9._:-]{1,128}$R\btenantId\x12'\n" +
+	"\tpage_size\x18\x02 \x01(\x05B\n" +
+	"\xbaH\a\x1a\x05\x18\xe8\a(\x00R\bpageSize\x12'\n" +
+	"\n" +
+	"page_token\x18\x03 \x01(\tB\b\xbaH\x05r\x03\x18\x80\x04R\tpageToken\"}\n" +
 	"\x14ListNetworksResponse\x12=\n" +
-	"\bnetworks\x18\x01 \x03(\v2!.bettercompute.compute.v1.NetworkR\bnetworks\"\xac\x02\n" +
+	"\bnetworks\x18\x01 \x03(\v2!.bettercompute.compute.v1.NetworkR\bnetworks\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xac\x02\n" +
 	"\x06Subnet\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\ttenant_id\x18\x02 \x01(\tR\btenantId\x12\x1d\n" +
@@ -1026,13 +1089,18 @@ const file_bettercompute_compute_v1_networks_proto_rawDesc = "" +
 	"\ttenant_id\x18\x01 \x01(\tB\"\xbaH\x1fr\x1d\x18\x80\x012\x18^[A-Za-z0-9._:-]{1,128}$R\btenantId\x12F\n" +
 	"\tsubnet_id\x18\x02 \x01(\tB)\xbaH&r$\x1892 ^snet_[0-9a-hjkmnp-tv-z]{26,52}$R\bsubnetId\"M\n" +
 	"\x11GetSubnetResponse\x128\n" +
-	"\x06subnet\x18\x01 \x01(\v2 .bettercompute.compute.v1.SubnetR\x06subnet\"\xa1\x01\n" +
+	"\x06subnet\x18\x01 \x01(\v2 .bettercompute.compute.v1.SubnetR\x06subnet\"\xf3\x01\n" +
 	"\x12ListSubnetsRequest\x12?\n" +
 	"\ttenant_id\x18\x01 \x01(\tB\"\xbaH\x1fr\x1d\x18\x80\x012\x18^[A-Za-z0-9._:-]{1,128}$R\btenantId\x12J\n" +
 	"\n" +
-	"network_id\x18\x02 \x01(\tB+\xbaH(\xd8\x01\x01r#\x1882\x1f^net_[0-9a-hjkmnp-tv-z]{26,52}$R\tnetworkId\"Q\n" +
+	"network_id\x18\x02 \x01(\tB+\xbaH(\xd8\x01\x01r#\x1882\x1f^net_[0-9a-hjkmnp-tv-z]{26,52}$R\tnetworkId\x12'\n" +
+	"\tpage_size\x18\x03 \x01(\x05B\n" +
+	"\xbaH\a\x1a\x05\x18\xe8\a(\x00R\bpageSize\x12'\n" +
+	"\n" +
+	"page_token\x18\x04 \x01(\tB\b\xbaH\x05r\x03\x18\x80\x04R\tpageToken\"y\n" +
 	"\x13ListSubnetsResponse\x12:\n" +
-	"\asubnets\x18\x01 \x03(\v2 .bettercompute.compute.v1.SubnetR\asubnets\"\x9e\x01\n" +
+	"\asubnets\x18\x01 \x03(\v2 .bettercompute.compute.v1.SubnetR\asubnets\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\x9e\x01\n" +
 	"\x13DeleteSubnetRequest\x12?\n" +
 	"\ttenant_id\x18\x01 \x01(\tB\"\xbaH\x1fr\x1d\x18\x80\x012\x18^[A-Za-z0-9._:-]{1,128}$R\btenantId\x12F\n" +
 	"\tsubnet_id\x18\x02 \x01(\tB)\xbaH&r$\x1892 ^snet_[0-9a-hjkmnp-tv-z]{26,52}$R\bsubnetId\"P\n" +

@@ -347,7 +347,13 @@ func (x *GetProviderAccountResponse) GetAccount() *ProviderAccount {
 type ListProviderAccountsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// At most 128 characters; ^[A-Za-z0-9._:-]{1,128}$.
-	TenantId      string `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	TenantId string `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	// Optional, 1-1000. Zero (absent) keeps the one-answer list; a page size, or a page token,
+	// asks for one page and a next_page_token when more follow.
+	PageSize int32 `protobuf:"varint,2,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// The next_page_token of the previous page, with the same tenant and filters. Opaque and
+	// sealed: a changed or foreign token is INVALID_INPUT pageToken.
+	PageToken     string `protobuf:"bytes,3,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -389,11 +395,27 @@ func (x *ListProviderAccountsRequest) GetTenantId() string {
 	return ""
 }
 
+func (x *ListProviderAccountsRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListProviderAccountsRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
 // ListProviderAccountsResponse holds accounts in creation order.
 type ListProviderAccountsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The accounts.
-	Accounts      []*ProviderAccount `protobuf:"bytes,1,rep,name=accounts,proto3" json:"accounts,omitempty"`
+	Accounts []*ProviderAccount `protobuf:"bytes,1,rep,name=accounts,proto3" json:"accounts,omitempty"`
+	// Set when more follow: pass it as page_token for the next page.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -433,6 +455,13 @@ func (x *ListProviderAccountsResponse) GetAccounts() []*ProviderAccount {
 		return x.Accounts
 	}
 	return nil
+}
+
+func (x *ListProviderAccountsResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
 }
 
 // Flavor is a machine size a pool offers.
@@ -1155,7 +1184,13 @@ func (x *GetPoolResponse) GetPool() *Pool {
 type ListPoolsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// At most 128 characters; ^[A-Za-z0-9._:-]{1,128}$.
-	TenantId      string `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	TenantId string `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	// Optional, 1-1000. Zero (absent) keeps the one-answer list; a page size, or a page token,
+	// asks for one page and a next_page_token when more follow.
+	PageSize int32 `protobuf:"varint,2,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// The next_page_token of the previous page, with the same tenant and filters. Opaque and
+	// sealed: a changed or foreign token is INVALID_INPUT pageToken.
+	PageToken     string `protobuf:"bytes,3,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1197,11 +1232,27 @@ func (x *ListPoolsRequest) GetTenantId() string {
 	return ""
 }
 
+func (x *ListPoolsRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListPoolsRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
 // ListPoolsResponse holds pools in creation order.
 type ListPoolsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The pools.
-	Pools         []*Pool `protobuf:"bytes,1,rep,name=pools,proto3" json:"pools,omitempty"`
+	Pools []*Pool `protobuf:"bytes,1,rep,name=pools,proto3" json:"pools,omitempty"`
+	// Set when more follow: pass it as page_token for the next page.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1241,6 +1292,13 @@ func (x *ListPoolsResponse) GetPools() []*Pool {
 		return x.Pools
 	}
 	return nil
+}
+
+func (x *ListPoolsResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
 }
 
 // UpdatePoolRequest replaces a pool's policy.
@@ -1661,7 +1719,13 @@ type ListQuotasRequest struct {
 	// At most 128 characters; ^[A-Za-z0-9._:-]{1,128}$.
 	TenantId string `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
 	// Only this pool's.
-	PoolId        string `protobuf:"bytes,2,opt,name=pool_id,json=poolId,proto3" json:"pool_id,omitempty"`
+	PoolId string `protobuf:"bytes,2,opt,name=pool_id,json=poolId,proto3" json:"pool_id,omitempty"`
+	// Optional, 1-1000. Zero (absent) keeps the one-answer list; a page size, or a page token,
+	// asks for one page and a next_page_token when more follow.
+	PageSize int32 `protobuf:"varint,3,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// The next_page_token of the previous page, with the same tenant and filters. Opaque and
+	// sealed: a changed or foreign token is INVALID_INPUT pageToken.
+	PageToken     string `protobuf:"bytes,4,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1710,11 +1774,27 @@ func (x *ListQuotasRequest) GetPoolId() string {
 	return ""
 }
 
+func (x *ListQuotasRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListQuotasRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
 // ListQuotasResponse holds quota rows.
 type ListQuotasResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The quotas.
-	Quotas        []*Quota `protobuf:"bytes,1,rep,name=quotas,proto3" json:"quotas,omitempty"`
+	Quotas []*Quota `protobuf:"bytes,1,rep,name=quotas,proto3" json:"quotas,omitempty"`
+	// Set when more follow: pass it as page_token for the next page.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1756,6 +1836,13 @@ func (x *ListQuotasResponse) GetQuotas() []*Quota {
 	return nil
 }
 
+func (x *ListQuotasResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
 var File_bettercompute_compute_v1_pools_proto protoreflect.FileDescriptor
 
 const file_bettercompute_compute_v1_pools_proto_rawDesc = "" +
@@ -1782,11 +1869,16 @@ const file_bettercompute_compute_v1_pools_proto_rawDesc = "" +
 	"\n" +
 	"account_id\x18\x02 \x01(\tB*\xbaH'r%\x18:2!^pacct_[0-9a-hjkmnp-tv-z]{26,52}$R\taccountId\"a\n" +
 	"\x1aGetProviderAccountResponse\x12C\n" +
-	"\aaccount\x18\x01 \x01(\v2).bettercompute.compute.v1.ProviderAccountR\aaccount\"^\n" +
+	"\aaccount\x18\x01 \x01(\v2).bettercompute.compute.v1.ProviderAccountR\aaccount\"\xb0\x01\n" +
 	"\x1bListProviderAccountsRequest\x12?\n" +
-	"\ttenant_id\x18\x01 \x01(\tB\"\xbaH\x1fr\x1d\x18\x80\x012\x18^[A-Za-z0-9._:-]{1,128}$R\btenantId\"e\n" +
+	"\ttenant_id\x18\x01 \x01(\tB\"\xbaH\x1fr\x1d\x18\x80\x012\x18^[A-Za-z0-9._:-]{1,128}$R\btenantId\x12'\n" +
+	"\tpage_size\x18\x02 \x01(\x05B\n" +
+	"\xbaH\a\x1a\x05\x18\xe8\a(\x00R\bpageSize\x12'\n" +
+	"\n" +
+	"page_token\x18\x03 \x01(\tB\b\xbaH\x05r\x03\x18\x80\x04R\tpageToken\"\x8d\x01\n" +
 	"\x1cListProviderAccountsResponse\x12E\n" +
-	"\baccounts\x18\x01 \x03(\v2).bettercompute.compute.v1.ProviderAccountR\baccounts\"\x88\x01\n" +
+	"\baccounts\x18\x01 \x03(\v2).bettercompute.compute.v1.ProviderAccountR\baccounts\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\x88\x01\n" +
 	"\x06Flavor\x12>\n" +
 	"\x04name\x18\x01 \x01(\tB*\xbaH'r%\x18*2!^[a-z]([-a-z0-9]{0,40}[a-z0-9])?$R\x04name\x12\x1d\n" +
 	"\x04size\x18\x02 \x01(\tB\t\xbaH\x06r\x04\x10\x01\x18@R\x04size\x12\x1f\n" +
@@ -1834,11 +1926,16 @@ const file_bettercompute_compute_v1_pools_proto_rawDesc = "" +
 	"\ttenant_id\x18\x01 \x01(\tB\"\xbaH\x1fr\x1d\x18\x80\x012\x18^[A-Za-z0-9._:-]{1,128}$R\btenantId\x12B\n" +
 	"\apool_id\x18\x02 \x01(\tB)\xbaH&r$\x1892 ^pool_[0-9a-hjkmnp-tv-z]{26,52}$R\x06poolId\"E\n" +
 	"\x0fGetPoolResponse\x122\n" +
-	"\x04pool\x18\x01 \x01(\v2\x1e.bettercompute.compute.v1.PoolR\x04pool\"S\n" +
+	"\x04pool\x18\x01 \x01(\v2\x1e.bettercompute.compute.v1.PoolR\x04pool\"\xa5\x01\n" +
 	"\x10ListPoolsRequest\x12?\n" +
-	"\ttenant_id\x18\x01 \x01(\tB\"\xbaH\x1fr\x1d\x18\x80\x012\x18^[A-Za-z0-9._:-]{1,128}$R\btenantId\"I\n" +
+	"\ttenant_id\x18\x01 \x01(\tB\"\xbaH\x1fr\x1d\x18\x80\x012\x18^[A-Za-z0-9._:-]{1,128}$R\btenantId\x12'\n" +
+	"\tpage_size\x18\x02 \x01(\x05B\n" +
+	"\xbaH\a\x1a\x05\x18\xe8\a(\x00R\bpageSize\x12'\n" +
+	"\n" +
+	"page_token\x18\x03 \x01(\tB\b\xbaH\x05r\x03\x18\x80\x04R\tpageToken\"q\n" +
 	"\x11ListPoolsResponse\x124\n" +
-	"\x05pools\x18\x01 \x03(\v2\x1e.bettercompute.compute.v1.PoolR\x05pools\"\xde\x01\n" +
+	"\x05pools\x18\x01 \x03(\v2\x1e.bettercompute.compute.v1.PoolR\x05pools\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xde\x01\n" +
 	"\x11UpdatePoolRequest\x12?\n" +
 	"\ttenant_id\x18\x01 \x01(\tB\"\xbaH\x1fr\x1d\x18\x80\x012\x18^[A-Za-z0-9._:-]{1,128}$R\btenantId\x12B\n" +
 	"\apool_id\x18\x02 \x01(\tB)\xbaH&r$\x1892 ^pool_[0-9a-hjkmnp-tv-z]{26,52}$R\x06poolId\x12D\n" +
@@ -1862,12 +1959,17 @@ const file_bettercompute_compute_v1_pools_proto_rawDesc = "" +
 	"\bresource\x18\x03 \x01(\tB\x1f\xbaH\x1cr\x1aR\rloadBalancersR\tinstancesR\bresource\x12!\n" +
 	"\x05limit\x18\x04 \x01(\x03B\v\xbaH\b\"\x06\x18\xa0\x8d\x06(\x00R\x05limit\"I\n" +
 	"\x10SetQuotaResponse\x125\n" +
-	"\x05quota\x18\x01 \x01(\v2\x1f.bettercompute.compute.v1.QuotaR\x05quota\"\x9b\x01\n" +
+	"\x05quota\x18\x01 \x01(\v2\x1f.bettercompute.compute.v1.QuotaR\x05quota\"\xed\x01\n" +
 	"\x11ListQuotasRequest\x12?\n" +
 	"\ttenant_id\x18\x01 \x01(\tB\"\xbaH\x1fr\x1d\x18\x80\x012\x18^[A-Za-z0-9._:-]{1,128}$R\btenantId\x12E\n" +
-	"\apool_id\x18\x02 \x01(\tB,\xbaH)\xd8\x01\x01r$\x1892 ^pool_[0-9a-hjkmnp-tv-z]{26,52}$R\x06poolId\"M\n" +
+	"\apool_id\x18\x02 \x01(\tB,\xbaH)\xd8\x01\x01r$\x1892 ^pool_[0-9a-hjkmnp-tv-z]{26,52}$R\x06poolId\x12'\n" +
+	"\tpage_size\x18\x03 \x01(\x05B\n" +
+	"\xbaH\a\x1a\x05\x18\xe8\a(\x00R\bpageSize\x12'\n" +
+	"\n" +
+	"page_token\x18\x04 \x01(\tB\b\xbaH\x05r\x03\x18\x80\x04R\tpageToken\"u\n" +
 	"\x12ListQuotasResponse\x127\n" +
-	"\x06quotas\x18\x01 \x03(\v2\x1f.bettercompute.compute.v1.QuotaR\x06quotas2\xb7\x03\n" +
+	"\x06quotas\x18\x01 \x03(\v2\x1f.bettercompute.compute.v1.QuotaR\x06quotas\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken2\xb7\x03\n" +
 	"\x16ProviderAccountService\x12\x88\x01\n" +
 	"\x15CreateProviderAccount\x126.bettercompute.compute.v1.CreateProviderAccountRequest\x1a7.bettercompute.compute.v1.CreateProviderAccountResponse\x12\x84\x01\n" +
 	"\x12GetProviderAccount\x123.bettercompute.compute.v1.GetProviderAccountRequest\x1a4.bettercompute.compute.v1.GetProviderAccountResponse\"\x03\x90\x02\x01\x12\x8a\x01\n" +

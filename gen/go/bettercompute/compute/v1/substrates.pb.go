@@ -596,8 +596,14 @@ type ListSubstratesRequest struct {
 	TenantId string `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
 	// Deleted ones only with include_deleted.
 	IncludeDeleted bool `protobuf:"varint,2,opt,name=include_deleted,json=includeDeleted,proto3" json:"include_deleted,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Optional, 1-1000. Zero (absent) keeps the one-answer list; a page size, or a page token,
+	// asks for one page and a next_page_token when more follow.
+	PageSize int32 `protobuf:"varint,3,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// The next_page_token of the previous page, with the same tenant and filters. Opaque and
+	// sealed: a changed or foreign token is INVALID_INPUT pageToken.
+	PageToken     string `protobuf:"bytes,4,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ListSubstratesRequest) Reset() {
@@ -644,11 +650,27 @@ func (x *ListSubstratesRequest) GetIncludeDeleted() bool {
 	return false
 }
 
+func (x *ListSubstratesRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListSubstratesRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
 // ListSubstratesResponse holds substrates.
 type ListSubstratesResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The substrates.
-	Substrates    []*Substrate `protobuf:"bytes,1,rep,name=substrates,proto3" json:"substrates,omitempty"`
+	Substrates []*Substrate `protobuf:"bytes,1,rep,name=substrates,proto3" json:"substrates,omitempty"`
+	// Set when more follow: pass it as page_token for the next page.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -688,6 +710,13 @@ func (x *ListSubstratesResponse) GetSubstrates() []*Substrate {
 		return x.Substrates
 	}
 	return nil
+}
+
+func (x *ListSubstratesResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
 }
 
 // JoinNodeRequest is what bcd sends from a node.
@@ -889,14 +918,19 @@ const file_bettercompute_compute_v1_substrates_proto_rawDesc = "" +
 	"\ttenant_id\x18\x01 \x01(\tB\"\xbaH\x1fr\x1d\x18\x80\x012\x18^[A-Za-z0-9._:-]{1,128}$R\btenantId\x12B\n" +
 	"\apool_id\x18\x02 \x01(\tB)\xbaH&r$\x1892 ^pool_[0-9a-hjkmnp-tv-z]{26,52}$R\x06poolId\"Y\n" +
 	"\x14GetSubstrateResponse\x12A\n" +
-	"\tsubstrate\x18\x01 \x01(\v2#.bettercompute.compute.v1.SubstrateR\tsubstrate\"\x81\x01\n" +
+	"\tsubstrate\x18\x01 \x01(\v2#.bettercompute.compute.v1.SubstrateR\tsubstrate\"\xd3\x01\n" +
 	"\x15ListSubstratesRequest\x12?\n" +
 	"\ttenant_id\x18\x01 \x01(\tB\"\xbaH\x1fr\x1d\x18\x80\x012\x18^[A-Za-z0-9._:-]{1,128}$R\btenantId\x12'\n" +
-	"\x0finclude_deleted\x18\x02 \x01(\bR\x0eincludeDeleted\"]\n" +
+	"\x0finclude_deleted\x18\x02 \x01(\bR\x0eincludeDeleted\x12'\n" +
+	"\tpage_size\x18\x03 \x01(\x05B\n" +
+	"\xbaH\a\x1a\x05\x18\xe8\a(\x00R\bpageSize\x12'\n" +
+	"\n" +
+	"page_token\x18\x04 \x01(\tB\b\xbaH\x05r\x03\x18\x80\x04R\tpageToken\"\x85\x01\n" +
 	"\x16ListSubstratesResponse\x12C\n" +
 	"\n" +
 	"substrates\x18\x01 \x03(\v2#.bettercompute.compute.v1.SubstrateR\n" +
-	"substrates\"\xd4\x02\n" +
+	"substrates\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xd4\x02\n" +
 	"\x0fJoinNodeRequest\x12B\n" +
 	"\apool_id\x18\x01 \x01(\tB)\xbaH&r$\x1892 ^pool_[0-9a-hjkmnp-tv-z]{26,52}$R\x06poolId\x12#\n" +
 	"\x05token\x18\x02 \x01(\tB\r\xbaH\ar\x05\x10 \x18\x80\x02\x80\x01\x01R\x05token\x12G\n" +

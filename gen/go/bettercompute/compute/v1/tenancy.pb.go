@@ -282,7 +282,13 @@ func (x *GetTenantResponse) GetTenant() *Tenant {
 
 // ListTenantsRequest lists tenants.
 type ListTenantsRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Optional, 1-1000. Zero (absent) keeps the one-answer list; a page size, or a page token,
+	// asks for one page and a next_page_token when more follow.
+	PageSize int32 `protobuf:"varint,1,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// The next_page_token of the previous page, with the same tenant and filters. Opaque and
+	// sealed: a changed or foreign token is INVALID_INPUT pageToken.
+	PageToken     string `protobuf:"bytes,2,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -317,11 +323,27 @@ func (*ListTenantsRequest) Descriptor() ([]byte, []int) {
 	return file_bettercompute_compute_v1_tenancy_proto_rawDescGZIP(), []int{5}
 }
 
+func (x *ListTenantsRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListTenantsRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
 // ListTenantsResponse holds tenants in creation order.
 type ListTenantsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The tenants.
-	Tenants       []*Tenant `protobuf:"bytes,1,rep,name=tenants,proto3" json:"tenants,omitempty"`
+	Tenants []*Tenant `protobuf:"bytes,1,rep,name=tenants,proto3" json:"tenants,omitempty"`
+	// Set when more follow: pass it as page_token for the next page.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -361,6 +383,13 @@ func (x *ListTenantsResponse) GetTenants() []*Tenant {
 		return x.Tenants
 	}
 	return nil
+}
+
+func (x *ListTenantsResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
 }
 
 // Principal is a user or a service account of a tenant.
@@ -559,7 +588,13 @@ func (x *CreatePrincipalResponse) GetPrincipal() *Principal {
 type ListPrincipalsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// At most 128 characters; ^[A-Za-z0-9._:-]{1,128}$.
-	TenantId      string `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	TenantId string `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	// Optional, 1-1000. Zero (absent) keeps the one-answer list; a page size, or a page token,
+	// asks for one page and a next_page_token when more follow.
+	PageSize int32 `protobuf:"varint,2,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// The next_page_token of the previous page, with the same tenant and filters. Opaque and
+	// sealed: a changed or foreign token is INVALID_INPUT pageToken.
+	PageToken     string `protobuf:"bytes,3,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -601,11 +636,27 @@ func (x *ListPrincipalsRequest) GetTenantId() string {
 	return ""
 }
 
+func (x *ListPrincipalsRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListPrincipalsRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
 // ListPrincipalsResponse holds principals in creation order.
 type ListPrincipalsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The principals.
-	Principals    []*Principal `protobuf:"bytes,1,rep,name=principals,proto3" json:"principals,omitempty"`
+	Principals []*Principal `protobuf:"bytes,1,rep,name=principals,proto3" json:"principals,omitempty"`
+	// Set when more follow: pass it as page_token for the next page.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -645,6 +696,13 @@ func (x *ListPrincipalsResponse) GetPrincipals() []*Principal {
 		return x.Principals
 	}
 	return nil
+}
+
+func (x *ListPrincipalsResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
 }
 
 // Token describes a bearer token without its secret.
@@ -1430,7 +1488,13 @@ func (x *GetProjectResponse) GetProject() *Project {
 type ListProjectsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// At most 128 characters; ^[A-Za-z0-9._:-]{1,128}$.
-	TenantId      string `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	TenantId string `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
+	// Optional, 1-1000. Zero (absent) keeps the one-answer list; a page size, or a page token,
+	// asks for one page and a next_page_token when more follow.
+	PageSize int32 `protobuf:"varint,2,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// The next_page_token of the previous page, with the same tenant and filters. Opaque and
+	// sealed: a changed or foreign token is INVALID_INPUT pageToken.
+	PageToken     string `protobuf:"bytes,3,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1472,11 +1536,27 @@ func (x *ListProjectsRequest) GetTenantId() string {
 	return ""
 }
 
+func (x *ListProjectsRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListProjectsRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
 // ListProjectsResponse holds projects in creation order.
 type ListProjectsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The projects.
-	Projects      []*Project `protobuf:"bytes,1,rep,name=projects,proto3" json:"projects,omitempty"`
+	Projects []*Project `protobuf:"bytes,1,rep,name=projects,proto3" json:"projects,omitempty"`
+	// Set when more follow: pass it as page_token for the next page.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1518,6 +1598,13 @@ func (x *ListProjectsResponse) GetProjects() []*Project {
 	return nil
 }
 
+func (x *ListProjectsResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
 var File_bettercompute_compute_v1_tenancy_proto protoreflect.FileDescriptor
 
 const file_bettercompute_compute_v1_tenancy_proto_rawDesc = "" +
@@ -1536,10 +1623,15 @@ const file_bettercompute_compute_v1_tenancy_proto_rawDesc = "" +
 	"\x10GetTenantRequest\x12?\n" +
 	"\ttenant_id\x18\x01 \x01(\tB\"\xbaH\x1fr\x1d\x18\x80\x012\x18^[A-Za-z0-9._:-]{1,128}$R\btenantId\"M\n" +
 	"\x11GetTenantResponse\x128\n" +
-	"\x06tenant\x18\x01 \x01(\v2 .bettercompute.compute.v1.TenantR\x06tenant\"\x14\n" +
-	"\x12ListTenantsRequest\"Q\n" +
+	"\x06tenant\x18\x01 \x01(\v2 .bettercompute.compute.v1.TenantR\x06tenant\"f\n" +
+	"\x12ListTenantsRequest\x12'\n" +
+	"\tpage_size\x18\x01 \x01(\x05B\n" +
+	"\xbaH\a\x1a\x05\x18\xe8\a(\x00R\bpageSize\x12'\n" +
+	"\n" +
+	"page_token\x18\x02 \x01(\tB\b\xbaH\x05r\x03\x18\x80\x04R\tpageToken\"y\n" +
 	"\x13ListTenantsResponse\x12:\n" +
-	"\atenants\x18\x01 \x03(\v2 .bettercompute.compute.v1.TenantR\atenants\"\xac\x01\n" +
+	"\atenants\x18\x01 \x03(\v2 .bettercompute.compute.v1.TenantR\atenants\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xac\x01\n" +
 	"\tPrincipal\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\ttenant_id\x18\x02 \x01(\tR\btenantId\x12\x12\n" +
@@ -1553,13 +1645,18 @@ const file_bettercompute_compute_v1_tenancy_proto_rawDesc = "" +
 	"\fdisplay_name\x18\x03 \x01(\tB\n" +
 	"\xbaH\ar\x05\x10\x01\x18\x80\x01R\vdisplayName\"\\\n" +
 	"\x17CreatePrincipalResponse\x12A\n" +
-	"\tprincipal\x18\x01 \x01(\v2#.bettercompute.compute.v1.PrincipalR\tprincipal\"X\n" +
+	"\tprincipal\x18\x01 \x01(\v2#.bettercompute.compute.v1.PrincipalR\tprincipal\"\xaa\x01\n" +
 	"\x15ListPrincipalsRequest\x12?\n" +
-	"\ttenant_id\x18\x01 \x01(\tB\"\xbaH\x1fr\x1d\x18\x80\x012\x18^[A-Za-z0-9._:-]{1,128}$R\btenantId\"]\n" +
+	"\ttenant_id\x18\x01 \x01(\tB\"\xbaH\x1fr\x1d\x18\x80\x012\x18^[A-Za-z0-9._:-]{1,128}$R\btenantId\x12'\n" +
+	"\tpage_size\x18\x02 \x01(\x05B\n" +
+	"\xbaH\a\x1a\x05\x18\xe8\a(\x00R\bpageSize\x12'\n" +
+	"\n" +
+	"page_token\x18\x03 \x01(\tB\b\xbaH\x05r\x03\x18\x80\x04R\tpageToken\"\x85\x01\n" +
 	"\x16ListPrincipalsResponse\x12C\n" +
 	"\n" +
 	"principals\x18\x01 \x03(\v2#.bettercompute.compute.v1.PrincipalR\n" +
-	"principals\"\xf1\x01\n" +
+	"principals\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xf1\x01\n" +
 	"\x05Token\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12!\n" +
 	"\fprincipal_id\x18\x02 \x01(\tR\vprincipalId\x12;\n" +
@@ -1611,11 +1708,16 @@ const file_bettercompute_compute_v1_tenancy_proto_rawDesc = "" +
 	"\n" +
 	"project_id\x18\x02 \x01(\tB(\xbaH%r#\x1882\x1f^prj_[0-9a-hjkmnp-tv-z]{26,52}$R\tprojectId\"Q\n" +
 	"\x12GetProjectResponse\x12;\n" +
-	"\aproject\x18\x01 \x01(\v2!.bettercompute.compute.v1.ProjectR\aproject\"V\n" +
+	"\aproject\x18\x01 \x01(\v2!.bettercompute.compute.v1.ProjectR\aproject\"\xa8\x01\n" +
 	"\x13ListProjectsRequest\x12?\n" +
-	"\ttenant_id\x18\x01 \x01(\tB\"\xbaH\x1fr\x1d\x18\x80\x012\x18^[A-Za-z0-9._:-]{1,128}$R\btenantId\"U\n" +
+	"\ttenant_id\x18\x01 \x01(\tB\"\xbaH\x1fr\x1d\x18\x80\x012\x18^[A-Za-z0-9._:-]{1,128}$R\btenantId\x12'\n" +
+	"\tpage_size\x18\x02 \x01(\x05B\n" +
+	"\xbaH\a\x1a\x05\x18\xe8\a(\x00R\bpageSize\x12'\n" +
+	"\n" +
+	"page_token\x18\x03 \x01(\tB\b\xbaH\x05r\x03\x18\x80\x04R\tpageToken\"}\n" +
 	"\x14ListProjectsResponse\x12=\n" +
-	"\bprojects\x18\x01 \x03(\v2!.bettercompute.compute.v1.ProjectR\bprojects2\xf3\a\n" +
+	"\bprojects\x18\x01 \x03(\v2!.bettercompute.compute.v1.ProjectR\bprojects\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken2\xf3\a\n" +
 	"\rTenantService\x12m\n" +
 	"\fCreateTenant\x12-.bettercompute.compute.v1.CreateTenantRequest\x1a..bettercompute.compute.v1.CreateTenantResponse\x12i\n" +
 	"\tGetTenant\x12*.bettercompute.compute.v1.GetTenantRequest\x1a+.bettercompute.compute.v1.GetTenantResponse\"\x03\x90\x02\x01\x12o\n" +

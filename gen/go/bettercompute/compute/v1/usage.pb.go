@@ -115,7 +115,13 @@ type ListUsageRequest struct {
 	// Window end; unset: now.
 	EndTime *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=end_time,json=endTime,proto3" json:"end_time,omitempty"`
 	// Only this meter.
-	Meter         string `protobuf:"bytes,4,opt,name=meter,proto3" json:"meter,omitempty"`
+	Meter string `protobuf:"bytes,4,opt,name=meter,proto3" json:"meter,omitempty"`
+	// Optional, 1-1000. Zero (absent) keeps the one-answer list; a page size, or a page token,
+	// asks for one page and a next_page_token when more follow.
+	PageSize int32 `protobuf:"varint,5,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// The next_page_token of the previous page, with the same tenant and filters. Opaque and
+	// sealed: a changed or foreign token is INVALID_INPUT pageToken.
+	PageToken     string `protobuf:"bytes,6,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -178,13 +184,29 @@ func (x *ListUsageRequest) GetMeter() string {
 	return ""
 }
 
+func (x *ListUsageRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListUsageRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
 // ListUsageResponse holds usage records in start order.
 type ListUsageResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The records.
 	Records []*UsageRecord `protobuf:"bytes,1,rep,name=records,proto3" json:"records,omitempty"`
 	// Total hours per meter within the window.
-	Totals        map[string]float64 `protobuf:"bytes,2,rep,name=totals,proto3" json:"totals,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"fixed64,2,opt,name=value"`
+	Totals map[string]float64 `protobuf:"bytes,2,rep,name=totals,proto3" json:"totals,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"fixed64,2,opt,name=value"`
+	// Set when more follow: pass it as page_token for the next page.
+	NextPageToken string `protobuf:"bytes,3,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -233,6 +255,13 @@ func (x *ListUsageResponse) GetTotals() map[string]float64 {
 	return nil
 }
 
+func (x *ListUsageResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
 var File_bettercompute_compute_v1_usage_proto protoreflect.FileDescriptor
 
 const file_bettercompute_compute_v1_usage_proto_rawDesc = "" +
@@ -245,16 +274,21 @@ const file_bettercompute_compute_v1_usage_proto_rawDesc = "" +
 	"\n" +
 	"start_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tstartTime\x125\n" +
 	"\bend_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\aendTime\x12\x1a\n" +
-	"\bquantity\x18\x05 \x01(\x01R\bquantity\"\xe4\x01\n" +
+	"\bquantity\x18\x05 \x01(\x01R\bquantity\"\xb6\x02\n" +
 	"\x10ListUsageRequest\x12?\n" +
 	"\ttenant_id\x18\x01 \x01(\tB\"\xbaH\x1fr\x1d\x18\x80\x012\x18^[A-Za-z0-9._:-]{1,128}$R\btenantId\x129\n" +
 	"\n" +
 	"start_time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\tstartTime\x125\n" +
 	"\bend_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\aendTime\x12\x1d\n" +
-	"\x05meter\x18\x04 \x01(\tB\a\xbaH\x04r\x02\x18@R\x05meter\"\xe0\x01\n" +
+	"\x05meter\x18\x04 \x01(\tB\a\xbaH\x04r\x02\x18@R\x05meter\x12'\n" +
+	"\tpage_size\x18\x05 \x01(\x05B\n" +
+	"\xbaH\a\x1a\x05\x18\xe8\a(\x00R\bpageSize\x12'\n" +
+	"\n" +
+	"page_token\x18\x06 \x01(\tB\b\xbaH\x05r\x03\x18\x80\x04R\tpageToken\"\x88\x02\n" +
 	"\x11ListUsageResponse\x12?\n" +
 	"\arecords\x18\x01 \x03(\v2%.bettercompute.compute.v1.UsageRecordR\arecords\x12O\n" +
-	"\x06totals\x18\x02 \x03(\v27.bettercompute.compute.v1.ListUsageResponse.TotalsEntryR\x06totals\x1a9\n" +
+	"\x06totals\x18\x02 \x03(\v27.bettercompute.compute.v1.ListUsageResponse.TotalsEntryR\x06totals\x12&\n" +
+	"\x0fnext_page_token\x18\x03 \x01(\tR\rnextPageToken\x1a9\n" +
 	"\vTotalsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x01R\x05value:\x028\x012y\n" +

@@ -13,7 +13,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file bettercompute/compute/v1/usage.proto.
  */
 export const file_bettercompute_compute_v1_usage: GenFile = /*@__PURE__*/
-  fileDesc("CiRiZXR0ZXJjb21wdXRlL2NvbXB1dGUvdjEvdXNhZ2UucHJvdG8SGGJldHRlcmNvbXB1dGUuY29tcHV0ZS52MSKhAQoLVXNhZ2VSZWNvcmQSDQoFbWV0ZXIYASABKAkSEwoLcmVzb3VyY2VfaWQYAiABKAkSLgoKc3RhcnRfdGltZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLAoIZW5kX3RpbWUYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhAKCHF1YW50aXR5GAUgASgBIr8BChBMaXN0VXNhZ2VSZXF1ZXN0EjUKCXRlbmFudF9pZBgBIAEoCUIiukgfch0YgAEyGF5bQS1aYS16MC05Ll86LV17MSwxMjh9JBIuCgpzdGFydF90aW1lGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIsCghlbmRfdGltZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFgoFbWV0ZXIYBCABKAlCB7pIBHICGEAiwwEKEUxpc3RVc2FnZVJlc3BvbnNlEjYKB3JlY29yZHMYASADKAsyJS5iZXR0ZXJjb21wdXRlLmNvbXB1dGUudjEuVXNhZ2VSZWNvcmQSRwoGdG90YWxzGAIgAygLMjcuYmV0dGVyY29tcHV0ZS5jb21wdXRlLnYxLkxpc3RVc2FnZVJlc3BvbnNlLlRvdGFsc0VudHJ5Gi0KC1RvdGFsc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoAToCOAEyeQoMVXNhZ2VTZXJ2aWNlEmkKCUxpc3RVc2FnZRIqLmJldHRlcmNvbXB1dGUuY29tcHV0ZS52MS5MaXN0VXNhZ2VSZXF1ZXN0GisuYmV0dGVyY29tcHV0ZS5jb21wdXRlLnYxLkxpc3RVc2FnZVJlc3BvbnNlIgOQAgFC8gEKHGNvbS5iZXR0ZXJjb21wdXRlLmNvbXB1dGUudjFCClVzYWdlUHJvdG9QAVpEYmV0dGVyLWNvbXB1dGUuZGV2L2NvbXB1dGUvZ2VuL2dvL2JldHRlcmNvbXB1dGUvY29tcHV0ZS92MTtjb21wdXRldjGiAgNCQ1iqAhhCZXR0ZXJjb21wdXRlLkNvbXB1dGUuVjHKAhhCZXR0ZXJjb21wdXRlXENvbXB1dGVcVjHiAiRCZXR0ZXJjb21wdXRlXENvbXB1dGVcVjFcR1BCTWV0YWRhdGHqAhpCZXR0ZXJjb21wdXRlOjpDb21wdXRlOjpWMWIGcHJvdG8z", [file_buf_validate_validate, file_google_protobuf_timestamp]);
+  fileDesc("CiRiZXR0ZXJjb21wdXRlL2NvbXB1dGUvdjEvdXNhZ2UucHJvdG8SGGJldHRlcmNvbXB1dGUuY29tcHV0ZS52MSKhAQoLVXNhZ2VSZWNvcmQSDQoFbWV0ZXIYASABKAkSEwoLcmVzb3VyY2VfaWQYAiABKAkSLgoKc3RhcnRfdGltZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLAoIZW5kX3RpbWUYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhAKCHF1YW50aXR5GAUgASgBIvwBChBMaXN0VXNhZ2VSZXF1ZXN0EjUKCXRlbmFudF9pZBgBIAEoCUIiukgfch0YgAEyGF5bQS1aYS16MC05Ll86LV17MSwxMjh9JBIuCgpzdGFydF90aW1lGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIsCghlbmRfdGltZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFgoFbWV0ZXIYBCABKAlCB7pIBHICGEASHQoJcGFnZV9zaXplGAUgASgFQgq6SAcaBRjoBygAEhwKCnBhZ2VfdG9rZW4YBiABKAlCCLpIBXIDGIAEItwBChFMaXN0VXNhZ2VSZXNwb25zZRI2CgdyZWNvcmRzGAEgAygLMiUuYmV0dGVyY29tcHV0ZS5jb21wdXRlLnYxLlVzYWdlUmVjb3JkEkcKBnRvdGFscxgCIAMoCzI3LmJldHRlcmNvbXB1dGUuY29tcHV0ZS52MS5MaXN0VXNhZ2VSZXNwb25zZS5Ub3RhbHNFbnRyeRIXCg9uZXh0X3BhZ2VfdG9rZW4YAyABKAkaLQoLVG90YWxzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgBOgI4ATJ5CgxVc2FnZVNlcnZpY2USaQoJTGlzdFVzYWdlEiouYmV0dGVyY29tcHV0ZS5jb21wdXRlLnYxLkxpc3RVc2FnZVJlcXVlc3QaKy5iZXR0ZXJjb21wdXRlLmNvbXB1dGUudjEuTGlzdFVzYWdlUmVzcG9uc2UiA5ACAULyAQocY29tLmJldHRlcmNvbXB1dGUuY29tcHV0ZS52MUIKVXNhZ2VQcm90b1ABWkRiZXR0ZXItY29tcHV0ZS5kZXYvY29tcHV0ZS9nZW4vZ28vYmV0dGVyY29tcHV0ZS9jb21wdXRlL3YxO2NvbXB1dGV2MaICA0JDWKoCGEJldHRlcmNvbXB1dGUuQ29tcHV0ZS5WMcoCGEJldHRlcmNvbXB1dGVcQ29tcHV0ZVxWMeICJEJldHRlcmNvbXB1dGVcQ29tcHV0ZVxWMVxHUEJNZXRhZGF0YeoCGkJldHRlcmNvbXB1dGU6OkNvbXB1dGU6OlYxYgZwcm90bzM", [file_buf_validate_validate, file_google_protobuf_timestamp]);
 
 /**
  * UsageRecord is one resource's metered use within the asked window.
@@ -97,6 +97,22 @@ export type ListUsageRequest = Message<"bettercompute.compute.v1.ListUsageReques
    * @generated from field: string meter = 4;
    */
   meter: string;
+
+  /**
+   * Optional, 1-1000. Zero (absent) keeps the one-answer list; a page size, or a page token,
+   * asks for one page and a next_page_token when more follow.
+   *
+   * @generated from field: int32 page_size = 5;
+   */
+  pageSize: number;
+
+  /**
+   * The next_page_token of the previous page, with the same tenant and filters. Opaque and
+   * sealed: a changed or foreign token is INVALID_INPUT pageToken.
+   *
+   * @generated from field: string page_token = 6;
+   */
+  pageToken: string;
 };
 
 /**
@@ -125,6 +141,13 @@ export type ListUsageResponse = Message<"bettercompute.compute.v1.ListUsageRespo
    * @generated from field: map<string, double> totals = 2;
    */
   totals: { [key: string]: number };
+
+  /**
+   * Set when more follow: pass it as page_token for the next page.
+   *
+   * @generated from field: string next_page_token = 3;
+   */
+  nextPageToken: string;
 };
 
 /**
