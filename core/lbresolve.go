@@ -24,13 +24,6 @@ type lbPlacement struct {
 	SubnetFixed bool
 }
 
-// lbRefs are the rows a load balancer's settings refer to.
-type lbRefs struct {
-	InstanceIDs    []string
-	LoadBalancerID []string
-	CertificateIDs []string
-}
-
 // checkInstanceAccess decides, outside any transaction, the seed's rules that depend on the
 // caller's credential: another tenant's instance is ACCESS_DENIED, and each named instance needs
 // compute:instances:update.
