@@ -13,7 +13,7 @@ import (
 
 // bootstrapAdmin makes the first platform admin (or, told so, another token for it) and prints
 // the token on stdout once. Nothing is logged: the secret must not reach a log pipeline.
-func bootstrapAdmin(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+func bootstrapAdmin(ctx context.Context, args []string, env environment, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bootstrap-admin", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	name := fs.String("name", "platform-admin", "display name of the admin principal")
@@ -28,7 +28,7 @@ func bootstrapAdmin(ctx context.Context, args []string, getenv func(string) stri
 	if *additional && *rotate {
 		return fmt.Errorf("%w: --additional and --rotate exclude each other", errUsage)
 	}
-	db, err := openDB(ctx, getenv)
+	db, err := openDB(ctx, env)
 	if err != nil {
 		return err
 	}
@@ -58,7 +58,7 @@ func bootstrapAdmin(ctx context.Context, args []string, getenv func(string) stri
 
 // revokeToken revokes one token by id (any principal's: the operator holds the database).
 // Replicas stop accepting it within core.PrincipalCacheTTL.
-func revokeToken(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+func revokeToken(ctx context.Context, args []string, env environment, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("revoke-token", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	if err := parseFlags(fs, args); err != nil {
@@ -67,7 +67,7 @@ func revokeToken(ctx context.Context, args []string, getenv func(string) string,
 	if fs.NArg() != 1 {
 		return fmt.Errorf("%w: revoke-token <token-id>", errUsage)
 	}
-	db, err := openDB(ctx, getenv)
+	db, err := openDB(ctx, env)
 	if err != nil {
 		return err
 	}

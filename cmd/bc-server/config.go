@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -68,10 +69,59 @@ var envVars = []envVar{
 // defaultDrainDelay gives load balancers time to see /readyz fail before the listener closes.
 const defaultDrainDelay = 5 * time.Second
 
-// parseConfig reads every BC_* variable with getenv. requireServe demands the variables a
-// replica cannot run without (serve); dev supplies its own database and key.
-func parseConfig(getenv func(string) string, requireServe bool) (Config, error) {
+// environment is the process environment as the commands read it: get returns one variable,
+// names lists every variable set (so a mistyped BC_* name is refused, not silently ignored).
+type environment struct {
+	get   func(string) string
+	names []string
+}
+
+// osEnvironment is the process's own environment.
+func osEnvironment() environment {
+	var names []string
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		names = append(names, name)
+	}
+	return environment{get: os.Getenv, names: names}
+}
+
+// otherToolsVars are BC_* names the project's other programs read (the test and bench harnesses,
+// the TS SDK's test runner, bcd on a substrate node): a shell set up for them may start
+// bc-server too, so they are not typos. A trailing "_" is a prefix.
+var otherToolsVars = []string{"BC_TEST_", "BC_BENCH_", "BC_SERVER_BIN", "BC_TOKEN", "BC_POOL_ID", "BC_NODE_NAME", "BC_JOIN_URL", "BC_JOIN_TOKEN"}
+
+// unknownVars returns the BC_* names set in env that are neither an entry of envVars nor
+// another program's (otherToolsVars), sorted.
+func unknownVars(env environment) []string {
+	known := func(name string) bool {
+		if slices.ContainsFunc(envVars, func(v envVar) bool { return v.name == name }) {
+			return true
+		}
+		return slices.ContainsFunc(otherToolsVars, func(o string) bool {
+			return name == o || (strings.HasSuffix(o, "_") && strings.HasPrefix(name, o))
+		})
+	}
+	var unknown []string
+	for _, name := range env.names {
+		if !strings.HasPrefix(name, "BC_") || slices.Contains(unknown, name) || known(name) {
+			continue
+		}
+		unknown = append(unknown, name)
+	}
+	slices.Sort(unknown)
+	return unknown
+}
+
+// parseConfig reads every BC_* variable of env. requireServe demands the variables a replica
+// cannot run without (serve); dev supplies its own database and key. A BC_* variable that is set
+// but not one of envVars (a typo such as BC_LEASE_TIMEOUT) is an error naming it.
+func parseConfig(env environment, requireServe bool) (Config, error) {
+	getenv := env.get
 	var errs []error
+	if unknown := unknownVars(env); len(unknown) > 0 {
+		errs = append(errs, fmt.Errorf("%s: not a bc-server variable (see bc-server help for the list)", strings.Join(unknown, ", ")))
+	}
 	bad := func(name, v, want string) { errs = append(errs, fmt.Errorf("%s=%q: %s", name, v, want)) }
 	get := func(name, def string) string {
 		if v := strings.TrimSpace(getenv(name)); v != "" {

@@ -25,7 +25,14 @@ func validEnv(t *testing.T) map[string]string {
 	}
 }
 
-func lookup(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+// lookup is an environment holding exactly m.
+func lookup(m map[string]string) environment {
+	names := make([]string, 0, len(m))
+	for k := range m {
+		names = append(names, k)
+	}
+	return environment{get: func(k string) string { return m[k] }, names: names}
+}
 
 // TestParseConfigBadValueNamesVariable: every knob with a value that does not parse stops the
 // configuration with an error naming that variable.
@@ -73,6 +80,37 @@ func TestParseConfigBadValueNamesVariable(t *testing.T) {
 	}
 }
 
+// TestParseConfigUnknownVariableNamesIt: a BC_* variable that is set but unknown (mistyped)
+// stops serve and dev with an error naming it; other variables of the environment are ignored.
+func TestParseConfigUnknownVariableNamesIt(t *testing.T) {
+	t.Parallel()
+	env := validEnv(t)
+	env["BC_LEASE_TIMEOUT"] = "30s" // BC_LEASE_TTL mistyped
+	env["BC_DATABSE_URL"] = "postgres://x"
+	env["HOME"] = "/root"
+	env["BC_TEST_DATABASE_URL"] = "postgres://y" // the test harness's, not a typo
+	env["BC_SERVER_BIN"] = "/tmp/bc-server"      // the TS SDK test runner's
+	_, err := parseConfig(lookup(env), true)
+	if err == nil || !strings.Contains(err.Error(), "BC_DATABSE_URL, BC_LEASE_TIMEOUT") {
+		t.Fatalf("unknown variables: %v, want an error naming both", err)
+	}
+	if strings.Contains(err.Error(), "postgres://x") || strings.Contains(err.Error(), "HOME") ||
+		strings.Contains(err.Error(), "BC_TEST_") || strings.Contains(err.Error(), "BC_SERVER_BIN") {
+		t.Errorf("error %q echoes a value or names a variable that is not a typo", err)
+	}
+	for _, cmd := range []string{"serve", "dev"} {
+		var out, errOut bytes.Buffer
+		if code := run(context.Background(), []string{cmd}, lookup(env), &out, &errOut); code != 1 || !strings.Contains(errOut.String(), "BC_LEASE_TIMEOUT") {
+			t.Errorf("%s with BC_LEASE_TIMEOUT set: exit %d, stderr %q", cmd, code, errOut.String())
+		}
+	}
+	delete(env, "BC_LEASE_TIMEOUT")
+	delete(env, "BC_DATABSE_URL")
+	if _, err := parseConfig(lookup(env), true); err != nil {
+		t.Errorf("known variables only: %v", err)
+	}
+}
+
 // TestParseConfigFields: values land in the fields passed down, defaults otherwise.
 func TestParseConfigFields(t *testing.T) {
 	t.Parallel()
@@ -109,7 +147,7 @@ func TestParseConfigFields(t *testing.T) {
 func TestEveryVariableDocumented(t *testing.T) {
 	t.Parallel()
 	var read []string
-	_, _ = parseConfig(func(k string) string { read = append(read, k); return "" }, true)
+	_, _ = parseConfig(environment{get: func(k string) string { read = append(read, k); return "" }}, true)
 	var listed []string
 	for _, v := range envVars {
 		listed = append(listed, v.name)

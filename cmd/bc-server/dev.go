@@ -22,10 +22,10 @@ import (
 // dev runs the whole control plane on embedded defaults: a private schema of the local
 // PostgreSQL (dropped on exit), the OpenFGA engine in process, the DigitalOcean simulator in
 // process, and a demo tenant ready for the README's curl walk-through.
-func dev(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+func dev(ctx context.Context, args []string, env environment, stdout, stderr io.Writer) error {
 	// The same BC_* variables as serve are checked (a bad knob stops dev too); dev supplies the
 	// database schema, the key, the listener and the embedded parts itself.
-	cfg, err := parseConfig(getenv, false)
+	cfg, err := parseConfig(env, false)
 	if err != nil {
 		return err
 	}

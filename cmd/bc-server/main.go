@@ -23,7 +23,7 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	code := run(ctx, os.Args[1:], osEnvironment(), os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
 }
@@ -33,7 +33,7 @@ var errUsage = errors.New("usage")
 
 // run executes one command and returns the process's exit status: 0 done, 1 failed, 2 the
 // command line is wrong.
-func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+func run(ctx context.Context, args []string, env environment, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		printUsage(stderr)
 		return 2
@@ -63,15 +63,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		printUsage(stdout)
 		return 0
 	case "serve":
-		err = serve(ctx, getenv, stderr)
+		err = serve(ctx, env, stderr)
 	case "migrate":
-		err = migrate(ctx, getenv)
+		err = migrate(ctx, env)
 	case "bootstrap-admin":
-		err = bootstrapAdmin(ctx, rest, getenv, stdout, stderr)
+		err = bootstrapAdmin(ctx, rest, env, stdout, stderr)
 	case "revoke-token":
-		err = revokeToken(ctx, rest, getenv, stdout, stderr)
+		err = revokeToken(ctx, rest, env, stdout, stderr)
 	case "dev":
-		err = dev(ctx, rest, getenv, stdout, stderr)
+		err = dev(ctx, rest, env, stdout, stderr)
 	default:
 		fmt.Fprintf(stderr, "bc-server: unknown command %q\n", cmd)
 		printUsage(stderr)

@@ -10,8 +10,8 @@ import (
 	"better-compute.dev/compute/store"
 )
 
-func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) error {
-	cfg, err := parseConfig(getenv, true)
+func serve(ctx context.Context, env environment, stderr io.Writer) error {
+	cfg, err := parseConfig(env, true)
 	if err != nil {
 		return err
 	}
@@ -28,8 +28,8 @@ func serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 	return nil
 }
 
-func migrate(ctx context.Context, getenv func(string) string) error {
-	db, err := openDB(ctx, getenv)
+func migrate(ctx context.Context, env environment) error {
+	db, err := openDB(ctx, env)
 	if err != nil {
 		return err
 	}
@@ -39,11 +39,11 @@ func migrate(ctx context.Context, getenv func(string) string) error {
 
 // openDB opens BC_DATABASE_URL for the operator commands (migrate, bootstrap-admin,
 // revoke-token), which need only the database.
-func openDB(ctx context.Context, getenv func(string) string) (*store.DB, error) {
-	if getenv("BC_DATABASE_URL") == "" {
+func openDB(ctx context.Context, env environment) (*store.DB, error) {
+	if env.get("BC_DATABASE_URL") == "" {
 		return nil, errors.New("BC_DATABASE_URL: required")
 	}
-	cfg, err := parseConfig(getenv, false)
+	cfg, err := parseConfig(env, false)
 	if err != nil {
 		return nil, err
 	}

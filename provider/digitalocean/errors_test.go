@@ -12,8 +12,6 @@ import (
 	"better-compute.dev/compute/redact"
 )
 
-var tcpRule = []provider.ForwardingRule{{EntryProtocol: "tcp", EntryPort: 5432, TargetProtocol: "tcp", TargetPort: 5432}}
-
 // TestFaultsAreTransient: server errors, dropped connections and timeouts all come back as
 // ErrTransient, which the reconciler retries.
 func TestFaultsAreTransient(t *testing.T) {

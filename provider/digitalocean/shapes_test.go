@@ -42,13 +42,12 @@ var (
 	boolean = rule{typ: "boolean"}
 )
 
-func arr(items string) rule             { return rule{typ: "array", items: items} }
-func obj(table string) rule             { return rule{typ: "object", object: table} }
-func enum(values ...string) rule        { return rule{typ: "string", enum: values} }
-func formatted(format string) rule      { return rule{typ: "string", format: format} }
-func (r rule) orNull() rule             { r.nullable = true; return r }
-func (r rule) notAlways() rule          { r.optional = true; return r }
-func (r rule) withFormat(f string) rule { r.format = f; return r }
+func arr(items string) rule        { return rule{typ: "array", items: items} }
+func obj(table string) rule        { return rule{typ: "object", object: table} }
+func enum(values ...string) rule   { return rule{typ: "string", enum: values} }
+func formatted(format string) rule { return rule{typ: "string", format: format} }
+func (r rule) orNull() rule        { r.nullable = true; return r }
+func (r rule) notAlways() rule     { r.optional = true; return r }
 
 // answers are the response objects.
 var answers = map[string]shape{
