@@ -9,8 +9,8 @@ import (
 	"better-compute.dev/compute/provider/digitalocean"
 	"better-compute.dev/compute/reconcile"
 	metalreconcile "better-compute.dev/compute/reconcile/metal"
-	"better-compute.dev/compute/reconcile/providers/provresources"
 	"better-compute.dev/compute/reconcile/substrates"
+	"better-compute.dev/compute/reconcile/vps"
 )
 
 // pruneKind is the periodic pass that removes long-idle work items.
@@ -35,12 +35,12 @@ func (a *App) runReconcilers(ctx context.Context, runner *reconcile.Runner) {
 // replica.
 func (a *App) newRunner(rc ReconcileConfig) (*reconcile.Runner, error) {
 	do := rc.DigitalOcean
-	do.Transport = provresources.DeadlineTransport(do.Transport)
+	do.Transport = vps.DeadlineTransport(do.Transport)
 	if do.Budget == nil {
 		// One token's budget is shared by every replica through the database.
-		do.Budget = provresources.Budget{DB: a.DB}
+		do.Budget = vps.Budget{DB: a.DB}
 	}
-	rec, err := provresources.New(provresources.Options{
+	rec, err := vps.New(vps.Options{
 		DB: a.DB, Keyring: a.Service.Keyring, Factory: digitalocean.NewFactory(do),
 		ProviderPoll: rc.ProviderPoll, DependencyPoll: rc.DependencyPoll, CreateWindow: rc.CreateWindow,
 		Logger: a.Config.Logger,
@@ -68,7 +68,7 @@ func (a *App) newRunner(rc ReconcileConfig) (*reconcile.Runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := runner.Every(provresources.PeriodicKind, rc.PeriodicInterval, rec.Periodic()); err != nil {
+	if err := runner.Every(vps.PeriodicKind, rc.PeriodicInterval, rec.Periodic()); err != nil {
 		return nil, err
 	}
 	// Finished work items stay as idle rows (their epochs fence stale holders); prune old ones.

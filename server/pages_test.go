@@ -9,9 +9,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"better-compute.dev/compute/app/apptest"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
 	idgen "better-compute.dev/compute/ids"
-	"better-compute.dev/compute/internal/apptest"
 	"better-compute.dev/compute/store"
 )
 
