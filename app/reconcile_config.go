@@ -6,7 +6,7 @@ import (
 
 	"better-compute.dev/compute/provider/digitalocean"
 	"better-compute.dev/compute/reconcile"
-	"better-compute.dev/compute/reconcile/providers/provresources"
+	"better-compute.dev/compute/reconcile/vps"
 )
 
 // ReconcileConfig tunes a replica's reconcilers (Config.Reconcilers). The zero value is
@@ -52,10 +52,10 @@ func (c ReconcileConfig) WithDefaults() (ReconcileConfig, error) {
 		c.LeaseTTL = reconcile.DefaultLeaseTTL
 	}
 	if c.PeriodicInterval <= 0 {
-		c.PeriodicInterval = provresources.DefaultPeriodicInterval
+		c.PeriodicInterval = vps.DefaultPeriodicInterval
 	}
-	if c.PeriodicInterval > provresources.MaxPeriodicInterval {
-		return c, fmt.Errorf("reconcile configuration: periodic interval %v exceeds %v", c.PeriodicInterval, provresources.MaxPeriodicInterval)
+	if c.PeriodicInterval > vps.MaxPeriodicInterval {
+		return c, fmt.Errorf("reconcile configuration: periodic interval %v exceeds %v", c.PeriodicInterval, vps.MaxPeriodicInterval)
 	}
 	if c.BackoffInitial <= 0 {
 		c.BackoffInitial = time.Second
@@ -64,9 +64,9 @@ func (c ReconcileConfig) WithDefaults() (ReconcileConfig, error) {
 		c.BackoffMax = 5 * time.Minute
 	}
 	if c.CreateWindow <= 0 {
-		c.CreateWindow = provresources.DefaultCreateWindow
+		c.CreateWindow = vps.DefaultCreateWindow
 	}
-	// A create must not outlive half the lease: see provresources.Options.CreateWindow.
+	// A create must not outlive half the lease: see vps.Options.CreateWindow.
 	c.CreateWindow = min(c.CreateWindow, c.LeaseTTL/2)
 	if c.DigitalOcean.RequestTimeout <= 0 || c.DigitalOcean.RequestTimeout > c.LeaseTTL/2 {
 		c.DigitalOcean.RequestTimeout = min(digitalocean.DefaultRequestTimeout, c.LeaseTTL/2)

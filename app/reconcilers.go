@@ -9,8 +9,8 @@ import (
 	"better-compute.dev/compute/provider/digitalocean"
 	"better-compute.dev/compute/reconcile"
 	metalrec "better-compute.dev/compute/reconcile/metal"
-	"better-compute.dev/compute/reconcile/providers/provresources"
 	"better-compute.dev/compute/reconcile/substrates"
+	"better-compute.dev/compute/reconcile/vps"
 )
 
 // pruneKind is the periodic pass that removes long-idle work items.
@@ -35,12 +35,12 @@ func (a *App) runReconcilers(ctx context.Context, runner *reconcile.Runner) {
 // replica.
 func (a *App) newRunner(rc ReconcileConfig) (*reconcile.Runner, error) {
 	do := rc.DigitalOcean
-	do.Transport = provresources.DeadlineTransport(do.Transport)
+	do.Transport = vps.DeadlineTransport(do.Transport)
 	if do.Budget == nil {
 		// One token's budget is shared by every replica through the database.
-		do.Budget = provresources.Budget{DB: a.DB}
+		do.Budget = vps.Budget{DB: a.DB}
 	}
-	rec, err := provresources.New(provresources.Options{
+	rec, err := vps.New(vps.Options{
 		DB: a.DB, Keyring: a.Service.Keyring, Factory: digitalocean.NewFactory(do),
 		ProviderPoll: rc.ProviderPoll, DependencyPoll: rc.DependencyPoll, CreateWindow: rc.CreateWindow,
 		Logger: a.Config.Logger,
@@ -57,9 +57,9 @@ func (a *App) newRunner(rc ReconcileConfig) (*reconcile.Runner, error) {
 	}
 	runner, err := reconcile.New(reconcile.Options{
 		DB: a.DB, Holder: a.Config.Replica, Handlers: map[string]reconcile.Handler{
-			core.ReconcileKind:  rec,
-			metalrec.Kind: metalrec.New(a.DB, a.Service.Keyring, &bmc.Runner{Logger: a.Config.Logger, Outbound: a.Service.Outbound}, a.Config.Logger),
-			substrates.Kind:     subs,
+			core.ReconcileKind: rec,
+			metalrec.Kind:      metalrec.New(a.DB, a.Service.Keyring, &bmc.Runner{Logger: a.Config.Logger, Outbound: a.Service.Outbound}, a.Config.Logger),
+			substrates.Kind:    subs,
 		},
 		Concurrency: rc.Concurrency, LeaseTTL: rc.LeaseTTL, PollInterval: rc.PollInterval,
 		Backoff:       reconcile.Exponential{Initial: rc.BackoffInitial, Max: rc.BackoffMax, Jitter: 0.2},
@@ -68,7 +68,7 @@ func (a *App) newRunner(rc ReconcileConfig) (*reconcile.Runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := runner.Every(provresources.PeriodicKind, rc.PeriodicInterval, rec.Periodic()); err != nil {
+	if err := runner.Every(vps.PeriodicKind, rc.PeriodicInterval, rec.Periodic()); err != nil {
 		return nil, err
 	}
 	// Finished work items stay as idle rows (their epochs fence stale holders); prune old ones.

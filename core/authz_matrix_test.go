@@ -6,9 +6,9 @@ import (
 	"testing"
 
 	"better-compute.dev/compute/apierr"
+	"better-compute.dev/compute/app/apptest"
 	"better-compute.dev/compute/authz"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
-	"better-compute.dev/compute/internal/apptest"
 )
 
 // objects of one tenant that the matrix acts on.

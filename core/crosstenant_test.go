@@ -4,8 +4,8 @@ import (
 	"testing"
 
 	"better-compute.dev/compute/apierr"
+	"better-compute.dev/compute/app/apptest"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
-	"better-compute.dev/compute/internal/apptest"
 )
 
 // TestCrossTenantProbes: every remaining method that takes an id, called by tenant a's admin with

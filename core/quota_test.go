@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"better-compute.dev/compute/apierr"
-	"better-compute.dev/compute/internal/apptest"
+	"better-compute.dev/compute/app/apptest"
 )
 
 // TestQuotaRace: 64 concurrent creates against a limit of 10 — exactly 10 succeed, the rest are

@@ -9,9 +9,9 @@ import (
 	"connectrpc.com/connect"
 
 	"better-compute.dev/compute/apierr"
+	"better-compute.dev/compute/app/apptest"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
 	"better-compute.dev/compute/gen/go/bettercompute/compute/v1/computev1connect"
-	"better-compute.dev/compute/internal/apptest"
 	"better-compute.dev/compute/store"
 )
 

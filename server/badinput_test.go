@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"better-compute.dev/compute/internal/apptest"
+	"better-compute.dev/compute/app/apptest"
 )
 
 // validCreate is a create request every constraint accepts; each case breaks exactly one thing.

@@ -14,8 +14,8 @@ import (
 	"strings"
 	"testing"
 
+	"better-compute.dev/compute/app/apptest"
 	"better-compute.dev/compute/core"
-	"better-compute.dev/compute/internal/apptest"
 	"better-compute.dev/compute/server"
 )
 

@@ -8,9 +8,9 @@ import (
 	"connectrpc.com/connect"
 
 	"better-compute.dev/compute/app"
+	"better-compute.dev/compute/app/apptest"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
 	"better-compute.dev/compute/gen/go/bettercompute/compute/v1/computev1connect"
-	"better-compute.dev/compute/internal/apptest"
 )
 
 // TestWatchResumesFromCursor: the server-streaming watch sends what is after the cursor, then new

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"better-compute.dev/compute/internal/apptest"
+	"better-compute.dev/compute/app/apptest"
 )
 
 // TestAuthorizationFailsClosed: with the OpenFGA engine gone, every call is refused with

@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"testing"
 
-	"better-compute.dev/compute/internal/apptest"
+	"better-compute.dev/compute/app/apptest"
 )
 
 // FuzzCreateUpdate sends arbitrary bodies to create and update through the JSON mapping. No input

@@ -16,8 +16,8 @@ import (
 	"google.golang.org/protobuf/reflect/protoregistry"
 	"google.golang.org/protobuf/types/dynamicpb"
 
+	"better-compute.dev/compute/app/apptest"
 	_ "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
-	"better-compute.dev/compute/internal/apptest"
 )
 
 // stringPaths lists setters for every string field reachable in md (nested messages and

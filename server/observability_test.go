@@ -15,7 +15,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"better-compute.dev/compute/app"
-	"better-compute.dev/compute/internal/apptest"
+	"better-compute.dev/compute/app/apptest"
 	"better-compute.dev/compute/provider/digitalocean/sim"
 	"better-compute.dev/compute/store"
 )

@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"testing"
 
-	"better-compute.dev/compute/internal/apptest"
+	"better-compute.dev/compute/app/apptest"
 )
 
 // TestPlatformSurface: only the platform admin (decided by OpenFGA on compute-platform) makes

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"better-compute.dev/compute/app"
-	"better-compute.dev/compute/internal/apptest"
+	"better-compute.dev/compute/app/apptest"
 )
 
 // dripBody opens a connection that sends a request's headers and then its body one byte at a time,

@@ -5,8 +5,8 @@ import (
 	"slices"
 	"testing"
 
+	"better-compute.dev/compute/app/apptest"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
-	"better-compute.dev/compute/internal/apptest"
 )
 
 // TestJSONUpdateClearsPartsGiven: on the JSON mapping the keys present are the parts replaced,

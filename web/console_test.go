@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"better-compute.dev/compute/internal/apptest"
+	"better-compute.dev/compute/app/apptest"
 )
 
 // TestConsoleIsServedAndAPIRoutesKeepPrecedence: the real server serves the embedded console at /

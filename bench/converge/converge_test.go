@@ -20,13 +20,13 @@ import (
 	"testing"
 	"time"
 
+	"better-compute.dev/compute/app/apptest"
 	"better-compute.dev/compute/core"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
-	"better-compute.dev/compute/internal/apptest"
 	"better-compute.dev/compute/provider/digitalocean"
 	"better-compute.dev/compute/provider/digitalocean/sim"
 	"better-compute.dev/compute/reconcile"
-	"better-compute.dev/compute/reconcile/providers/provresources"
+	"better-compute.dev/compute/reconcile/vps"
 	"better-compute.dev/compute/store"
 )
 
@@ -122,11 +122,11 @@ func startReplicas(b *testing.B, s *apptest.Stack, replicas, ratePerMinute int) 
 			b.Fatal(err)
 		}
 		dbs = append(dbs, db)
-		rec, err := provresources.New(provresources.Options{
+		rec, err := vps.New(vps.Options{
 			DB: db, Keyring: s.App.Service.Keyring, ProviderPoll: 250 * time.Millisecond,
 			Factory: digitalocean.NewFactory(digitalocean.Options{
-				RequestsPerMinute: ratePerMinute, Limiters: digitalocean.NewLimiters(), Budget: provresources.Budget{DB: db},
-				Transport: provresources.DeadlineTransport(nil),
+				RequestsPerMinute: ratePerMinute, Limiters: digitalocean.NewLimiters(), Budget: vps.Budget{DB: db},
+				Transport: vps.DeadlineTransport(nil),
 			}),
 			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		})
@@ -142,7 +142,7 @@ func startReplicas(b *testing.B, s *apptest.Stack, replicas, ratePerMinute int) 
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := runner.Every(provresources.PeriodicKind, time.Minute, rec.Periodic()); err != nil {
+		if err := runner.Every(vps.PeriodicKind, time.Minute, rec.Periodic()); err != nil {
 			b.Fatal(err)
 		}
 		wg.Add(1)

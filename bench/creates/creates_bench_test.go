@@ -19,8 +19,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"better-compute.dev/compute/app/apptest"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
-	"better-compute.dev/compute/internal/apptest"
 	"better-compute.dev/compute/store"
 )
 

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"better-compute.dev/compute/app"
+	"better-compute.dev/compute/app/apptest"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
-	"better-compute.dev/compute/internal/apptest"
 )
 
 // opsPerRTT is how many calls of each kind are timed at each RTT (sequentially: one client,

@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"better-compute.dev/compute/app"
-	"better-compute.dev/compute/internal/apptest"
+	"better-compute.dev/compute/app/apptest"
 )
 
 func drip(ctx context.Context, addr string) {

@@ -11,7 +11,7 @@ import (
 // stdout and exits 0 without running the command (serve --help must not start a replica; it
 // gets no database URL here, so running it would fail).
 func TestHelpPrintsUsageAndDoesNothing(t *testing.T) {
-	noEnv := func(string) string { return "" }
+	noEnv := environment{get: func(string) string { return "" }}
 	cases := [][]string{
 		{"--help"}, {"-h"}, {"help"},
 		{"serve", "--help"}, {"migrate", "-h"}, {"bootstrap-admin", "--help"}, {"revoke-token", "--help"},

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"better-compute.dev/compute/app"
-	"better-compute.dev/compute/internal/apptest"
+	"better-compute.dev/compute/app/apptest"
 	"better-compute.dev/compute/provider/digitalocean/sim"
 )
 

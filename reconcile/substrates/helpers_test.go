@@ -12,8 +12,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"better-compute.dev/compute/app/apptest"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
-	"better-compute.dev/compute/internal/apptest"
 	"better-compute.dev/compute/provider/digitalocean"
 	"better-compute.dev/compute/provider/digitalocean/sim"
 	"better-compute.dev/compute/reconcile"

@@ -6,7 +6,7 @@ import (
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 
-	"better-compute.dev/compute/internal/k8sapply"
+	"better-compute.dev/compute/reconcile/substrates/k8sapply"
 )
 
 // Names of what a substrate applies into its cluster. The namespace carries the pool's name

@@ -4,7 +4,7 @@
 // The work item's resource id is the pool id; core queues it whenever the pool is created
 // with a substrate, its policy changes, it is archived, or a node joins. A pass reads the pool
 // and its substrate row, talks to the provider (provider.Clusters) and to the cluster
-// (server-side apply through internal/k8sapply) outside any transaction, and records what it
+// (server-side apply through its k8sapply package) outside any transaction, and records what it
 // learned through reconcile.WriteResult, so a replica whose lease was taken over writes
 // nothing.
 //
@@ -68,7 +68,7 @@ type Options struct {
 	// after recording a terminal error. Default 5 min.
 	Resync time.Duration
 	// CreateWindow bounds the cluster create request; keep it well below the lease TTL (see
-	// provresources for why). Default 10 s.
+	// vps for why). Default 10 s.
 	CreateWindow time.Duration
 	// Logger receives what a pass could not record. Default slog.Default().
 	Logger *slog.Logger

@@ -10,9 +10,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"better-compute.dev/compute/internal/k8sapply"
 	"better-compute.dev/compute/provider"
 	"better-compute.dev/compute/reconcile"
+	"better-compute.dev/compute/reconcile/substrates/k8sapply"
 	"better-compute.dev/compute/store"
 )
 

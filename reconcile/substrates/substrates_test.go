@@ -11,9 +11,9 @@ import (
 
 	"better-compute.dev/compute/core"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
-	"better-compute.dev/compute/internal/k8sapply"
 	"better-compute.dev/compute/provider/digitalocean/sim"
 	"better-compute.dev/compute/reconcile/substrates"
+	"better-compute.dev/compute/reconcile/substrates/k8sapply"
 	"better-compute.dev/compute/store"
 )
 

@@ -21,7 +21,7 @@ import (
 	"testing"
 	"time"
 
-	"better-compute.dev/compute/internal/apptest"
+	"better-compute.dev/compute/app/apptest"
 	"better-compute.dev/compute/store/storetest"
 )
 

@@ -16,9 +16,9 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
 
+	"better-compute.dev/compute/app/apptest"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
 	"better-compute.dev/compute/ids"
-	"better-compute.dev/compute/internal/apptest"
 )
 
 // prefixOf is the id prefix of each id field of the API.

@@ -5,10 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"better-compute.dev/compute/app/apptest"
 	"better-compute.dev/compute/authz"
 	"better-compute.dev/compute/core"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
-	"better-compute.dev/compute/internal/apptest"
 	"better-compute.dev/compute/store/storetest"
 )
 

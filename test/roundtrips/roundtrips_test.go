@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"better-compute.dev/compute/app"
+	"better-compute.dev/compute/app/apptest"
 	"better-compute.dev/compute/core"
-	"better-compute.dev/compute/internal/apptest"
 	"better-compute.dev/compute/seal"
 	"better-compute.dev/compute/store"
 	"better-compute.dev/compute/store/storetest"

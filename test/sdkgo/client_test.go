@@ -5,8 +5,8 @@ import (
 
 	"connectrpc.com/connect"
 
+	"better-compute.dev/compute/app/apptest"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
-	"better-compute.dev/compute/internal/apptest"
 	sdk "better-compute.dev/compute/sdk/go"
 )
 

@@ -1,4 +1,4 @@
-package provresources_test
+package vps_test
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
 	"better-compute.dev/compute/provider/digitalocean/sim"
-	"better-compute.dev/compute/reconcile/providers/provresources"
+	"better-compute.dev/compute/reconcile/vps"
 	"better-compute.dev/compute/store"
 )
 
@@ -102,7 +102,7 @@ func TestPeriodicPassAddsInstanceWithNewMachine(t *testing.T) {
 	if err := store.SetInstanceState(e.ctx, e.s.App.DB.Q(), in.GetId(), "running", machine, ""); err != nil {
 		t.Fatal(err)
 	}
-	before, err := e.s.App.DB.WorkItem(e.ctx, provresources.PeriodicKind, store.PeriodicResourceID)
+	before, err := e.s.App.DB.WorkItem(e.ctx, vps.PeriodicKind, store.PeriodicResourceID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +111,7 @@ func TestPeriodicPassAddsInstanceWithNewMachine(t *testing.T) {
 		want := sorted(a.MachineID, machine)
 		return cmp.Equal(droplets(at), want), fmt.Sprintf("provider droplets %v, want %v", droplets(at), want)
 	})
-	after, err := e.s.App.DB.WorkItem(e.ctx, provresources.PeriodicKind, store.PeriodicResourceID)
+	after, err := e.s.App.DB.WorkItem(e.ctx, vps.PeriodicKind, store.PeriodicResourceID)
 	if err != nil || after.Epoch <= before.Epoch {
 		t.Errorf("the periodic pass did not run meanwhile: epoch %d then %d (%v)", before.Epoch, after.Epoch, err)
 	}

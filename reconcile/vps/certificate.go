@@ -1,4 +1,4 @@
-package provresources
+package vps
 
 import (
 	"context"
@@ -20,7 +20,7 @@ func (r *Reconciler) reconcileCertificate(ctx context.Context, lease store.Lease
 		return reconcile.Result{}, nil
 	}
 	if err != nil {
-		return reconcile.Result{}, fmt.Errorf("provresources: %w", err)
+		return reconcile.Result{}, fmt.Errorf("vps: %w", err)
 	}
 	p, err := r.providerFor(ctx, row.AccountID)
 	if err != nil {
@@ -79,7 +79,7 @@ func (r *Reconciler) certificateSpec(row store.Certificate) (provider.Certificat
 	}
 	key, err := r.opts.Keyring.OpenSecret(string(row.PrivateKeySealed), []byte(row.ID))
 	if err != nil {
-		return spec, fmt.Errorf("provresources: certificate %s: open private key: %w", row.ID, err)
+		return spec, fmt.Errorf("vps: certificate %s: open private key: %w", row.ID, err)
 	}
 	spec.PrivateKeyPEM, spec.LeafCertPEM, spec.CertificateChain = key.Reveal(), row.LeafCertificate, row.CertificateChain
 	return spec, nil

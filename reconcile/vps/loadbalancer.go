@@ -1,4 +1,4 @@
-package provresources
+package vps
 
 import (
 	"context"
@@ -18,7 +18,7 @@ func (r *Reconciler) reconcileLoadBalancer(ctx context.Context, lease store.Leas
 		return reconcile.Result{}, nil
 	}
 	if err != nil {
-		return reconcile.Result{}, fmt.Errorf("provresources: %w", err)
+		return reconcile.Result{}, fmt.Errorf("vps: %w", err)
 	}
 	if row.State == "deleted" {
 		return reconcile.Result{}, nil

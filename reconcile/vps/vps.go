@@ -1,4 +1,4 @@
-// Package provresources is the vps.provider-resources reconciler: it converges the load
+// Package vps is the vps.provider-resources reconciler: it converges the load
 // balancers, instances, subnets and certificates the tenants recorded onto their provider
 // accounts through provider.Provider (ProviderImpl).
 //
@@ -15,7 +15,7 @@
 // provider has instead of creating again. The create call itself runs under a deadline well
 // inside the lease, so a replica paused between its fenced mark and the request cannot send it
 // after its lease was taken over.
-package provresources
+package vps
 
 import (
 	"context"
@@ -97,11 +97,11 @@ type cachedProvider struct {
 func New(opts Options) (*Reconciler, error) {
 	switch {
 	case opts.DB == nil:
-		return nil, errors.New("provresources: Options.DB is required")
+		return nil, errors.New("vps: Options.DB is required")
 	case opts.Keyring == nil:
-		return nil, errors.New("provresources: Options.Keyring is required")
+		return nil, errors.New("vps: Options.Keyring is required")
 	case opts.Factory == nil:
-		return nil, errors.New("provresources: Options.Factory is required")
+		return nil, errors.New("vps: Options.Factory is required")
 	}
 	if opts.ProviderPoll <= 0 {
 		opts.ProviderPoll = DefaultProviderPoll
@@ -136,7 +136,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, lease store.Lease) (reconcil
 	case strings.HasPrefix(id, ids.Certificate):
 		return r.reconcileCertificate(ctx, lease)
 	}
-	return reconcile.Result{}, fmt.Errorf("provresources: no reconciler for resource %q", id)
+	return reconcile.Result{}, fmt.Errorf("vps: no reconciler for resource %q", id)
 }
 
 // Periodic returns the handler of the periodic pass (register it with reconcile.Runner.Every
@@ -149,7 +149,7 @@ func (r *Reconciler) Periodic() reconcile.Handler {
 func (r *Reconciler) periodic(ctx context.Context, lease store.Lease) (reconcile.Result, error) {
 	live, err := store.LiveLoadBalancerIDs(ctx, r.opts.DB.Q())
 	if err != nil {
-		return reconcile.Result{}, fmt.Errorf("provresources: periodic pass: %w", err)
+		return reconcile.Result{}, fmt.Errorf("vps: periodic pass: %w", err)
 	}
 	for start := 0; start < len(live); start += periodicBatch {
 		batch := live[start:min(start+periodicBatch, len(live))]
@@ -171,7 +171,7 @@ func (r *Reconciler) periodic(ctx context.Context, lease store.Lease) (reconcile
 func (r *Reconciler) providerFor(ctx context.Context, accountID string) (provider.Provider, error) {
 	acct, err := store.GetAccount(ctx, r.opts.DB.Q(), accountID)
 	if err != nil {
-		return nil, fmt.Errorf("provresources: account %s: %w", accountID, err)
+		return nil, fmt.Errorf("vps: account %s: %w", accountID, err)
 	}
 	digest := sha256.Sum256(acct.TokenSealed)
 	r.mu.Lock()
@@ -183,11 +183,11 @@ func (r *Reconciler) providerFor(ctx context.Context, accountID string) (provide
 	token, err := r.opts.Keyring.OpenSecret(string(acct.TokenSealed), []byte(acct.ID))
 	if err != nil {
 		// The keyring's error names no secret; the token itself is never in an error.
-		return nil, fmt.Errorf("provresources: account %s: open token: %w", accountID, err)
+		return nil, fmt.Errorf("vps: account %s: open token: %w", accountID, err)
 	}
 	p, err := r.opts.Factory(ctx, provider.Account{ID: acct.ID, Kind: acct.Kind, Token: token.Reveal(), Endpoint: acct.APIURL})
 	if err != nil {
-		return nil, fmt.Errorf("provresources: account %s: %w", accountID, err)
+		return nil, fmt.Errorf("vps: account %s: %w", accountID, err)
 	}
 	r.mu.Lock()
 	r.providers[accountID] = cachedProvider{tokenDigest: digest, p: p}
@@ -216,7 +216,7 @@ func (r *Reconciler) fencedCreate(ctx context.Context, lease store.Lease, mark f
 		return err
 	}
 	if !time.Now().Before(deadline) || ctx.Err() != nil {
-		return fmt.Errorf("provresources: create window of %s passed before the request: %w", lease.ResourceID, provider.ErrTransient)
+		return fmt.Errorf("vps: create window of %s passed before the request: %w", lease.ResourceID, provider.ErrTransient)
 	}
 	cctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()

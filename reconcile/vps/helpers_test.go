@@ -1,4 +1,4 @@
-package provresources_test
+package vps_test
 
 import (
 	"context"
@@ -11,9 +11,9 @@ import (
 	"github.com/digitalocean/godo"
 
 	"better-compute.dev/compute/app"
+	"better-compute.dev/compute/app/apptest"
 	"better-compute.dev/compute/core"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
-	"better-compute.dev/compute/internal/apptest"
 	"better-compute.dev/compute/provider/digitalocean/sim"
 	"better-compute.dev/compute/store"
 )

@@ -1,4 +1,4 @@
-package provresources
+package vps
 
 import (
 	"context"
@@ -19,7 +19,7 @@ func (r *Reconciler) reconcileSubnet(ctx context.Context, lease store.Lease) (re
 		return reconcile.Result{}, nil
 	}
 	if err != nil {
-		return reconcile.Result{}, fmt.Errorf("provresources: %w", err)
+		return reconcile.Result{}, fmt.Errorf("vps: %w", err)
 	}
 	p, err := r.providerFor(ctx, row.AccountID)
 	if err != nil {

@@ -1,4 +1,4 @@
-package provresources
+package vps
 
 import (
 	"context"
@@ -28,7 +28,7 @@ type desiredLB struct {
 func (r *Reconciler) desiredLoadBalancer(ctx context.Context, p provider.Provider, row store.LoadBalancer) (desiredLB, error) {
 	settings, err := core.LoadBalancerSpec(row)
 	if err != nil {
-		return desiredLB{}, fmt.Errorf("provresources: load balancer %s settings: %w", row.ID, err)
+		return desiredLB{}, fmt.Errorf("vps: load balancer %s settings: %w", row.ID, err)
 	}
 	d := desiredLB{spec: provider.LoadBalancerSpec{
 		Name: ProviderName(row.ID), Scope: provider.Scope(row.Scope), RedirectHTTPToHTTPS: settings.GetRedirectHttpToHttps(),
@@ -75,7 +75,7 @@ func (r *Reconciler) regionalTargets(ctx context.Context, row store.LoadBalancer
 	if row.SubnetID != "" {
 		sn, err := store.GetSubnet(ctx, q, row.SubnetID)
 		if err != nil {
-			return fmt.Errorf("provresources: subnet %s of load balancer %s: %w", row.SubnetID, row.ID, err)
+			return fmt.Errorf("vps: subnet %s of load balancer %s: %w", row.SubnetID, row.ID, err)
 		}
 		if sn.State != "ready" || sn.ProviderID == "" {
 			d.waitFor = "subnet " + sn.ID + " is " + sn.State
@@ -88,14 +88,14 @@ func (r *Reconciler) regionalTargets(ctx context.Context, row store.LoadBalancer
 	if targets.GetPool() {
 		in, err := store.PoolInstances(ctx, q, row.TenantID, row.PoolID, row.Region, row.SubnetID)
 		if err != nil {
-			return fmt.Errorf("provresources: instances of load balancer %s: %w", row.ID, err)
+			return fmt.Errorf("vps: instances of load balancer %s: %w", row.ID, err)
 		}
 		reached = append(reached, in...)
 	}
 	if named := targets.GetInstanceIds(); len(named) > 0 {
 		in, err := store.GetInstances(ctx, q, named)
 		if err != nil {
-			return fmt.Errorf("provresources: instances of load balancer %s: %w", row.ID, err)
+			return fmt.Errorf("vps: instances of load balancer %s: %w", row.ID, err)
 		}
 		for _, i := range in {
 			// An instance counts once it has a machine and until it is being deleted; one of
@@ -124,7 +124,7 @@ func (r *Reconciler) globalTargets(ctx context.Context, row store.LoadBalancer, 
 	named := settings.GetTargets().GetLoadBalancerIds()
 	rows, err := store.GetLoadBalancers(ctx, r.opts.DB.Q(), named)
 	if err != nil {
-		return fmt.Errorf("provresources: targets of load balancer %s: %w", row.ID, err)
+		return fmt.Errorf("vps: targets of load balancer %s: %w", row.ID, err)
 	}
 	for _, t := range rows {
 		if t.TenantID != row.TenantID || t.State == "deleting" || t.State == "deleted" {
@@ -164,7 +164,7 @@ func (r *Reconciler) certificateIDs(ctx context.Context, p provider.Provider, ro
 	}
 	rows, err := store.GetCertificates(ctx, r.opts.DB.Q(), named)
 	if err != nil {
-		return nil, "", fmt.Errorf("provresources: certificates of load balancer %s: %w", row.ID, err)
+		return nil, "", fmt.Errorf("vps: certificates of load balancer %s: %w", row.ID, err)
 	}
 	byID := map[string]store.Certificate{}
 	for _, c := range rows {
@@ -182,7 +182,7 @@ func (r *Reconciler) certificateIDs(ctx context.Context, p provider.Provider, ro
 		case c.Kind == "managed":
 			cur, err := p.Certificates().FindByName(ctx, ProviderName(c.ID))
 			if err != nil {
-				return nil, "", fmt.Errorf("provresources: certificate %s: %w", c.ID, err)
+				return nil, "", fmt.Errorf("vps: certificate %s: %w", c.ID, err)
 			}
 			out[id] = cur.ID
 		default:

@@ -1,4 +1,4 @@
-package provresources
+package vps
 
 import (
 	"context"
@@ -83,7 +83,7 @@ func (r *Reconciler) pollLB(ctx context.Context, p provider.Provider, row store.
 			return nil, err
 		}
 	}
-	return nil, fmt.Errorf("provresources: no list speaks for load balancer %s yet: %w", row.ID, provider.ErrDeferred)
+	return nil, fmt.Errorf("vps: no list speaks for load balancer %s yet: %w", row.ID, provider.ErrDeferred)
 }
 
 // lookup answers from the snapshot when it is fresh and began after notBefore; obs is nil when
@@ -112,7 +112,7 @@ func (w *lbWatch) refresh(ctx context.Context, p provider.Provider) error {
 	}
 	if time.Since(w.lastTry) < w.r.opts.ProviderPoll {
 		w.mu.Unlock()
-		return fmt.Errorf("provresources: a list of account %s was begun moments ago: %w", w.accountID, provider.ErrDeferred)
+		return fmt.Errorf("vps: a list of account %s was begun moments ago: %w", w.accountID, provider.ErrDeferred)
 	}
 	began := time.Now()
 	w.lastTry = began
@@ -176,7 +176,7 @@ func (w *lbWatch) watch(p provider.Provider) {
 		}
 		cancel()
 		if err != nil && !errors.Is(err, provider.ErrDeferred) {
-			w.r.opts.Logger.Warn("provresources: load balancer watch", "account", w.accountID, "err", err.Error())
+			w.r.opts.Logger.Warn("vps: load balancer watch", "account", w.accountID, "err", err.Error())
 		}
 	}
 }

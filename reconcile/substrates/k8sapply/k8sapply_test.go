@@ -8,7 +8,7 @@ import (
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
-	"better-compute.dev/compute/internal/k8sapply"
+	"better-compute.dev/compute/reconcile/substrates/k8sapply"
 )
 
 const pool = "pool_01j0000000000000000000test"

@@ -1,4 +1,4 @@
-package provresources
+package vps
 
 import (
 	"context"
@@ -53,7 +53,7 @@ func (w *writer) event(tenantID, typ, resourceID string, data map[string]any) er
 
 // errRowChanged stops a write whose premise a concurrent request changed (a new spec, a
 // delete): that request queued the resource again, so the next pass starts from the new row.
-var errRowChanged = errors.New("provresources: the row changed during the pass")
+var errRowChanged = errors.New("vps: the row changed during the pass")
 
 // settle turns the outcome of a write into the pass's outcome: a changed row is no failure.
 func settle(err error) (reconcile.Result, error) {

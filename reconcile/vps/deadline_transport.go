@@ -1,4 +1,4 @@
-package provresources
+package vps
 
 import (
 	"context"
@@ -34,7 +34,7 @@ func (d deadlineTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		if req.Body != nil {
 			_ = req.Body.Close()
 		}
-		return nil, fmt.Errorf("provresources: %s %s not sent: its deadline passed: %w", req.Method, req.URL.Path, context.DeadlineExceeded)
+		return nil, fmt.Errorf("vps: %s %s not sent: its deadline passed: %w", req.Method, req.URL.Path, context.DeadlineExceeded)
 	}
 	return d.base.RoundTrip(req)
 }

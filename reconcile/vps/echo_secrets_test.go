@@ -1,4 +1,4 @@
-package provresources_test
+package vps_test
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package provresources
+package vps
 
 import (
 	"net/netip"

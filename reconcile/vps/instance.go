@@ -1,4 +1,4 @@
-package provresources
+package vps
 
 import (
 	"context"
@@ -27,7 +27,7 @@ func (r *Reconciler) reconcileInstance(ctx context.Context, lease store.Lease) (
 		return reconcile.Result{}, nil
 	}
 	if err != nil {
-		return reconcile.Result{}, fmt.Errorf("provresources: %w", err)
+		return reconcile.Result{}, fmt.Errorf("vps: %w", err)
 	}
 	p, err := r.providerFor(ctx, row.AccountID)
 	if err != nil {
@@ -49,7 +49,7 @@ func (r *Reconciler) reconcileInstance(ctx context.Context, lease store.Lease) (
 	if row.SubnetID != "" {
 		sn, err := store.GetSubnet(ctx, q, row.SubnetID)
 		if err != nil {
-			return reconcile.Result{}, fmt.Errorf("provresources: subnet of instance %s: %w", row.ID, err)
+			return reconcile.Result{}, fmt.Errorf("vps: subnet of instance %s: %w", row.ID, err)
 		}
 		if sn.State != "ready" || sn.ProviderID == "" {
 			return reconcile.Result{RequeueAfter: r.opts.DependencyPoll}, nil
@@ -78,18 +78,18 @@ func (r *Reconciler) reconcileInstance(ctx context.Context, lease store.Lease) (
 func (r *Reconciler) flavorSize(ctx context.Context, row store.Instance) (string, error) {
 	pool, err := store.GetPool(ctx, r.opts.DB.Q(), row.PoolID)
 	if err != nil {
-		return "", fmt.Errorf("provresources: pool of instance %s: %w", row.ID, err)
+		return "", fmt.Errorf("vps: pool of instance %s: %w", row.ID, err)
 	}
 	policy := &v1.PoolPolicy{}
 	if err := protojson.Unmarshal(pool.Policy, policy); err != nil {
-		return "", fmt.Errorf("provresources: policy of pool %s: %w", pool.ID, err)
+		return "", fmt.Errorf("vps: policy of pool %s: %w", pool.ID, err)
 	}
 	for _, f := range policy.GetFlavors() {
 		if f.GetName() == row.Flavor && f.GetSize() != "" {
 			return f.GetSize(), nil
 		}
 	}
-	return "", fmt.Errorf("provresources: pool %s offers no flavor %q: %w", pool.ID, row.Flavor, provider.ErrInvalid)
+	return "", fmt.Errorf("vps: pool %s offers no flavor %q: %w", pool.ID, row.Flavor, provider.ErrInvalid)
 }
 
 // instanceFailed records a refusal that will not heal as the instance's error; other failures
