@@ -148,8 +148,16 @@ func (t *PgxTracer) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, data pgx.Tra
 }
 
 // TraceBatchStart implements pgx.BatchTracer.
+// A batch is one round trip: its span carries the statements' text (never their arguments), one
+// per line, so a two-trip transaction (store.ExecuteTwoTrips) shows as its two batches.
 func (t *PgxTracer) TraceBatchStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceBatchStartData) context.Context {
-	return t.start(ctx, "BATCH", "")
+	var text []string
+	if data.Batch != nil {
+		for _, q := range data.Batch.QueuedQueries {
+			text = append(text, strings.Join(strings.Fields(q.SQL), " "))
+		}
+	}
+	return t.start(ctx, "BATCH", strings.Join(text, ";\n"))
 }
 
 // TraceBatchQuery implements pgx.BatchTracer: each statement of the batch is an event.
