@@ -13,6 +13,7 @@ import (
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
 	"better-compute.dev/compute/provider"
 	"better-compute.dev/compute/reconcile"
+	"better-compute.dev/compute/reconcile/managed"
 	"better-compute.dev/compute/reconcile/substrates/k8sapply"
 	"better-compute.dev/compute/redact"
 	"better-compute.dev/compute/store"
@@ -66,18 +67,13 @@ func desiredOf(pool store.Pool) (*desired, error) {
 	return d, nil
 }
 
-// ClusterName is the deterministic provider-side name of a pool's cluster, bc-<pool id> with
-// the id's underscore turned into a dash (cluster and node names are DNS labels): the
-// adoption key after a lost create.
-func ClusterName(poolID string) string { return "bc-" + strings.ReplaceAll(poolID, "_", "-") }
-
 // NodePoolName is the name of the node pool kept for a flavor, bc-<pool>-<flavor>; no tenant
 // pool carries the prefix, so they never collide.
-func NodePoolName(poolID, flavor string) string { return ClusterName(poolID) + "-" + flavor }
+func NodePoolName(poolID, flavor string) string { return managed.ProviderName(poolID) + "-" + flavor }
 
 // ours reports whether a node pool of the cluster is one this pool keeps.
 func ours(poolID string, np provider.NodePool) bool {
-	return strings.HasPrefix(np.Name, ClusterName(poolID)+"-")
+	return strings.HasPrefix(np.Name, managed.ProviderName(poolID)+"-")
 }
 
 func nodePoolSpec(poolID string, np store.SubstrateNodePool) provider.NodePoolSpec {
@@ -87,13 +83,21 @@ func nodePoolSpec(poolID string, np store.SubstrateNodePool) provider.NodePoolSp
 
 // pass is one reconcile of one substrate.
 type pass struct {
-	r     *Reconciler
-	lease store.Lease
-	pool  store.Pool
-	sub   store.Substrate
-	want  *desired
+	r    *Reconciler
+	f    *managed.Fence
+	pool store.Pool
+	sub  store.Substrate
+	want *desired
 	// saved is the substrate as last recorded; save compares against it to publish events.
 	saved store.Substrate
+	// tearing says the pass tears down what was made for the policy last acted on.
+	tearing bool
+
+	k       provider.Clusters // the account's clusters, once opened
+	cluster *provider.Cluster // the cluster observed, adopted or created
+	spec    provider.ClusterSpec
+	nodeIDs []string // the node and machine ids of our node pools, for pruning joined nodes
+	blocked string   // why bcd cannot run, "" when it can
 }
 
 // actsOnWanted reports whether what the substrate recorded (account, mode, cluster) is what the
@@ -112,7 +116,7 @@ func (p *pass) actsOnWanted() bool {
 // save records the substrate as the pass has it now, fenced on the lease; extra runs in the
 // same transaction.
 func (p *pass) save(ctx context.Context, extra func(tx pgx.Tx) error) error {
-	err := reconcile.WriteResult(ctx, p.r.opts.DB, p.lease, func(tx pgx.Tx) error {
+	err := p.f.Write(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		if err := store.SaveSubstrate(ctx, tx, p.sub); err != nil {
 			return err
 		}
@@ -158,16 +162,26 @@ func eventOf(prev, cur store.Substrate) string {
 	return ""
 }
 
-// failed records a failure the tenant should see as the substrate's last error (retryable ones
-// are retried quietly) and returns err for the runner's backoff.
-func (p *pass) failed(ctx context.Context, err error) (reconcile.Result, error) {
+// Failing records a failure the tenant should see as the substrate's last error (retryable
+// ones are retried quietly) and returns it for the runner's backoff.
+func (p *pass) Failing(ctx context.Context, err error) error {
 	if !provider.Retryable(err) && !reconcile.LeaseLost(ctx) {
 		p.sub.LastError = redact.Patterns(err.Error())
 		if serr := p.save(ctx, nil); serr != nil {
 			p.r.opts.Logger.Warn("substrate error not recorded", "substrate", p.sub.ID, "err", serr.Error())
 		}
 	}
-	return reconcile.Result{}, err
+	return err
+}
+
+// Errored records a refusal that retrying the same policy cannot fix (the provider refused the
+// request): state error until the policy changes or the resync looks again. A teardown keeps
+// tearing down: there it is shown as the last error.
+func (p *pass) Errored(ctx context.Context, cause error) (reconcile.Result, error) {
+	if p.tearing {
+		return reconcile.Result{}, p.Failing(ctx, cause)
+	}
+	return p.terminal(ctx, cause.Error())
 }
 
 // terminal records a failure that retrying the same policy cannot fix (the provider refused

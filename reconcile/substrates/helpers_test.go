@@ -72,6 +72,12 @@ const (
 
 func newEnv(t *testing.T, tenantID string) *env {
 	t.Helper()
+	return newEnvWith(t, tenantID, nil)
+}
+
+// newEnvWith is newEnv with the reconciler's options changed by tune.
+func newEnvWith(t *testing.T, tenantID string, tune func(*substrates.Options)) *env {
+	t.Helper()
 	simNow := sim.NewManualClock(time.Now())
 	simulator := sim.New(sim.Options{AcceptAnyToken: true, RequestsPerMinute: -1, RequestsPerHour: -1, Now: simNow.Now})
 	url, err := simulator.Start()
@@ -83,11 +89,15 @@ func newEnv(t *testing.T, tenantID string) *env {
 	s.SimulatorURL = url
 	tn := s.NewTenant(t, tenantID, "viewer")
 	kube := &fakeKube{}
-	rec, err := substrates.New(substrates.Options{
+	opts := substrates.Options{
 		DB: s.App.DB, Keyring: s.App.Service.Keyring, Kube: kube, JoinURL: s.App.URL,
 		Factory:      digitalocean.NewFactory(digitalocean.Options{Limiters: digitalocean.NewLimiters(), RequestsPerMinute: 60000, Burst: 1000}),
 		ProviderPoll: providerPoll, Resync: resync,
-	})
+	}
+	if tune != nil {
+		tune(&opts)
+	}
+	rec, err := substrates.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 
+	"better-compute.dev/compute/reconcile/managed"
 	"better-compute.dev/compute/reconcile/substrates/k8sapply"
 )
 
@@ -29,7 +30,7 @@ type manifests struct {
 }
 
 // NamespaceName is the namespace of a pool's objects.
-func NamespaceName(poolID string) string { return ClusterName(poolID) }
+func NamespaceName(poolID string) string { return managed.ProviderName(poolID) }
 
 func (m manifests) labels() map[string]string {
 	return map[string]string{k8sapply.PoolLabel: m.poolID, "app.kubernetes.io/managed-by": k8sapply.FieldManager}
@@ -62,7 +63,7 @@ const ServiceAccountName = "bcd"
 
 // NodeReaderName names the cluster role (and its binding) that lets bcd read Nodes; it is
 // cluster-scoped, so it carries the pool's name to stay apart from other pools'.
-func NodeReaderName(poolID string) string { return ClusterName(poolID) + "-bcd-node-reader" }
+func NodeReaderName(poolID string) string { return managed.ProviderName(poolID) + "-bcd-node-reader" }
 
 func (m manifests) serviceAccountRef() k8sapply.Ref {
 	return k8sapply.Ref{Kind: "ServiceAccount", Namespace: NamespaceName(m.poolID), Name: ServiceAccountName}

@@ -8,9 +8,11 @@
 // learned through reconcile.WriteResult, so a replica whose lease was taken over writes
 // nothing.
 //
-// Create: the cluster is named bc-<pool id> (the adoption key), made with one node pool per
-// flavor (bc-<pool>-<flavor>) after a durable create-pending mark, and found by name instead of
-// made again after a lost create. Adopt: the flavors' node pools are added to the tenant's
+// The cluster is a managed.Resource and managed.Loop runs the pass, as for every other kind
+// kept at a provider. Create: the cluster is named bc-<pool id> (managed.ProviderName, the
+// adoption key), made with one node pool per flavor (bc-<pool>-<flavor>) after a durable
+// create-pending mark, within the create window measured from before the mark (refused once
+// it has passed), and found by name instead of made again after a lost create. Adopt: the flavors' node pools are added to the tenant's
 // cluster and the tenant's own node pools are never touched. Then the pool's Namespace, the
 // Secret holding the hosted join token and bcd's DaemonSet are applied, each labelled
 // better-compute.dev/substrate-pool=<pool id>; an object of the same name we did not create is
@@ -21,16 +23,15 @@ package substrates
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"better-compute.dev/compute/core"
 	"better-compute.dev/compute/provider"
 	"better-compute.dev/compute/reconcile"
+	"better-compute.dev/compute/reconcile/managed"
 	"better-compute.dev/compute/seal"
 	"better-compute.dev/compute/store"
 )
@@ -42,7 +43,7 @@ const Kind = core.SubstrateKind
 const (
 	DefaultProviderPoll = 5 * time.Second
 	DefaultResync       = 5 * time.Minute
-	DefaultCreateWindow = 10 * time.Second
+	DefaultCreateWindow = managed.DefaultCreateWindow
 	DefaultBcdImage     = "ghcr.io/better-compute/bcd:latest"
 )
 
@@ -67,8 +68,8 @@ type Options struct {
 	// Resync is how soon a pass comes back after converging (drift repair, node pruning) or
 	// after recording a terminal error. Default 5 min.
 	Resync time.Duration
-	// CreateWindow bounds the cluster create request; keep it well below the lease TTL (see
-	// vps for why). Default 10 s.
+	// CreateWindow bounds the cluster create request, measured from before the create-pending
+	// mark (managed.Loop.CreateWindow); keep it well below the lease TTL. Default 10 s.
 	CreateWindow time.Duration
 	// Logger receives what a pass could not record. Default slog.Default().
 	Logger *slog.Logger
@@ -76,15 +77,9 @@ type Options struct {
 
 // Reconciler is the kubernetes.substrates reconciler; it is safe for concurrent use.
 type Reconciler struct {
-	opts Options
-
-	mu        sync.Mutex
-	providers map[string]cachedProvider
-}
-
-type cachedProvider struct {
-	tokenDigest [sha256.Size]byte
-	clusters    provider.Clusters
+	opts      Options
+	loop      managed.Loop
+	providers *managed.Providers
 }
 
 var _ reconcile.Handler = (*Reconciler)(nil)
@@ -117,68 +112,54 @@ func New(opts Options) (*Reconciler, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	return &Reconciler{opts: opts, providers: map[string]cachedProvider{}}, nil
+	return &Reconciler{
+		opts:      opts,
+		loop:      managed.Loop{DB: opts.DB, CreateWindow: opts.CreateWindow},
+		providers: managed.NewProviders(opts.DB, opts.Keyring, opts.Factory),
+	}, nil
 }
 
 // Reconcile implements reconcile.Handler: one pass over the substrate of the pool the lease
 // names.
 func (r *Reconciler) Reconcile(ctx context.Context, lease store.Lease) (reconcile.Result, error) {
+	return r.loop.Run(ctx, lease, managed.KindFunc(r.load))
+}
+
+// load reads the pool and its substrate. A substrate whose recorded account, mode or cluster
+// is not what the policy asks for (or that no policy wants) is torn down first: the pass
+// records it deleting before it talks to the provider.
+func (r *Reconciler) load(ctx context.Context, f *managed.Fence) (managed.Resource, error) {
 	q := r.opts.DB.Q()
-	pool, err := store.GetPool(ctx, q, lease.ResourceID)
+	pool, err := store.GetPool(ctx, q, f.Lease.ResourceID)
 	if errors.Is(err, store.ErrNotFound) {
-		return reconcile.Result{}, nil
+		return nil, nil
 	}
 	if err != nil {
-		return reconcile.Result{}, fmt.Errorf("substrates: pool %s: %w", lease.ResourceID, err)
+		return nil, fmt.Errorf("substrates: pool %s: %w", f.Lease.ResourceID, err)
 	}
 	sub, err := store.GetSubstrateByPool(ctx, q, pool.ID)
 	if errors.Is(err, store.ErrNotFound) {
-		return reconcile.Result{}, nil // the pool never had a substrate
+		return nil, nil // the pool never had a substrate
 	}
 	if err != nil {
-		return reconcile.Result{}, fmt.Errorf("substrates: substrate of %s: %w", pool.ID, err)
+		return nil, fmt.Errorf("substrates: substrate of %s: %w", pool.ID, err)
 	}
 	want, err := desiredOf(pool)
 	if err != nil {
-		return reconcile.Result{}, err
+		return nil, err
 	}
-	p := &pass{r: r, lease: lease, pool: pool, sub: sub, want: want, saved: sub}
+	p := &pass{r: r, f: f, pool: pool, sub: sub, want: want, saved: sub}
 	switch {
 	case want == nil && sub.State == "deleted":
-		return reconcile.Result{}, nil
+		return nil, nil
 	case want == nil || !p.actsOnWanted():
-		return p.teardown(ctx)
+		p.tearing = true
+		if p.sub.State != "deleting" {
+			p.sub.State = "deleting"
+			if err := p.save(ctx, nil); err != nil {
+				return nil, err
+			}
+		}
 	}
-	return p.setup(ctx)
-}
-
-// clustersFor opens (or reuses) the managed-Kubernetes client of an account.
-func (r *Reconciler) clustersFor(ctx context.Context, accountID string) (provider.Clusters, error) {
-	acct, err := store.GetAccount(ctx, r.opts.DB.Q(), accountID)
-	if err != nil {
-		return nil, fmt.Errorf("substrates: account %s: %w", accountID, err)
-	}
-	digest := sha256.Sum256(acct.TokenSealed)
-	r.mu.Lock()
-	c, ok := r.providers[accountID]
-	r.mu.Unlock()
-	if ok && c.tokenDigest == digest {
-		return c.clusters, nil
-	}
-	token, err := r.opts.Keyring.OpenSecret(string(acct.TokenSealed), []byte(acct.ID))
-	if err != nil {
-		return nil, fmt.Errorf("substrates: account %s: open token: %w", accountID, err)
-	}
-	p, err := r.opts.Factory(ctx, provider.Account{ID: acct.ID, Kind: acct.Kind, Token: token.Reveal(), Endpoint: acct.APIURL})
-	if err != nil {
-		return nil, fmt.Errorf("substrates: account %s: %w", accountID, err)
-	}
-	kp, ok := p.(provider.KubernetesProvider)
-	if !ok {
-		return nil, fmt.Errorf("substrates: account %s: provider %s offers no managed Kubernetes: %w", accountID, acct.Kind, provider.ErrInvalid)
-	}
-	r.mu.Lock()
-	r.providers[accountID] = cachedProvider{tokenDigest: digest, clusters: kp.Clusters()}
-	r.mu.Unlock()
-	return kp.Clusters(), nil
+	return p, nil
 }

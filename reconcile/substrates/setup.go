@@ -12,130 +12,147 @@ import (
 
 	"better-compute.dev/compute/provider"
 	"better-compute.dev/compute/reconcile"
+	"better-compute.dev/compute/reconcile/managed"
 	"better-compute.dev/compute/reconcile/substrates/k8sapply"
 	"better-compute.dev/compute/store"
 )
 
-// setup converges a substrate onto what the policy asks for: the cluster, the flavors' node
-// pools, then the objects in the cluster.
-func (p *pass) setup(ctx context.Context) (reconcile.Result, error) {
-	k, err := p.r.clustersFor(ctx, p.want.accountID)
+// The cluster as a managed.Resource. Setup converges the substrate onto what the policy asks
+// for: the cluster (observed, adopted by name, or created), then, as its update, the flavors'
+// node pools and the objects in the cluster.
+
+var _ managed.Resource = (*pass)(nil)
+
+// ID is the pool's id: the cluster's provider-side name is bc-<pool id>.
+func (p *pass) ID() string { return p.pool.ID }
+
+// Deleting says the pass tears down (see teardown.go).
+func (p *pass) Deleting() bool { return p.tearing }
+
+// Observe opens the account's clusters and reads the cluster the substrate stands for: the
+// tenant's (adopt mode; one missing is the substrate's error), or the one we recorded making
+// (gone at the provider: it is made again).
+func (p *pass) Observe(ctx context.Context) (managed.Observation, error) {
+	k, err := p.r.providers.Kubernetes(ctx, p.want.accountID)
 	if err != nil {
-		return p.failed(ctx, err)
+		return managed.Observation{}, fmt.Errorf("substrates: %w", err)
 	}
+	p.k = k
 	if p.sub.State != "provisioning" && p.sub.State != "ready" {
 		p.sub.State, p.sub.LastError = "provisioning", ""
 	}
 	p.sub.AccountID, p.sub.Mode = p.want.accountID, p.want.mode
-	cluster, res, err := p.ensureCluster(ctx, k)
-	if cluster == nil {
-		return res, err
-	}
-	if cluster.Status == provider.ClusterProvisioning {
-		p.sub.State = "provisioning"
-		if err := p.save(ctx, nil); err != nil {
-			return reconcile.Result{}, err
+	if p.want.mode == modeAdopt {
+		c, err := k.Get(ctx, p.want.adoptID)
+		if errors.Is(err, provider.ErrNotFound) {
+			return managed.End(p.terminal(ctx, fmt.Sprintf("cluster %s is not on account %s", p.want.adoptID, p.want.accountID)))
 		}
-		return reconcile.Result{RequeueAfter: p.r.opts.ProviderPoll}, nil
+		if err != nil {
+			return managed.Observation{}, err
+		}
+		p.sub.ClusterID, p.sub.ClusterCreated, p.cluster = c.ID, false, c
+		return managed.Found(false), nil
 	}
-	nodeIDs, err := p.ensureNodePools(ctx, k)
+	if p.sub.ClusterID != "" {
+		c, err := k.Get(ctx, p.sub.ClusterID)
+		switch {
+		case err == nil:
+			p.cluster = c
+			return managed.Found(false), nil
+		case !errors.Is(err, provider.ErrNotFound):
+			return managed.Observation{}, err
+		}
+		// The cluster we made is gone (deleted at the provider): make it again.
+		p.sub.ClusterID, p.sub.NodePools, p.sub.Objects = "", nil, nil
+	}
+	return managed.Observation{}, nil
+}
+
+// CreatePending: a cluster of our name is looked for before every create.
+func (p *pass) CreatePending() bool { return true }
+
+// Adopt takes a cluster of our name as ours: made by an earlier pass whose record was lost.
+func (p *pass) Adopt(ctx context.Context, name string) (managed.Observation, error) {
+	c, err := p.k.FindByName(ctx, name)
+	if errors.Is(err, provider.ErrNotFound) {
+		return managed.Observation{}, nil
+	}
 	if err != nil {
-		return p.failed(ctx, err)
+		return managed.Observation{}, err
 	}
-	blocked, err := p.applyObjects(ctx, k)
-	if err != nil {
-		return p.failed(ctx, err)
+	p.sub.ClusterID, p.sub.ClusterCreated, p.cluster = c.ID, true, c
+	return managed.Found(false), nil
+}
+
+// Prepare builds the cluster with one node pool per flavor; a policy with no nodes cannot make one.
+func (p *pass) Prepare(ctx context.Context, name string) (managed.Observation, error) {
+	if len(p.want.pools) == 0 {
+		return managed.End(p.terminal(ctx, "a cluster to create needs a flavor with a count of at least 1"))
 	}
+	p.spec = provider.ClusterSpec{Name: name, Region: p.want.region, Version: p.want.version}
+	for _, np := range p.want.pools {
+		p.spec.NodePools = append(p.spec.NodePools, nodePoolSpec(p.pool.ID, np))
+	}
+	return managed.Observation{}, nil
+}
+
+// MarkCreatePending is the durable mark: a replica that dies after the request finds the
+// mark's cluster by name instead of making a second one.
+func (p *pass) MarkCreatePending(ctx context.Context, tx pgx.Tx) error {
+	if err := store.MarkSubstrateCreatePending(ctx, tx, p.sub.ID, p.want.accountID); err != nil {
+		return fmt.Errorf("substrates: mark %s create-pending: %w", p.sub.ID, err)
+	}
+	marked := time.Now()
+	p.sub.CreatePendingAt = &marked
+	return nil
+}
+
+func (p *pass) Create(ctx context.Context, _ string) (err error) {
+	p.cluster, err = p.k.Create(ctx, p.spec)
+	return err
+}
+
+// Created records the new cluster at once.
+func (p *pass) Created(ctx context.Context) (managed.Observation, error) {
+	p.sub.ClusterID, p.sub.ClusterCreated = p.cluster.ID, true
+	if err := p.save(ctx, nil); err != nil {
+		return managed.End(reconcile.Result{}, err)
+	}
+	return managed.Found(false), nil
+}
+
+// Update waits for a provisioning cluster, then converges its node pools and objects.
+func (p *pass) Update(ctx context.Context) (managed.Observation, error) {
+	if p.cluster.Status == provider.ClusterProvisioning {
+		p.sub.State = "provisioning"
+		return managed.End(reconcile.Result{RequeueAfter: p.r.opts.ProviderPoll}, p.save(ctx, nil))
+	}
+	var err error
+	if p.nodeIDs, err = p.ensureNodePools(ctx, p.k); err != nil {
+		return managed.Observation{}, err
+	}
+	if p.blocked, err = p.applyObjects(ctx, p.k); err != nil {
+		return managed.Observation{}, err
+	}
+	return managed.Found(true), nil
+}
+
+// Record writes the substrate ready, or in error when bcd cannot run (then no node can join:
+// the substrate is not ready until the names are freed, and the resync looks again). A joined
+// node that none of our node pools has (gone, or never ours) leaves the pool.
+func (p *pass) Record(ctx context.Context) (reconcile.Result, error) {
 	p.sub.State, p.sub.LastError = "ready", ""
-	if blocked != "" {
-		// bcd cannot run, so no node can join: the substrate is not ready until the names are
-		// freed (the resync looks again).
-		p.sub.State, p.sub.LastError = "error", blocked
+	if p.blocked != "" {
+		p.sub.State, p.sub.LastError = "error", p.blocked
 	}
-	err = p.save(ctx, func(tx pgx.Tx) error {
-		// A joined node that none of our node pools has (gone, or never ours) leaves the pool.
-		_, err := store.PruneSubstrateNodes(ctx, tx, p.sub.ID, nodeIDs)
+	err := p.save(ctx, func(tx pgx.Tx) error {
+		_, err := store.PruneSubstrateNodes(ctx, tx, p.sub.ID, p.nodeIDs)
 		return err
 	})
 	if err != nil {
 		return reconcile.Result{}, err
 	}
 	return reconcile.Result{RequeueAfter: p.r.opts.Resync}, nil
-}
-
-// ensureCluster finds, adopts or creates the cluster. A nil cluster means the pass ends with
-// the returned result.
-func (p *pass) ensureCluster(ctx context.Context, k provider.Clusters) (*provider.Cluster, reconcile.Result, error) {
-	if p.want.mode == modeAdopt {
-		c, err := k.Get(ctx, p.want.adoptID)
-		if errors.Is(err, provider.ErrNotFound) {
-			res, err := p.terminal(ctx, fmt.Sprintf("cluster %s is not on account %s", p.want.adoptID, p.want.accountID))
-			return nil, res, err
-		}
-		if err != nil {
-			res, err := p.failed(ctx, err)
-			return nil, res, err
-		}
-		p.sub.ClusterID, p.sub.ClusterCreated = c.ID, false
-		return c, reconcile.Result{}, nil
-	}
-	if p.sub.ClusterID != "" {
-		c, err := k.Get(ctx, p.sub.ClusterID)
-		switch {
-		case err == nil:
-			return c, reconcile.Result{}, nil
-		case !errors.Is(err, provider.ErrNotFound):
-			res, err := p.failed(ctx, err)
-			return nil, res, err
-		}
-		// The cluster we made is gone (deleted at the provider): make it again.
-		p.sub.ClusterID, p.sub.NodePools, p.sub.Objects = "", nil, nil
-	}
-	name := ClusterName(p.pool.ID)
-	c, err := k.FindByName(ctx, name)
-	if err == nil {
-		// Ours by its name: made by an earlier pass whose record was lost.
-		p.sub.ClusterID, p.sub.ClusterCreated = c.ID, true
-		return c, reconcile.Result{}, nil
-	}
-	if !errors.Is(err, provider.ErrNotFound) {
-		res, err := p.failed(ctx, err)
-		return nil, res, err
-	}
-	if len(p.want.pools) == 0 {
-		res, err := p.terminal(ctx, "a cluster to create needs a flavor with a count of at least 1")
-		return nil, res, err
-	}
-	// The durable create-pending mark comes first: a replica that dies after the request finds
-	// the mark's cluster by name instead of making a second one.
-	err = reconcile.WriteResult(ctx, p.r.opts.DB, p.lease, func(tx pgx.Tx) error {
-		return store.MarkSubstrateCreatePending(ctx, tx, p.sub.ID, p.want.accountID)
-	})
-	if err != nil {
-		return nil, reconcile.Result{}, fmt.Errorf("substrates: mark %s create-pending: %w", p.sub.ID, err)
-	}
-	marked := time.Now()
-	p.sub.CreatePendingAt = &marked
-	spec := provider.ClusterSpec{Name: name, Region: p.want.region, Version: p.want.version}
-	for _, np := range p.want.pools {
-		spec.NodePools = append(spec.NodePools, nodePoolSpec(p.pool.ID, np))
-	}
-	createCtx, cancel := context.WithTimeout(ctx, p.r.opts.CreateWindow)
-	defer cancel()
-	c, err = k.Create(createCtx, spec)
-	if errors.Is(err, provider.ErrInvalid) {
-		res, err := p.terminal(ctx, err.Error())
-		return nil, res, err
-	}
-	if err != nil {
-		res, err := p.failed(ctx, err)
-		return nil, res, err
-	}
-	p.sub.ClusterID, p.sub.ClusterCreated = c.ID, true
-	if err := p.save(ctx, nil); err != nil {
-		return nil, reconcile.Result{}, err
-	}
-	return c, reconcile.Result{}, nil
 }
 
 // ensureNodePools makes the cluster's node pools match the flavors: one bc-<pool>-<flavor> pool

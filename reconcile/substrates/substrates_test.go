@@ -12,6 +12,7 @@ import (
 	"better-compute.dev/compute/core"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
 	"better-compute.dev/compute/provider/digitalocean/sim"
+	"better-compute.dev/compute/reconcile/managed"
 	"better-compute.dev/compute/reconcile/substrates"
 	"better-compute.dev/compute/reconcile/substrates/k8sapply"
 	"better-compute.dev/compute/store"
@@ -38,7 +39,7 @@ func TestCreatePath(t *testing.T) {
 		t.Fatalf("settled substrate %s (%q), want ready", sub.State, sub.LastError)
 	}
 	cs := e.clusters(t)
-	if len(cs) != 1 || cs[0].Name != substrates.ClusterName(e.tn.PoolID) || cs[0].ID != sub.ClusterID {
+	if len(cs) != 1 || cs[0].Name != managed.ProviderName(e.tn.PoolID) || cs[0].ID != sub.ClusterID {
 		t.Fatalf("clusters at the provider %v, want the one bc-<pool> cluster", names(cs))
 	}
 	wantPools := []string{substrates.NodePoolName(e.tn.PoolID, "big"), substrates.NodePoolName(e.tn.PoolID, "small")}
@@ -100,7 +101,7 @@ func TestCreatePath(t *testing.T) {
 func TestCreateAdoptsByName(t *testing.T) {
 	e := newEnv(t, "lost")
 	prior, _, err := e.do.Kubernetes.Create(e.ctx, &godo.KubernetesClusterCreateRequest{
-		Name: substrates.ClusterName(e.tn.PoolID), RegionSlug: "nyc3",
+		Name: managed.ProviderName(e.tn.PoolID), RegionSlug: "nyc3",
 		NodePools: []*godo.KubernetesNodePoolCreateRequest{{Name: substrates.NodePoolName(e.tn.PoolID, "small"), Size: "s-1vcpu-2gb", Count: 2}},
 	})
 	if err != nil {

@@ -3,31 +3,32 @@ package substrates
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/jackc/pgx/v5"
 
 	"better-compute.dev/compute/provider"
-	"better-compute.dev/compute/reconcile"
 	"better-compute.dev/compute/reconcile/substrates/k8sapply"
 	"better-compute.dev/compute/store"
 )
 
-// teardown deletes what the substrate made for the policy it last acted on: the cluster when we
+// Teardown deletes what the substrate made for the policy it last acted on: the cluster when we
 // created it (its node pools and objects go with it), or, on an adopted cluster, our objects
 // and our node pools only, leaving the cluster as the tenant had it. Then the substrate is
-// deleted (no substrate wanted) or starts over for the new policy.
-func (p *pass) teardown(ctx context.Context) (reconcile.Result, error) {
-	if p.sub.State != "deleting" {
-		p.sub.State = "deleting"
-		if err := p.save(ctx, nil); err != nil {
-			return reconcile.Result{}, err
-		}
+// deleted (no substrate wanted) or starts over for the new policy. The pass recorded the
+// substrate deleting when it began (Reconciler.load).
+
+// Delete removes what we made at the provider; a substrate that never acted made nothing.
+func (p *pass) Delete(ctx context.Context, name string) error {
+	if p.sub.Mode == "" {
+		return nil
 	}
-	if p.sub.Mode != "" {
-		if err := p.removeAtProvider(ctx); err != nil {
-			return p.failed(ctx, err)
-		}
-	}
+	return p.removeAtProvider(ctx, name)
+}
+
+// Deleted records the substrate deleted, or pending for the new policy, whose setup runs as
+// the next pass on a clean record.
+func (p *pass) Deleted(ctx context.Context) error {
 	s := &p.sub
 	s.Mode, s.AccountID, s.ClusterID, s.ClusterCreated, s.CreatePendingAt = "", "", "", false, nil
 	s.NodePools, s.Objects, s.Conflicts, s.LastError = nil, nil, nil, ""
@@ -35,29 +36,27 @@ func (p *pass) teardown(ctx context.Context) (reconcile.Result, error) {
 	if p.want != nil {
 		s.State = "pending"
 	}
-	err := p.save(ctx, func(tx pgx.Tx) error {
+	return p.save(ctx, func(tx pgx.Tx) error {
 		if _, err := store.PruneSubstrateNodes(ctx, tx, s.ID, nil); err != nil {
 			return err
 		}
 		if p.want != nil {
-			// The new policy's setup runs as the next pass, on a clean record.
 			return store.Enqueue(ctx, tx, Kind, p.pool.ID, nil)
 		}
 		return nil
 	})
-	return reconcile.Result{}, err
 }
 
 // removeAtProvider deletes what we made on the recorded cluster.
-func (p *pass) removeAtProvider(ctx context.Context) error {
-	k, err := p.r.clustersFor(ctx, p.sub.AccountID)
+func (p *pass) removeAtProvider(ctx context.Context, name string) error {
+	k, err := p.r.providers.Kubernetes(ctx, p.sub.AccountID)
 	if err != nil {
-		return err
+		return fmt.Errorf("substrates: %w", err)
 	}
 	clusterID, created := p.sub.ClusterID, p.sub.ClusterCreated
 	if clusterID == "" && p.sub.Mode == modeCreate && p.sub.CreatePendingAt != nil {
 		// A create may have gone out without its answer being recorded: find it by name.
-		c, err := k.FindByName(ctx, ClusterName(p.pool.ID))
+		c, err := k.FindByName(ctx, name)
 		switch {
 		case errors.Is(err, provider.ErrNotFound):
 			return nil

@@ -14,7 +14,7 @@ import (
 // Why it is needed: a context's deadline is enforced by a timer that cancels it from another
 // goroutine. When a stopped process (SIGSTOP) resumes, every expired timer is due at once and
 // the goroutine about to send a create may run before the one that cancels its context, so
-// net/http still sees a live context and sends. fencedCreate's window is only a fence if the
+// net/http still sees a live context and sends. managed.Loop's create window is only a fence if the
 // clock is read right before the request leaves; give this transport to the provider client
 // (digitalocean.Options.Transport), below its rate limiter, which may have slept.
 func DeadlineTransport(base http.RoundTripper) http.RoundTripper {

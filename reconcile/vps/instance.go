@@ -10,68 +10,124 @@ import (
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
 	"better-compute.dev/compute/provider"
 	"better-compute.dev/compute/reconcile"
+	"better-compute.dev/compute/reconcile/managed"
 	"better-compute.dev/compute/store"
 )
 
 // quotaInstances is the quota resource an instance books on its pool.
 const quotaInstances = "instances"
 
-// reconcileInstance makes the instance's droplet ("bc-<id>", in its subnet's VPC, of its
-// flavor's size) and records it running with the machine id, or deletes the droplet of an
-// instance being deleted. The load balancers that reach an instance are queued in the write
-// that gives it a machine, so they add it at once.
-func (r *Reconciler) reconcileInstance(ctx context.Context, lease store.Lease) (reconcile.Result, error) {
-	q := r.opts.DB.Q()
-	row, err := store.GetInstance(ctx, q, lease.ResourceID)
+// instancePass makes the instance's droplet ("bc-<id>", in its subnet's VPC, of its flavor's
+// size) and records it running with the machine id, or deletes the droplet of an instance
+// being deleted. The load balancers that reach an instance are queued in the write that gives
+// it a machine, so they add it at once. Droplet names need not be unique, so the name is looked
+// up before every create; the fence before the create is what keeps a paused replica from
+// making a second one.
+type instancePass struct {
+	managed.Base
+	r   *Reconciler
+	f   *managed.Fence
+	row store.Instance
+	p   provider.Provider
+
+	spec provider.MachineSpec
+	m    *provider.Machine
+}
+
+var _ managed.Resource = (*instancePass)(nil)
+
+func (r *Reconciler) loadInstance(ctx context.Context, f *managed.Fence) (managed.Resource, error) {
+	row, err := store.GetInstance(ctx, r.opts.DB.Q(), f.Lease.ResourceID)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && row.State == "deleted") {
-		return reconcile.Result{}, nil
+		return nil, nil
 	}
 	if err != nil {
-		return reconcile.Result{}, fmt.Errorf("vps: %w", err)
+		return nil, fmt.Errorf("vps: %w", err)
 	}
-	p, err := r.providerFor(ctx, row.AccountID)
-	if err != nil {
-		return r.instanceFailed(ctx, lease, row, err)
+	return &instancePass{r: r, f: f, row: row}, nil
+}
+
+func (i *instancePass) ID() string     { return i.row.ID }
+func (i *instancePass) Deleting() bool { return i.row.State == "deleting" }
+
+func (i *instancePass) connect(ctx context.Context) (err error) {
+	i.p, err = i.r.connect(ctx, i.row.AccountID)
+	return err
+}
+
+// Observe: an instance with a machine is done; one without waits for its subnet's VPC and
+// needs its flavor's size.
+func (i *instancePass) Observe(ctx context.Context) (managed.Observation, error) {
+	if err := i.connect(ctx); err != nil {
+		return managed.Observation{}, err
 	}
-	machines := p.Machines()
-	name := ProviderName(row.ID)
-	if row.State == "deleting" {
-		if err := deleteByName(ctx, row.MachineID, name, machines.Delete,
-			findID(machines.FindByName, func(m *provider.Machine) string { return m.ID })); err != nil {
-			return r.instanceFailed(ctx, lease, row, err)
-		}
-		return settle(r.write(ctx, lease, func(w *writer) error { return w.deletedInstance(row) }))
+	if i.row.MachineID != "" {
+		return managed.Finish(reconcile.Result{}), nil
 	}
-	if row.MachineID != "" {
-		return reconcile.Result{}, nil
-	}
-	spec := provider.MachineSpec{Name: name, Region: row.Region, Image: r.opts.Image}
-	if row.SubnetID != "" {
-		sn, err := store.GetSubnet(ctx, q, row.SubnetID)
+	i.spec = provider.MachineSpec{Name: managed.ProviderName(i.row.ID), Region: i.row.Region, Image: i.r.opts.Image}
+	if i.row.SubnetID != "" {
+		sn, err := store.GetSubnet(ctx, i.r.opts.DB.Q(), i.row.SubnetID)
 		if err != nil {
-			return reconcile.Result{}, fmt.Errorf("vps: subnet of instance %s: %w", row.ID, err)
+			return managed.Observation{}, fmt.Errorf("vps: subnet of instance %s: %w", i.row.ID, err)
 		}
 		if sn.State != "ready" || sn.ProviderID == "" {
-			return reconcile.Result{RequeueAfter: r.opts.DependencyPoll}, nil
+			return managed.After(i.r.opts.DependencyPoll), nil
 		}
-		spec.NetworkID = sn.ProviderID
+		i.spec.NetworkID = sn.ProviderID
 	}
-	if spec.Size, err = r.flavorSize(ctx, row); err != nil {
-		return r.instanceFailed(ctx, lease, row, err)
+	var err error
+	if i.spec.Size, err = i.r.flavorSize(ctx, i.row); err != nil {
+		return managed.Observation{}, err
 	}
-	m, err := machines.FindByName(ctx, name)
+	return managed.Observation{}, nil
+}
+
+func (i *instancePass) Adopt(ctx context.Context, name string) (managed.Observation, error) {
+	m, err := i.p.Machines().FindByName(ctx, name)
 	if errors.Is(err, provider.ErrNotFound) {
-		// Droplet names need not be unique: the fence before the create is what keeps a paused
-		// replica from making a second one.
-		err = r.fencedCreate(ctx, lease, nil, func(ctx context.Context) error {
-			m, err = machines.Create(ctx, spec)
-			return err
-		})
+		return managed.Observation{}, nil
 	}
 	if err != nil {
-		return r.instanceFailed(ctx, lease, row, err)
+		return managed.Observation{}, err
 	}
-	return settle(r.write(ctx, lease, func(w *writer) error { return w.instanceMachine(row, m.ID) }))
+	i.m = m
+	return managed.Found(true), nil
+}
+
+func (i *instancePass) Create(ctx context.Context, _ string) (err error) {
+	i.m, err = i.p.Machines().Create(ctx, i.spec)
+	return err
+}
+
+func (i *instancePass) Record(ctx context.Context) (reconcile.Result, error) {
+	return reconcile.Result{}, write(ctx, i.f, func(w *writer) error { return w.instanceMachine(i.row, i.m.ID) })
+}
+
+func (i *instancePass) Delete(ctx context.Context, name string) error {
+	if err := i.connect(ctx); err != nil {
+		return err
+	}
+	machines := i.p.Machines()
+	return managed.DeleteByName(ctx, i.row.MachineID, name, machines.Delete,
+		managed.FindID(machines.FindByName, func(m *provider.Machine) string { return m.ID }))
+}
+
+func (i *instancePass) Deleted(ctx context.Context) error {
+	return write(ctx, i.f, func(w *writer) error { return w.deletedInstance(i.row) })
+}
+
+// Errored records a refusal that will not heal as the instance's error.
+func (i *instancePass) Errored(ctx context.Context, cause error) (reconcile.Result, error) {
+	return reconcile.Result{}, write(ctx, i.f, func(w *writer) error {
+		cur, err := store.GetInstanceForUpdate(w.ctx, w.tx, i.row.ID)
+		if err != nil {
+			return err
+		}
+		if cur.State != i.row.State {
+			return errRowChanged
+		}
+		return store.SetInstanceState(w.ctx, w.tx, i.row.ID, "error", "", cause.Error())
+	})
 }
 
 // flavorSize reads the provider size of the instance's flavor from its pool's policy.
@@ -90,24 +146,6 @@ func (r *Reconciler) flavorSize(ctx context.Context, row store.Instance) (string
 		}
 	}
 	return "", fmt.Errorf("vps: pool %s offers no flavor %q: %w", pool.ID, row.Flavor, provider.ErrInvalid)
-}
-
-// instanceFailed records a refusal that will not heal as the instance's error; other failures
-// are returned for the runner to retry.
-func (r *Reconciler) instanceFailed(ctx context.Context, lease store.Lease, row store.Instance, cause error) (reconcile.Result, error) {
-	if !terminal(cause) || reconcile.LeaseLost(ctx) {
-		return reconcile.Result{}, cause
-	}
-	return settle(r.write(ctx, lease, func(w *writer) error {
-		cur, err := store.GetInstanceForUpdate(w.ctx, w.tx, row.ID)
-		if err != nil {
-			return err
-		}
-		if cur.State != row.State {
-			return errRowChanged
-		}
-		return store.SetInstanceState(w.ctx, w.tx, row.ID, "error", "", cause.Error())
-	}))
 }
 
 // instanceMachine records the machine; the instance is running unless a delete came meanwhile
@@ -148,39 +186,4 @@ func (w *writer) deletedInstance(read store.Instance) error {
 		return err
 	}
 	return store.RefundQuota(w.ctx, w.tx, cur.PoolID, cur.TenantID, quotaInstances)
-}
-
-// deleteByName deletes the resource with the recorded id (if any), then any left under its
-// deterministic name (a lost create's), so nothing of it stays at the provider.
-func deleteByName(ctx context.Context, id, name string, del func(context.Context, string) error,
-	find func(context.Context, string) (string, error)) error {
-	if id != "" {
-		if err := del(ctx, id); err != nil {
-			return err
-		}
-	}
-	for range 3 {
-		found, err := find(ctx, name)
-		if errors.Is(err, provider.ErrNotFound) {
-			return nil
-		}
-		if err == nil {
-			err = del(ctx, found)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// findID adapts a FindByName to return the id alone.
-func findID[T any](find func(context.Context, string) (*T, error), id func(*T) string) func(context.Context, string) (string, error) {
-	return func(ctx context.Context, name string) (string, error) {
-		v, err := find(ctx, name)
-		if err != nil {
-			return "", err
-		}
-		return id(v), nil
-	}
 }

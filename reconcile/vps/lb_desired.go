@@ -9,6 +9,7 @@ import (
 	"better-compute.dev/compute/core"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
 	"better-compute.dev/compute/provider"
+	"better-compute.dev/compute/reconcile/managed"
 	"better-compute.dev/compute/store"
 )
 
@@ -31,7 +32,7 @@ func (r *Reconciler) desiredLoadBalancer(ctx context.Context, p provider.Provide
 		return desiredLB{}, fmt.Errorf("vps: load balancer %s settings: %w", row.ID, err)
 	}
 	d := desiredLB{spec: provider.LoadBalancerSpec{
-		Name: ProviderName(row.ID), Scope: provider.Scope(row.Scope), RedirectHTTPToHTTPS: settings.GetRedirectHttpToHttps(),
+		Name: managed.ProviderName(row.ID), Scope: provider.Scope(row.Scope), RedirectHTTPToHTTPS: settings.GetRedirectHttpToHttps(),
 	}}
 	if row.Scope == string(provider.ScopeGlobal) {
 		err = r.globalTargets(ctx, row, settings, &d)
@@ -180,7 +181,7 @@ func (r *Reconciler) certificateIDs(ctx context.Context, p provider.Provider, ro
 		case c.State != "ready" || c.ProviderID == "":
 			return nil, "certificate " + id + " is " + c.State, nil
 		case c.Kind == "managed":
-			cur, err := p.Certificates().FindByName(ctx, ProviderName(c.ID))
+			cur, err := p.Certificates().FindByName(ctx, managed.ProviderName(c.ID))
 			if err != nil {
 				return nil, "", fmt.Errorf("vps: certificate %s: %w", c.ID, err)
 			}

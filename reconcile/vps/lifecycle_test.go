@@ -9,7 +9,7 @@ import (
 
 	"better-compute.dev/compute/core"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
-	"better-compute.dev/compute/reconcile/vps"
+	"better-compute.dev/compute/reconcile/managed"
 	"better-compute.dev/compute/store"
 )
 
@@ -20,7 +20,7 @@ func TestLoadBalancerLifecycle(t *testing.T) {
 	e := newEnv(t, "life", 10)
 	a, b := e.instance(t, "a", ""), e.instance(t, "b", "")
 	for _, in := range []store.Instance{a, b} {
-		if got := e.sim.CountLoadBalancersNamed(e.token, vps.ProviderName(in.ID)); got != 0 {
+		if got := e.sim.CountLoadBalancersNamed(e.token, managed.ProviderName(in.ID)); got != 0 {
 			t.Fatalf("instance names must not be load balancer names")
 		}
 	}
@@ -44,7 +44,7 @@ func TestLoadBalancerLifecycle(t *testing.T) {
 		reason    string
 		got, want any
 	}{
-		{"the provider name is deterministic", at.Name, vps.ProviderName(lb.GetId())},
+		{"the provider name is deterministic", at.Name, managed.ProviderName(lb.GetId())},
 		{"the droplets are the pool's instances' machines", droplets(at), machines(a, b)},
 		{"the row records the machines reached", row.ReachedMachineIDs, machines(a, b)},
 		{"the row records the instances reached", row.ReachedInstanceIDs, sorted(a.ID, b.ID)},
@@ -126,7 +126,7 @@ func TestSubnetAndGlobalPlacement(t *testing.T) {
 	glbAt, _ := e.providerLB(t, glbRow.ProviderID)
 	var vm string
 	for _, d := range e.snapshot(t).Droplets {
-		if d.Name == vps.ProviderName(in.ID) {
+		if d.Name == managed.ProviderName(in.ID) {
 			vm = d.VPCUUID
 		}
 	}
@@ -174,7 +174,7 @@ func TestCertificatePendingHoldsProviderCall(t *testing.T) {
 		t.Fatal(err)
 	}
 	if certRow.State == "pending" {
-		if n := e.sim.CountLoadBalancersNamed(e.token, vps.ProviderName(lb.GetId())); n != 0 {
+		if n := e.sim.CountLoadBalancersNamed(e.token, managed.ProviderName(lb.GetId())); n != 0 {
 			t.Fatalf("the provider was asked while the certificate is pending (%d load balancers)", n)
 		}
 		if row := e.lbRow(t, lb.GetId()); row.State != "pending" || row.ProviderID != "" {

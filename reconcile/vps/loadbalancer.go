@@ -5,173 +5,222 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/jackc/pgx/v5"
+
 	"better-compute.dev/compute/provider"
 	"better-compute.dev/compute/reconcile"
+	"better-compute.dev/compute/reconcile/managed"
 	"better-compute.dev/compute/store"
 )
 
-// reconcileLoadBalancer runs one pass on a load balancer: delete it, or observe it at the
-// provider (adopting one a lost create made), create it, update it, and record ready.
-func (r *Reconciler) reconcileLoadBalancer(ctx context.Context, lease store.Lease) (reconcile.Result, error) {
-	row, err := store.GetLoadBalancer(ctx, r.opts.DB.Q(), lease.ResourceID)
-	if errors.Is(err, store.ErrNotFound) {
-		return reconcile.Result{}, nil
-	}
-	if err != nil {
-		return reconcile.Result{}, fmt.Errorf("vps: %w", err)
-	}
-	if row.State == "deleted" {
-		return reconcile.Result{}, nil
-	}
-	p, err := r.providerFor(ctx, row.AccountID)
-	if err != nil {
-		return r.lbFailed(ctx, lease, row, err)
-	}
-	if row.State == "deleting" {
-		return r.deleteLoadBalancer(ctx, lease, p, row)
-	}
-	want, err := r.desiredLoadBalancer(ctx, p, row)
-	if err != nil {
-		return r.lbFailed(ctx, lease, row, err)
-	}
-	if want.waitFor != "" {
-		return reconcile.Result{RequeueAfter: r.opts.DependencyPoll}, nil
-	}
-	obs, fresh, err := r.observeOrCreateLB(ctx, lease, p, row, want)
-	if errors.Is(err, provider.ErrDeferred) {
-		// No list could be read now (the budget is kept for creates): wait parked.
-		r.park(p, row, row.ProviderID)
-		return reconcile.Result{RequeueAfter: r.parkBackstop()}, nil
-	}
-	if err != nil || obs == nil {
-		if errors.Is(err, errRowChanged) {
-			return reconcile.Result{}, nil
-		}
-		return r.lbFailed(ctx, lease, row, err)
-	}
-	applied := row.AppliedVersion
-	if fresh {
-		applied = row.SpecVersion // made from the settings read at the start of this pass
-	}
-	switch obs.Status {
-	case provider.LoadBalancerErrored:
-		return r.lbTerminal(ctx, lease, row, obs, "the provider reports load balancer "+obs.ID+" errored")
-	case provider.LoadBalancerNew:
-		return r.parkLB(ctx, lease, p, row, obs, want, applied)
-	}
-	if (!fresh && row.AppliedVersion < row.SpecVersion) || len(lbDrift(want.spec, *obs)) > 0 {
-		// A PUT replaces the whole load balancer: send all of the desired state.
-		updated, err := p.LoadBalancers().Update(ctx, obs.ID, want.spec)
-		if errors.Is(err, provider.ErrBusy) {
-			return requeueAfter(r.recordLB(ctx, lease, row, obs, want, applied), r.opts.ProviderPoll)
-		}
-		if err != nil {
-			return r.lbFailed(ctx, lease, row, err)
-		}
-		if updated.Address == "" {
-			updated.Address, updated.AddressV6 = obs.Address, obs.AddressV6
-		}
-		obs, applied = updated, row.SpecVersion
-	}
-	if obs.Address == "" {
-		return r.parkLB(ctx, lease, p, row, obs, want, applied)
-	}
-	return settle(r.recordLBReady(ctx, lease, row, obs, want, applied))
+// lbPass is one pass over a load balancer: observe it at the provider (from the account's
+// list snapshot), adopt the one a lost create made (only while the create-pending mark is set),
+// create it, update it when its settings changed or drifted, and record it ready; or delete it.
+type lbPass struct {
+	r   *Reconciler
+	f   *managed.Fence
+	row store.LoadBalancer
+	p   provider.Provider
+
+	want    desiredLB
+	obs     *provider.LoadBalancer // what the provider holds
+	fresh   bool                   // created in this pass
+	applied int64                  // the spec version the provider holds
 }
 
-// observeOrCreateLB returns the load balancer at the provider: the one recorded, the one a
-// lost create made (found by its deterministic name when the create-pending mark is set), or a
-// new one, created after the mark was written. fresh says it was created in this pass.
-func (r *Reconciler) observeOrCreateLB(ctx context.Context, lease store.Lease, p provider.Provider, row store.LoadBalancer, want desiredLB) (obs *provider.LoadBalancer, fresh bool, err error) {
-	lbs := p.LoadBalancers()
-	if row.ProviderID != "" {
-		obs, err = r.pollLB(ctx, p, row)
-		if !errors.Is(err, provider.ErrNotFound) {
-			return obs, false, err
-		}
-		// Deleted at the provider behind our back: forget it, and the next pass makes it again.
-		err = r.write(ctx, lease, func(w *writer) error { return w.forgetLB(row) })
+var _ managed.Resource = (*lbPass)(nil)
+
+func (r *Reconciler) loadLoadBalancer(ctx context.Context, f *managed.Fence) (managed.Resource, error) {
+	row, err := store.GetLoadBalancer(ctx, r.opts.DB.Q(), f.Lease.ResourceID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("vps: %w", err)
+	}
+	if row.State == "deleted" {
+		return nil, nil
+	}
+	return &lbPass{r: r, f: f, row: row, applied: row.AppliedVersion}, nil
+}
+
+func (l *lbPass) ID() string     { return l.row.ID }
+func (l *lbPass) Deleting() bool { return l.row.State == "deleting" }
+
+func (l *lbPass) connect(ctx context.Context) (err error) {
+	l.p, err = l.r.connect(ctx, l.row.AccountID)
+	return err
+}
+
+// Observe reads what the load balancer needs (it waits for subnets, certificates and target
+// load balancers) and the one recorded at the provider. One deleted at the provider behind our
+// back is forgotten, and the next pass makes it again.
+func (l *lbPass) Observe(ctx context.Context) (managed.Observation, error) {
+	if err := l.connect(ctx); err != nil {
+		return managed.Observation{}, err
+	}
+	want, err := l.r.desiredLoadBalancer(ctx, l.p, l.row)
+	if err != nil {
+		return managed.Observation{}, err
+	}
+	if want.waitFor != "" {
+		return managed.After(l.r.opts.DependencyPoll), nil
+	}
+	l.want = want
+	if l.row.ProviderID == "" {
+		return managed.Observation{}, nil
+	}
+	obs, err := l.r.pollLB(ctx, l.p, l.row)
+	switch {
+	case errors.Is(err, provider.ErrDeferred):
+		return l.deferred(), nil
+	case errors.Is(err, provider.ErrNotFound):
+		err = write(ctx, l.f, func(w *writer) error { return w.forgetLB(l.row) })
 		if err == nil {
 			err = errRowChanged
 		}
-		return nil, false, err
+		return managed.End(reconcile.Result{}, err)
+	case err != nil:
+		return managed.Observation{}, err
 	}
-	if row.CreatePendingAt != nil {
-		obs, err = lbs.FindByName(ctx, want.spec.Name)
-		if err == nil {
-			return obs, false, nil
-		}
-		if !errors.Is(err, provider.ErrNotFound) {
-			return nil, false, err
-		}
+	l.obs = obs
+	return l.examine(ctx)
+}
+
+// deferred parks a pass whose list could not be read now (the budget is kept for creates).
+func (l *lbPass) deferred() managed.Observation {
+	l.r.park(l.p, l.row, l.row.ProviderID)
+	return managed.After(l.r.parkBackstop())
+}
+
+// examine decides what the load balancer the provider holds needs: an errored one puts the
+// row in error, one still new parks the pass, and one whose settings differ is updated (a PUT
+// replaces the whole load balancer: Update sends all of the desired state).
+func (l *lbPass) examine(ctx context.Context) (managed.Observation, error) {
+	switch l.obs.Status {
+	case provider.LoadBalancerErrored:
+		return managed.End(l.terminal(ctx, l.obs, "the provider reports load balancer "+l.obs.ID+" errored"))
+	case provider.LoadBalancerNew:
+		return managed.End(l.parkLB(ctx))
 	}
-	err = r.fencedCreate(ctx, lease, func(w *writer) error { return w.markCreatePending(row) }, func(ctx context.Context) error {
-		obs, err = lbs.Create(ctx, want.spec)
-		return err
-	})
-	return obs, err == nil, err
+	stale := (!l.fresh && l.row.AppliedVersion < l.row.SpecVersion) || len(lbDrift(l.want.spec, *l.obs)) > 0
+	return managed.Found(!stale), nil
+}
+
+// CreatePending: only the durable mark can mean a create went out unrecorded.
+func (l *lbPass) CreatePending() bool { return l.row.CreatePendingAt != nil }
+
+func (l *lbPass) Adopt(ctx context.Context, name string) (managed.Observation, error) {
+	obs, err := l.p.LoadBalancers().FindByName(ctx, name)
+	switch {
+	case errors.Is(err, provider.ErrNotFound):
+		return managed.Observation{}, nil
+	case errors.Is(err, provider.ErrDeferred):
+		return l.deferred(), nil
+	case err != nil:
+		return managed.Observation{}, err
+	}
+	l.obs = obs
+	return l.examine(ctx)
+}
+
+func (l *lbPass) Prepare(context.Context, string) (managed.Observation, error) {
+	return managed.Observation{}, nil
+}
+
+func (l *lbPass) MarkCreatePending(ctx context.Context, tx pgx.Tx) error {
+	return (&writer{ctx: ctx, tx: tx}).markCreatePending(l.row)
+}
+
+func (l *lbPass) Create(ctx context.Context, _ string) (err error) {
+	l.obs, err = l.p.LoadBalancers().Create(ctx, l.want.spec)
+	return err
+}
+
+// Created: made from the settings read at the start of this pass.
+func (l *lbPass) Created(ctx context.Context) (managed.Observation, error) {
+	l.fresh, l.applied = true, l.row.SpecVersion
+	return l.examine(ctx)
+}
+
+func (l *lbPass) Update(ctx context.Context) (managed.Observation, error) {
+	updated, err := l.p.LoadBalancers().Update(ctx, l.obs.ID, l.want.spec)
+	if errors.Is(err, provider.ErrBusy) {
+		return managed.End(requeueAfter(l.record(ctx, false), l.r.opts.ProviderPoll))
+	}
+	if err != nil {
+		return managed.Observation{}, err
+	}
+	if updated.Address == "" {
+		updated.Address, updated.AddressV6 = l.obs.Address, l.obs.AddressV6
+	}
+	l.obs, l.applied = updated, l.row.SpecVersion
+	return managed.Found(true), nil
+}
+
+// Record writes the load balancer ready once it has an address (publishing
+// providerLoadBalancer.ready and opening its usage when it becomes so); until then it parks.
+func (l *lbPass) Record(ctx context.Context) (reconcile.Result, error) {
+	if l.obs.Address == "" {
+		return l.parkLB(ctx)
+	}
+	return reconcile.Result{}, l.record(ctx, true)
 }
 
 // parkLB records what the provider holds while it builds the load balancer, then parks the
 // pass: the account's watcher queues it again once a list shows it active with an address.
-func (r *Reconciler) parkLB(ctx context.Context, lease store.Lease, p provider.Provider, row store.LoadBalancer, obs *provider.LoadBalancer, want desiredLB, applied int64) (reconcile.Result, error) {
-	if err := r.recordLB(ctx, lease, row, obs, want, applied); err != nil {
-		return settle(err)
+func (l *lbPass) parkLB(ctx context.Context) (reconcile.Result, error) {
+	if err := l.record(ctx, false); err != nil {
+		return reconcile.Result{}, err
 	}
-	r.park(p, row, obs.ID)
-	return reconcile.Result{RequeueAfter: r.parkBackstop()}, nil
+	l.r.park(l.p, l.row, l.obs.ID)
+	return reconcile.Result{RequeueAfter: l.r.parkBackstop()}, nil
 }
 
-// deleteLoadBalancer deletes the load balancer at the provider (and any other of its name a
-// lost create left), then records it deleted, closes its usage, refunds its quota and
-// publishes providerLoadBalancer.deleted.
-func (r *Reconciler) deleteLoadBalancer(ctx context.Context, lease store.Lease, p provider.Provider, row store.LoadBalancer) (reconcile.Result, error) {
-	if row.ProviderID != "" || row.CreatePendingAt != nil {
-		lbs := p.LoadBalancers()
-		err := deleteByName(ctx, row.ProviderID, ProviderName(row.ID), lbs.Delete,
-			findID(lbs.FindByName, func(lb *provider.LoadBalancer) string { return lb.ID }))
-		if err != nil {
-			return r.lbFailed(ctx, lease, row, err)
+// record writes what the provider holds; with ready it moves the row to ready.
+func (l *lbPass) record(ctx context.Context, ready bool) error {
+	return write(ctx, l.f, func(w *writer) error { return w.observeLB(l.row, l.obs, l.want, l.applied, ready) })
+}
+
+// Delete deletes the load balancer at the provider (and any other of its name a lost create
+// left).
+func (l *lbPass) Delete(ctx context.Context, name string) error {
+	if err := l.connect(ctx); err != nil {
+		return err
+	}
+	if l.row.ProviderID == "" && l.row.CreatePendingAt == nil {
+		return nil
+	}
+	lbs := l.p.LoadBalancers()
+	return managed.DeleteByName(ctx, l.row.ProviderID, name, lbs.Delete,
+		managed.FindID(lbs.FindByName, func(lb *provider.LoadBalancer) string { return lb.ID }))
+}
+
+// Deleted records it deleted, closes its usage, refunds its quota and publishes
+// providerLoadBalancer.deleted.
+func (l *lbPass) Deleted(ctx context.Context) error {
+	return write(ctx, l.f, func(w *writer) error { return w.deletedLB(l.row) })
+}
+
+// Errored puts the load balancer in error and publishes providerLoadBalancer.error.
+func (l *lbPass) Errored(ctx context.Context, cause error) (reconcile.Result, error) {
+	return l.terminal(ctx, nil, cause.Error())
+}
+
+func (l *lbPass) terminal(ctx context.Context, obs *provider.LoadBalancer, msg string) (reconcile.Result, error) {
+	return reconcile.Result{}, write(ctx, l.f, func(w *writer) error { return w.errorLB(l.row, obs, msg) })
+}
+
+// Failing shows a retryable failure as the row's last error (not a rate limit: the runner
+// waits for the time the provider names).
+func (l *lbPass) Failing(ctx context.Context, cause error) error {
+	if provider.Retryable(cause) && !isRateLimited(cause) {
+		err := write(ctx, l.f, func(w *writer) error { return w.lbLastError(l.row, cause.Error()) })
+		if err != nil && !errors.Is(err, errRowChanged) {
+			return err
 		}
 	}
-	return settle(r.write(ctx, lease, func(w *writer) error { return w.deletedLB(row) }))
-}
-
-// lbFailed records a failed pass. A refusal that will not heal (provider.ErrInvalid) puts the
-// load balancer in error and publishes providerLoadBalancer.error; a retryable failure is
-// shown as its last error and returned, so the runner retries with backoff (a rate limit at
-// the time the provider names).
-func (r *Reconciler) lbFailed(ctx context.Context, lease store.Lease, row store.LoadBalancer, cause error) (reconcile.Result, error) {
-	switch {
-	case errors.Is(cause, errRowChanged):
-		return reconcile.Result{}, nil
-	case reconcile.LeaseLost(ctx) || errors.Is(cause, store.ErrLeaseLost):
-		return reconcile.Result{}, cause
-	case terminal(cause):
-		return r.lbTerminal(ctx, lease, row, nil, cause.Error())
-	case provider.Retryable(cause) && !isRateLimited(cause):
-		if err := r.write(ctx, lease, func(w *writer) error { return w.lbLastError(row, cause.Error()) }); err != nil &&
-			!errors.Is(err, errRowChanged) {
-			return reconcile.Result{}, err
-		}
-	}
-	return reconcile.Result{}, cause
-}
-
-// lbTerminal puts the load balancer in error with msg and publishes providerLoadBalancer.error.
-func (r *Reconciler) lbTerminal(ctx context.Context, lease store.Lease, row store.LoadBalancer, obs *provider.LoadBalancer, msg string) (reconcile.Result, error) {
-	return settle(r.write(ctx, lease, func(w *writer) error { return w.errorLB(row, obs, msg) }))
-}
-
-// recordLB writes what the provider holds while it is not ready yet.
-func (r *Reconciler) recordLB(ctx context.Context, lease store.Lease, row store.LoadBalancer, obs *provider.LoadBalancer, want desiredLB, applied int64) error {
-	return r.write(ctx, lease, func(w *writer) error { return w.observeLB(row, obs, want, applied, false) })
-}
-
-// recordLBReady writes the load balancer ready (publishing providerLoadBalancer.ready and
-// opening its usage when it becomes so).
-func (r *Reconciler) recordLBReady(ctx context.Context, lease store.Lease, row store.LoadBalancer, obs *provider.LoadBalancer, want desiredLB, applied int64) error {
-	return r.write(ctx, lease, func(w *writer) error { return w.observeLB(row, obs, want, applied, true) })
+	return cause
 }
 
 func isRateLimited(err error) bool {

@@ -7,58 +7,97 @@ import (
 
 	"better-compute.dev/compute/provider"
 	"better-compute.dev/compute/reconcile"
+	"better-compute.dev/compute/reconcile/managed"
 	"better-compute.dev/compute/store"
 )
 
-// reconcileSubnet makes the subnet's VPC ("bc-<id>" with its region and ip range) and records
-// it ready with the provider id, queueing the instances and load balancers that waited for it;
-// or deletes the VPC of a subnet being deleted.
-func (r *Reconciler) reconcileSubnet(ctx context.Context, lease store.Lease) (reconcile.Result, error) {
-	row, err := store.GetSubnet(ctx, r.opts.DB.Q(), lease.ResourceID)
-	if errors.Is(err, store.ErrNotFound) || (err == nil && (row.State == "deleted" || row.State == "error")) {
-		return reconcile.Result{}, nil
-	}
-	if err != nil {
-		return reconcile.Result{}, fmt.Errorf("vps: %w", err)
-	}
-	p, err := r.providerFor(ctx, row.AccountID)
-	if err != nil {
-		return r.subnetFailed(ctx, lease, row, err)
-	}
-	nets := p.Networks()
-	name := ProviderName(row.ID)
-	if row.State == "deleting" {
-		// A VPC that still has members answers provider.ErrBusy: retried until they are gone.
-		err := deleteByName(ctx, row.ProviderID, name, nets.Delete,
-			findID(nets.FindByName, func(n *provider.Network) string { return n.ID }))
-		if err != nil {
-			return r.subnetFailed(ctx, lease, row, err)
-		}
-		return settle(r.write(ctx, lease, func(w *writer) error { return w.subnetState(row, "deleted", "", "") }))
-	}
-	if row.State == "ready" && row.ProviderID != "" {
-		return reconcile.Result{}, nil
-	}
-	// VPC names are unique in an account: whatever carries the name is ours (a lost create's).
-	n, err := nets.FindByName(ctx, name)
-	if errors.Is(err, provider.ErrNotFound) {
-		err = r.fencedCreate(ctx, lease, nil, func(ctx context.Context) error {
-			n, err = nets.Create(ctx, provider.NetworkSpec{Name: name, Region: row.Region, IPRange: row.IPRange})
-			return err
-		})
-	}
-	if err != nil {
-		return r.subnetFailed(ctx, lease, row, err)
-	}
-	return settle(r.write(ctx, lease, func(w *writer) error { return w.subnetState(row, "ready", n.ID, "") }))
+// subnetPass makes the subnet's VPC ("bc-<id>" with its region and ip range) and records it
+// ready with the provider id, queueing the instances and load balancers that waited for it; or
+// deletes the VPC of a subnet being deleted. VPC names are unique in an account: whatever
+// carries the name is ours (a lost create's).
+type subnetPass struct {
+	managed.Base
+	r   *Reconciler
+	f   *managed.Fence
+	row store.Subnet
+	p   provider.Provider
+	n   *provider.Network
 }
 
-// subnetFailed records a refusal that will not heal as the subnet's error.
-func (r *Reconciler) subnetFailed(ctx context.Context, lease store.Lease, row store.Subnet, cause error) (reconcile.Result, error) {
-	if !terminal(cause) || reconcile.LeaseLost(ctx) || row.State == "deleting" {
+var _ managed.Resource = (*subnetPass)(nil)
+
+func (r *Reconciler) loadSubnet(ctx context.Context, f *managed.Fence) (managed.Resource, error) {
+	row, err := store.GetSubnet(ctx, r.opts.DB.Q(), f.Lease.ResourceID)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && (row.State == "deleted" || row.State == "error")) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("vps: %w", err)
+	}
+	return &subnetPass{r: r, f: f, row: row}, nil
+}
+
+func (s *subnetPass) ID() string     { return s.row.ID }
+func (s *subnetPass) Deleting() bool { return s.row.State == "deleting" }
+
+func (s *subnetPass) connect(ctx context.Context) (err error) {
+	s.p, err = s.r.connect(ctx, s.row.AccountID)
+	return err
+}
+
+func (s *subnetPass) Observe(ctx context.Context) (managed.Observation, error) {
+	if err := s.connect(ctx); err != nil {
+		return managed.Observation{}, err
+	}
+	if s.row.State == "ready" && s.row.ProviderID != "" {
+		return managed.Finish(reconcile.Result{}), nil
+	}
+	return managed.Observation{}, nil
+}
+
+func (s *subnetPass) Adopt(ctx context.Context, name string) (managed.Observation, error) {
+	n, err := s.p.Networks().FindByName(ctx, name)
+	if errors.Is(err, provider.ErrNotFound) {
+		return managed.Observation{}, nil
+	}
+	if err != nil {
+		return managed.Observation{}, err
+	}
+	s.n = n
+	return managed.Found(true), nil
+}
+
+func (s *subnetPass) Create(ctx context.Context, name string) (err error) {
+	s.n, err = s.p.Networks().Create(ctx, provider.NetworkSpec{Name: name, Region: s.row.Region, IPRange: s.row.IPRange})
+	return err
+}
+
+func (s *subnetPass) Record(ctx context.Context) (reconcile.Result, error) {
+	return reconcile.Result{}, s.state(ctx, "ready", s.n.ID, "")
+}
+
+// Delete: a VPC that still has members answers provider.ErrBusy, retried until they are gone.
+func (s *subnetPass) Delete(ctx context.Context, name string) error {
+	if err := s.connect(ctx); err != nil {
+		return err
+	}
+	nets := s.p.Networks()
+	return managed.DeleteByName(ctx, s.row.ProviderID, name, nets.Delete,
+		managed.FindID(nets.FindByName, func(n *provider.Network) string { return n.ID }))
+}
+
+func (s *subnetPass) Deleted(ctx context.Context) error { return s.state(ctx, "deleted", "", "") }
+
+// Errored records a refusal that will not heal as the subnet's error (not while deleting).
+func (s *subnetPass) Errored(ctx context.Context, cause error) (reconcile.Result, error) {
+	if s.Deleting() {
 		return reconcile.Result{}, cause
 	}
-	return settle(r.write(ctx, lease, func(w *writer) error { return w.subnetState(row, "error", "", cause.Error()) }))
+	return reconcile.Result{}, s.state(ctx, "error", "", cause.Error())
+}
+
+func (s *subnetPass) state(ctx context.Context, state, providerID, lastError string) error {
+	return write(ctx, s.f, func(w *writer) error { return w.subnetState(s.row, state, providerID, lastError) })
 }
 
 // subnetState moves the subnet from the state the pass read to state; a ready subnet queues

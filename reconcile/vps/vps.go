@@ -1,25 +1,24 @@
-// Package vps is the vps.provider-resources reconciler: it converges the load
-// balancers, instances, subnets and certificates the tenants recorded onto their provider
-// accounts through provider.Provider (ProviderImpl).
+// Package vps is the vps.provider-resources reconciler: it converges the load balancers,
+// instances, subnets and certificates the tenants recorded onto their provider accounts through
+// provider.Provider (ProviderImpl).
 //
 // One Handler serves the work kind core.ReconcileKind and dispatches on the resource id's type
-// prefix (plb_, inst_, snet_, pcert_). Every pass reads the rows, talks to the provider outside
-// any transaction, and writes what it learned only through reconcile.WriteResult, so a replica
-// whose lease was taken over writes nothing. A pass is idempotent: it observes first, then
-// creates, updates or deletes what differs, and asks to come back (Result.RequeueAfter) while
-// the provider works asynchronously.
+// prefix (plb_, inst_, snet_, pcert_) to the kind's managed.Resource; managed.Loop runs the pass.
+// Every pass reads the rows, talks to the provider outside any transaction, and writes what it
+// learned only through the pass's managed.Fence, so a replica whose lease was taken over writes
+// nothing. A pass is idempotent: it observes first, then creates, updates or deletes what
+// differs, and asks to come back (Result.RequeueAfter) while the provider works asynchronously.
 //
-// Creates never duplicate: provider-side names are deterministic ("bc-" and the row id), a
-// load balancer is marked create-pending in a fenced write before the provider is asked, and a
-// pass that finds the mark (or, for the other types, any resource of that name) adopts what the
-// provider has instead of creating again. The create call itself runs under a deadline well
-// inside the lease, so a replica paused between its fenced mark and the request cannot send it
-// after its lease was taken over.
+// Creates never duplicate (managed owns the rules): provider-side names are deterministic
+// (managed.ProviderName), a load balancer is marked create-pending in a fenced write before the
+// provider is asked, and a pass that finds the mark (or, for the other types, any resource of
+// that name) adopts what the provider has instead of creating again. The create call itself runs
+// under a deadline well inside the lease, so a replica paused between its fenced mark and the
+// request cannot send it after its lease was taken over.
 package vps
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -31,6 +30,7 @@ import (
 	"better-compute.dev/compute/ids"
 	"better-compute.dev/compute/provider"
 	"better-compute.dev/compute/reconcile"
+	"better-compute.dev/compute/reconcile/managed"
 	"better-compute.dev/compute/seal"
 	"better-compute.dev/compute/store"
 )
@@ -42,7 +42,7 @@ const PeriodicKind = core.ReconcileKind + ".periodic"
 const (
 	DefaultProviderPoll     = 2 * time.Second
 	DefaultDependencyPoll   = 10 * time.Second
-	DefaultCreateWindow     = 10 * time.Second
+	DefaultCreateWindow     = managed.DefaultCreateWindow
 	DefaultImage            = "ubuntu-24-04-x64"
 	DefaultPeriodicInterval = time.Minute
 	// MaxPeriodicInterval is the longest periodic interval allowed: the seed promises that an
@@ -67,9 +67,9 @@ type Options struct {
 	// subnet's VPC, a certificate, a target load balancer). Those resources queue their
 	// waiters when they become ready; the poll is the backstop. Default 10 s.
 	DependencyPoll time.Duration
-	// CreateWindow bounds a create request at the provider. Keep it well below the lease TTL:
-	// a replica paused between its create-pending mark and the request finds the deadline
-	// passed when it resumes and sends nothing. Default 10 s.
+	// CreateWindow bounds a create request at the provider (managed.Loop.CreateWindow). Keep
+	// it well below the lease TTL: a replica paused between its create-pending mark and the
+	// request finds the deadline passed when it resumes and sends nothing. Default 10 s.
 	CreateWindow time.Duration
 	// Image is the image of the droplets made for instances. Default ubuntu-24-04-x64.
 	Image string
@@ -79,18 +79,12 @@ type Options struct {
 
 // Reconciler is the vps.provider-resources reconciler; it is safe for concurrent use.
 type Reconciler struct {
-	opts Options
+	opts      Options
+	loop      managed.Loop
+	providers *managed.Providers
 
-	mu        sync.Mutex
-	providers map[string]cachedProvider // by account id
-	watches   map[string]*lbWatch       // by account id
-}
-
-// cachedProvider is an opened provider and the sealed token it was opened with: a new token
-// (the account's row changed) opens a new one.
-type cachedProvider struct {
-	tokenDigest [sha256.Size]byte
-	p           provider.Provider
+	mu      sync.Mutex
+	watches map[string]*lbWatch // by account id
 }
 
 // New checks opts and fills in the defaults.
@@ -118,7 +112,12 @@ func New(opts Options) (*Reconciler, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	return &Reconciler{opts: opts, providers: map[string]cachedProvider{}, watches: map[string]*lbWatch{}}, nil
+	return &Reconciler{
+		opts:      opts,
+		loop:      managed.Loop{DB: opts.DB, CreateWindow: opts.CreateWindow},
+		providers: managed.NewProviders(opts.DB, opts.Keyring, opts.Factory),
+		watches:   map[string]*lbWatch{},
+	}, nil
 }
 
 // Reconcile implements reconcile.Handler for core.ReconcileKind: it dispatches on the id's
@@ -128,13 +127,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, lease store.Lease) (reconcil
 	id := lease.ResourceID
 	switch {
 	case strings.HasPrefix(id, ids.LoadBalancer):
-		return r.reconcileLoadBalancer(ctx, lease)
+		return r.loop.Run(ctx, lease, managed.KindFunc(r.loadLoadBalancer))
 	case strings.HasPrefix(id, ids.Instance):
-		return r.reconcileInstance(ctx, lease)
+		return r.loop.Run(ctx, lease, managed.KindFunc(r.loadInstance))
 	case strings.HasPrefix(id, ids.Subnet):
-		return r.reconcileSubnet(ctx, lease)
+		return r.loop.Run(ctx, lease, managed.KindFunc(r.loadSubnet))
 	case strings.HasPrefix(id, ids.Certificate):
-		return r.reconcileCertificate(ctx, lease)
+		return r.loop.Run(ctx, lease, managed.KindFunc(r.loadCertificate))
 	}
 	return reconcile.Result{}, fmt.Errorf("vps: no reconciler for resource %q", id)
 }
@@ -153,7 +152,7 @@ func (r *Reconciler) periodic(ctx context.Context, lease store.Lease) (reconcile
 	}
 	for start := 0; start < len(live); start += periodicBatch {
 		batch := live[start:min(start+periodicBatch, len(live))]
-		if err := r.write(ctx, lease, func(w *writer) error {
+		if err := write(ctx, &managed.Fence{DB: r.opts.DB, Lease: lease}, func(w *writer) error {
 			for _, id := range batch {
 				if err := w.enqueue(id); err != nil {
 					return err
@@ -167,63 +166,11 @@ func (r *Reconciler) periodic(ctx context.Context, lease store.Lease) (reconcile
 	return reconcile.Result{}, nil
 }
 
-// providerFor opens (or reuses) the provider of an account, unsealing its token.
-func (r *Reconciler) providerFor(ctx context.Context, accountID string) (provider.Provider, error) {
-	acct, err := store.GetAccount(ctx, r.opts.DB.Q(), accountID)
+// connect opens (or reuses) the provider of an account.
+func (r *Reconciler) connect(ctx context.Context, accountID string) (provider.Provider, error) {
+	p, err := r.providers.For(ctx, accountID)
 	if err != nil {
-		return nil, fmt.Errorf("vps: account %s: %w", accountID, err)
+		return nil, fmt.Errorf("vps: %w", err)
 	}
-	digest := sha256.Sum256(acct.TokenSealed)
-	r.mu.Lock()
-	c, ok := r.providers[accountID]
-	r.mu.Unlock()
-	if ok && c.tokenDigest == digest {
-		return c.p, nil
-	}
-	token, err := r.opts.Keyring.OpenSecret(string(acct.TokenSealed), []byte(acct.ID))
-	if err != nil {
-		// The keyring's error names no secret; the token itself is never in an error.
-		return nil, fmt.Errorf("vps: account %s: open token: %w", accountID, err)
-	}
-	p, err := r.opts.Factory(ctx, provider.Account{ID: acct.ID, Kind: acct.Kind, Token: token.Reveal(), Endpoint: acct.APIURL})
-	if err != nil {
-		return nil, fmt.Errorf("vps: account %s: %w", accountID, err)
-	}
-	r.mu.Lock()
-	r.providers[accountID] = cachedProvider{tokenDigest: digest, p: p}
-	r.mu.Unlock()
 	return p, nil
-}
-
-// ProviderName is the deterministic provider-side name of a resource: "bc-" and its id with
-// the type prefix's underscore turned into a dash (droplet, VPC and load balancer names take
-// letters, digits, dashes and dots only). It is the adoption key after a lost create.
-func ProviderName(id string) string {
-	return "bc-" + strings.ReplaceAll(id, "_", "-")
-}
-
-// fencedCreate runs create under the create window, right after a fenced write (mark; nil
-// writes nothing but still checks the lease). The window is measured from before the write on
-// the monotonic clock, which runs on while a process is stopped: a replica paused between its
-// fenced write and the request finds the window spent when it resumes, and sends nothing,
-// whereas a replica that took the lease over meanwhile may already have created.
-func (r *Reconciler) fencedCreate(ctx context.Context, lease store.Lease, mark func(w *writer) error, create func(ctx context.Context) error) error {
-	deadline := time.Now().Add(r.opts.CreateWindow)
-	if mark == nil {
-		mark = func(*writer) error { return nil }
-	}
-	if err := r.write(ctx, lease, mark); err != nil {
-		return err
-	}
-	if !time.Now().Before(deadline) || ctx.Err() != nil {
-		return fmt.Errorf("vps: create window of %s passed before the request: %w", lease.ResourceID, provider.ErrTransient)
-	}
-	cctx, cancel := context.WithDeadline(ctx, deadline)
-	defer cancel()
-	return create(cctx)
-}
-
-// terminal reports whether a provider failure will not heal by retrying the same request.
-func terminal(err error) bool {
-	return errors.Is(err, provider.ErrInvalid)
 }

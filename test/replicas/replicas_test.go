@@ -19,7 +19,7 @@ import (
 	"better-compute.dev/compute/core"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
 	"better-compute.dev/compute/provider/digitalocean/sim"
-	"better-compute.dev/compute/reconcile/vps"
+	"better-compute.dev/compute/reconcile/managed"
 	"better-compute.dev/compute/seal"
 	"better-compute.dev/compute/store"
 	"better-compute.dev/compute/store/storetest"
@@ -220,10 +220,10 @@ func TestReplicasConvergeWithKillAndPause(t *testing.T) {
 		t.Errorf("%d load balancer names at the provider, want %d", len(counts), loadBalancers)
 	}
 	for _, id := range ids {
-		if n := counts[vps.ProviderName(id)]; n != 1 {
+		if n := counts[managed.ProviderName(id)]; n != 1 {
 			t.Errorf("load balancer %s exists %d times at the provider", id, n)
 			for _, lb := range snap.LoadBalancers {
-				if lb.Name == vps.ProviderName(id) {
+				if lb.Name == managed.ProviderName(id) {
 					t.Logf("  at the provider: %s created %s", lb.ID, lb.Created)
 				}
 			}
