@@ -90,7 +90,11 @@ func storeErr(err error, what string) error {
 	case errors.Is(err, store.ErrNotFound):
 		return apierr.NotFoundf("%s not found", what)
 	case errors.Is(err, store.ErrConflict):
-		return &apierr.Error{Code: apierr.InvalidInput, Field: "name", Message: what + " with that name already exists", Cause: err}
+		// By the constraint: a taken name is INVALID_INPUT on name, a taken BMC address on
+		// bmc.address; a conflict on a key the server makes is no fault of the request (INTERNAL).
+		if field, ok := store.ConflictField(err); ok {
+			return &apierr.Error{Code: apierr.InvalidInput, Field: field, Message: what + " with that " + field + " already exists", Cause: err}
+		}
 	}
 	return apierr.InternalErr(err)
 }

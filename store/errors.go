@@ -202,6 +202,37 @@ func ConstraintName(err error) string {
 	return ""
 }
 
+// conflictFields are the unique constraints that guard something the caller chooses, with the
+// request field a violation is about: a taken name is the caller's bad input on "name", a taken
+// BMC address on "bmc.address", a tenant id taken (or taken up to case) on "tenantId". A unique
+// constraint not listed guards a key the server makes (a generated id, a token's hash, one
+// substrate per pool): its violation is the server's fault, never the caller's input.
+// TestEveryUniqueConstraintClassified keeps this list and the migrated schema in step.
+var conflictFields = map[string]string{
+	"load_balancers_live_name":             "name",
+	"networks_tenant_id_name_key":          "name",
+	"pools_tenant_id_name_key":             "name",
+	"projects_tenant_id_name_key":          "name",
+	"provider_accounts_tenant_id_name_key": "name",
+	MetalNodeNameKey:                       "name",
+	MetalNodeBMCKey:                        "bmc.address",
+	"substrate_nodes_name_key":             "nodeName",
+	"tenants_pkey":                         "tenantId",
+	"tenants_id_fold":                      "tenantId",
+	"idempotency_keys_pkey":                "idempotencyKey",
+}
+
+// ConflictField returns the request field that err, a unique-constraint violation (ErrConflict),
+// is about, by the violated constraint's name. ok is false when err is no conflict, or a conflict
+// on a constraint that guards a key the server makes (see conflictFields).
+func ConflictField(err error) (field string, ok bool) {
+	if !errors.Is(err, ErrConflict) {
+		return "", false
+	}
+	field, ok = conflictFields[ConstraintName(err)]
+	return field, ok
+}
+
 // sqlState returns err's SQLSTATE, or "" when it carries none.
 func sqlState(err error) string {
 	var pgErr *pgconn.PgError

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -134,4 +135,92 @@ func TestTranslateErrorOnRealViolations(t *testing.T) {
 func crdbMaxRetries() error {
 	ctx := crdb.WithMaxRetries(context.Background(), 1)
 	return crdb.ExecuteCtx(ctx, func(context.Context, ...any) error { return &pgconn.PgError{Code: "40001"} })
+}
+
+// TestConflictFieldByConstraint: a unique violation names the request field of the constraint it
+// broke (a taken name is "name", a taken BMC address "bmc.address", a taken tenant id "tenantId"),
+// and a violation on a key the server makes names none, on real rows.
+func TestConflictFieldByConstraint(t *testing.T) {
+	t.Parallel()
+	db := storetest.New(t)
+	ctx := context.Background()
+	q := db.Q()
+	if _, err := store.InsertTenant(ctx, q, store.Tenant{ID: "acme"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.InsertProject(ctx, q, store.Project{ID: "prj_1", TenantID: "acme", Name: "web"}); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		reason string
+		write  func() error
+		field  string // "" means no field: the server's own key
+	}{
+		{"a taken project name", func() error {
+			_, err := store.InsertProject(ctx, q, store.Project{ID: "prj_2", TenantID: "acme", Name: "web"})
+			return err
+		}, "name"},
+		{"a taken tenant id", func() error { _, err := store.InsertTenant(ctx, q, store.Tenant{ID: "acme"}); return err }, "tenantId"},
+		{"a tenant id taken up to case", func() error { _, err := store.InsertTenant(ctx, q, store.Tenant{ID: "ACME"}); return err }, "tenantId"},
+		{"a generated project id that collided", func() error {
+			_, err := store.InsertProject(ctx, q, store.Project{ID: "prj_1", TenantID: "acme", Name: "api"})
+			return err
+		}, ""},
+	}
+	for _, tc := range cases {
+		err := tc.write()
+		if !errors.Is(err, store.ErrConflict) {
+			t.Errorf("%s: err = %v, want ErrConflict", tc.reason, err)
+			continue
+		}
+		field, ok := store.ConflictField(err)
+		if field != tc.field || ok != (tc.field != "") {
+			t.Errorf("%s (constraint %s): ConflictField = %q, %v; want %q", tc.reason, store.ConstraintName(err), field, ok, tc.field)
+		}
+	}
+	if field, ok := store.ConflictField(&store.ConstraintError{Kind: store.ErrConflict, Constraint: store.MetalNodeBMCKey}); !ok || field != "bmc.address" {
+		t.Errorf("BMC conflict: %q, %v", field, ok)
+	}
+	if _, ok := store.ConflictField(&store.ConstraintError{Kind: store.ErrCheck, Constraint: "projects_tenant_id_name_key"}); ok {
+		t.Error("a check violation named a conflict field")
+	}
+}
+
+// serverKeys are the unique constraints of the schema guarding keys the server makes; a violation
+// of one is no fault of the request. Every other unique constraint must name a request field.
+var serverKeys = []string{
+	"certificates_pkey", "event_counters_pkey", "event_inbox_pkey", "events_id_key", "events_pkey", "instances_pkey",
+	"load_balancer_certificates_pkey", "load_balancer_instance_targets_pkey", "load_balancer_lb_targets_pkey",
+	"load_balancers_pkey", "metal_nodes_pkey", "networks_pkey", "platform_bootstrap_pkey", "pools_pkey", "principals_pkey",
+	"projects_pkey", "provider_accounts_pkey", "provider_budgets_pkey", "quotas_pkey", "subnets_pkey", "substrate_nodes_pkey",
+	"substrates_pkey", "substrates_pool_id_key", "tokens_pkey", "tokens_secret_hash_key", "usage_records_meter_resource_id_key",
+	"usage_records_pkey", "work_items_pkey",
+}
+
+// TestEveryUniqueConstraintClassified: each unique index of the migrated schema either names the
+// request field its violation is about (store.ConflictField) or is a server key (serverKeys), so a
+// migration adding one must decide which.
+func TestEveryUniqueConstraintClassified(t *testing.T) {
+	t.Parallel()
+	db := storetest.New(t)
+	rows, err := db.Pool().Query(context.Background(), `SELECT i.relname FROM pg_index x
+		JOIN pg_class i ON i.oid = x.indexrelid JOIN pg_class c ON c.oid = x.indrelid
+		WHERE x.indisunique AND c.relnamespace = current_schema()::regnamespace AND c.relname NOT LIKE 'schema_migration%'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(names) < 20 {
+		t.Fatalf("found only %d unique indexes: %v", len(names), names)
+	}
+	for _, name := range names {
+		_, named := store.ConflictField(&store.ConstraintError{Kind: store.ErrConflict, Constraint: name})
+		server := slices.Contains(serverKeys, name)
+		if named == server {
+			t.Errorf("unique index %s: named field %v, server key %v; exactly one must hold", name, named, server)
+		}
+	}
 }
