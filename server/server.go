@@ -16,6 +16,7 @@ import (
 
 	"better-compute.dev/compute/core"
 	c "better-compute.dev/compute/gen/go/bettercompute/compute/v1/computev1connect"
+	"better-compute.dev/compute/requestid"
 )
 
 // Options configure the handler.
@@ -96,5 +97,5 @@ func New(opts Options) (http.Handler, error) {
 	root.Handle(grpcreflect.NewHandlerV1(reflector))
 	root.Handle(grpcreflect.NewHandlerV1Alpha(reflector))
 	root.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	return withCORS(opts.CORSOrigins, root), nil
+	return requestid.Middleware(withCORS(opts.CORSOrigins, root)), nil
 }
