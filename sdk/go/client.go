@@ -124,8 +124,10 @@ type translatedConn struct {
 	ctx context.Context
 }
 
-func (c *translatedConn) Send(m any) error    { return translate(c.ctx, c.StreamingClientConn.Send(m)) }
-func (c *translatedConn) Receive(m any) error { return translate(c.ctx, c.StreamingClientConn.Receive(m)) }
+func (c *translatedConn) Send(m any) error { return translate(c.ctx, c.StreamingClientConn.Send(m)) }
+func (c *translatedConn) Receive(m any) error {
+	return translate(c.ctx, c.StreamingClientConn.Receive(m))
+}
 func (c *translatedConn) CloseResponse() error {
 	return translate(c.ctx, c.StreamingClientConn.CloseResponse())
 }
