@@ -12,9 +12,11 @@ var (
 	corsAllowHeaders = strings.Join([]string{
 		"Authorization", "Content-Type", "Connect-Protocol-Version", "Connect-Timeout-Ms", "Connect-Accept-Encoding",
 		"Connect-Content-Encoding", "Grpc-Timeout", "X-Grpc-Web", "X-User-Agent", "Accept-Encoding", "Content-Encoding",
+		"X-Request-Id",
 	}, ", ")
 	corsExposeHeaders = strings.Join([]string{
 		"Grpc-Status", "Grpc-Message", "Grpc-Status-Details-Bin", "Content-Encoding", "Connect-Content-Encoding",
+		"X-Request-Id",
 	}, ", ")
 )
 

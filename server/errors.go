@@ -1,18 +1,21 @@
 package server
 
 import (
-	"time"
-
+	"context"
 	"errors"
 	"fmt"
-	"google.golang.org/protobuf/types/known/durationpb"
 	"strings"
+	"time"
 
 	"buf.build/go/protovalidate"
 	"connectrpc.com/connect"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"better-compute.dev/compute/apierr"
+	"better-compute.dev/compute/requestid"
+	sdk "better-compute.dev/compute/sdk/go"
 )
 
 // connectCode maps a platform reason onto the Connect (and gRPC) code.
@@ -74,7 +77,7 @@ func validationError(err error) *connect.Error {
 	msgs := make([]string, 0, min(len(ve.Violations), maxViolationsInMessage)+1)
 	var first string
 	for i, v := range ve.Violations {
-		path := violationPath(v)
+		path := sdk.ViolationField(v.Proto)
 		if i == 0 {
 			first = path
 		}
@@ -95,46 +98,42 @@ func validationError(err error) *connect.Error {
 // answer (every violation still travels as buf.validate.Violations).
 const maxViolationsInMessage = 10
 
-// violationPath renders a violation's field path in JSON names. A message-level rule has no
-// path of its own: its id starts with the field it is about ("targets.scope" -> targets).
-func violationPath(v *protovalidate.Violation) string {
-	var b strings.Builder
-	for _, el := range v.Proto.GetField().GetElements() {
-		if b.Len() > 0 {
-			b.WriteByte('.')
+// withRequestID returns err with the request's id (package requestid) added to the platform's
+// ErrorInfo metadata as "requestId", next to the reason; other details are kept as they are.
+// An error without a platform ErrorInfo is returned unchanged (the X-Request-Id header still
+// names the request).
+func withRequestID(ctx context.Context, err error) error {
+	id := requestid.FromContext(ctx)
+	var ce *connect.Error
+	if id == "" || !errors.As(err, &ce) {
+		return err
+	}
+	out := connect.NewError(ce.Code(), errors.New(ce.Message()))
+	stamped := false
+	for _, d := range ce.Details() {
+		if v, derr := d.Value(); derr == nil && !stamped {
+			if info, ok := v.(*errdetails.ErrorInfo); ok && info.GetDomain() == apierr.Domain {
+				info = proto.Clone(info).(*errdetails.ErrorInfo)
+				if info.Metadata == nil {
+					info.Metadata = map[string]string{}
+				}
+				info.Metadata["requestId"] = id
+				if nd, nerr := connect.NewErrorDetail(info); nerr == nil {
+					out.AddDetail(nd)
+					stamped = true
+					continue
+				}
+			}
 		}
-		b.WriteString(lowerCamel(el.GetFieldName()))
-		switch {
-		case el.HasIndex():
-			fmt.Fprintf(&b, "[%d]", el.GetIndex())
-		case el.HasStringKey():
-			fmt.Fprintf(&b, "[%q]", el.GetStringKey())
+		out.AddDetail(d)
+	}
+	if !stamped {
+		return err
+	}
+	for k, vs := range ce.Meta() {
+		for _, v := range vs {
+			out.Meta().Add(k, v)
 		}
 	}
-	rule := v.Proto.GetRuleId()
-	if b.Len() == 0 {
-		if i := strings.IndexByte(rule, '.'); i > 0 {
-			return rule[:i]
-		}
-		return rule
-	}
-	return b.String()
-}
-
-// lowerCamel is protojson's JSON name of a proto field name (entry_port -> entryPort).
-func lowerCamel(s string) string {
-	var b strings.Builder
-	up := false
-	for _, r := range s {
-		if r == '_' {
-			up = true
-			continue
-		}
-		if up && r >= 'a' && r <= 'z' {
-			r -= 'a' - 'A'
-		}
-		up = false
-		b.WriteRune(r)
-	}
-	return b.String()
+	return out
 }

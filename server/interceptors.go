@@ -17,6 +17,7 @@ import (
 
 	"better-compute.dev/compute/apierr"
 	"better-compute.dev/compute/core"
+	"better-compute.dev/compute/requestid"
 )
 
 // interceptor runs on every Connect, gRPC and gRPC-Web call (and so on the JSON mapping, which
@@ -36,6 +37,9 @@ func (i *interceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 		defer func() {
 			if p := recover(); p != nil {
 				resp, err = nil, i.recovered(ctx, req.Spec(), nil, p)
+			}
+			if err != nil {
+				err = withRequestID(ctx, err)
 			}
 		}()
 		ctx, err = i.admit(ctx, req.Header().Get("Authorization"), req.Any())
@@ -62,6 +66,9 @@ func (i *interceptor) WrapStreamingHandler(next connect.StreamingHandlerFunc) co
 		defer func() {
 			if p := recover(); p != nil {
 				err = i.recovered(ctx, conn.Spec(), nil, p)
+			}
+			if err != nil {
+				err = withRequestID(ctx, err)
 			}
 		}()
 		// Server streams carry one request: authenticate here, validate it in the handler.
@@ -113,7 +120,8 @@ func (i *interceptor) observe(ctx context.Context, procedure string, start time.
 	if code == connect.CodeInternal.String() || code == connect.CodeUnknown.String() {
 		level = slog.LevelError
 	}
-	i.log.Log(ctx, level, "rpc", "procedure", procedure, "code", code, "reason", reason, "duration_ms", float64(elapsed.Microseconds())/1000)
+	i.log.Log(ctx, level, "rpc", "procedure", procedure, "code", code, "reason", reason, "duration_ms", float64(elapsed.Microseconds())/1000,
+		"requestId", requestid.FromContext(ctx))
 }
 
 // logCause logs the hidden cause of an INTERNAL error: the caller sees only "internal error".

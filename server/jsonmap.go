@@ -9,12 +9,15 @@ import (
 	"strings"
 	"time"
 
+	"connectrpc.com/connect"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/protobuf/proto"
 
 	"better-compute.dev/compute/apierr"
 	c "better-compute.dev/compute/gen/go/bettercompute/compute/v1/computev1connect"
 	"better-compute.dev/compute/openapi"
+	"better-compute.dev/compute/requestid"
+	sdk "better-compute.dev/compute/sdk/go"
 )
 
 // JSONPrefix is where the JSON mapping lives: POST /api/compute/<group>/<method>.
@@ -125,6 +128,7 @@ type JSONError struct {
 	Message     string      `json:"message"`
 	Field       string      `json:"field,omitempty"`
 	StateReason string      `json:"stateReason,omitempty"`
+	RequestID   string      `json:"requestId,omitempty"` // as the X-Request-Id header
 }
 
 // jsonMapping serves POST /api/compute/<group>/<method> by handing the call to the Connect
@@ -134,12 +138,12 @@ func jsonMapping(connectMux http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		procedure, ok := jsonRoutes[strings.TrimPrefix(r.URL.Path, JSONPrefix)]
 		if !ok {
-			writeJSONError(w, JSONError{Code: apierr.NotFound, Message: "no such method: " + r.URL.Path})
+			writeJSONError(w, JSONError{Code: apierr.NotFound, Message: "no such method: " + r.URL.Path, RequestID: requestid.FromContext(r.Context())})
 			return
 		}
 		if r.Method != http.MethodPost {
 			w.Header().Set("Allow", http.MethodPost)
-			writeJSONErrorStatus(w, http.StatusMethodNotAllowed, JSONError{Code: apierr.InvalidInput, Message: "use POST"})
+			writeJSONErrorStatus(w, http.StatusMethodNotAllowed, JSONError{Code: apierr.InvalidInput, Message: "use POST", RequestID: requestid.FromContext(r.Context())})
 			return
 		}
 		inner := r.Clone(r.Context())
@@ -156,7 +160,9 @@ func jsonMapping(connectMux http.Handler) http.Handler {
 		rec := &errorCapture{ResponseWriter: w}
 		connectMux.ServeHTTP(rec, inner)
 		if rec.status != 0 && rec.status != http.StatusOK {
-			writeJSONError(w, translateConnectError(rec.body.Bytes()))
+			je := translateConnectError(rec.body.Bytes())
+			je.RequestID = requestid.FromContext(r.Context())
+			writeJSONError(w, je)
 		}
 	})
 }
@@ -217,18 +223,22 @@ func translateConnectError(body []byte) JSONError {
 				Field: info.GetMetadata()["field"], StateReason: info.GetMetadata()["stateReason"]}
 		}
 	}
-	switch ce.Code {
-	case "invalid_argument", "unimplemented":
-		return JSONError{Code: apierr.InvalidInput, Message: "the body is not a valid request: " + ce.Message}
-	case "resource_exhausted":
-		// Connect's own limit on the request size; our QUOTA_EXCEEDED always carries ErrorInfo.
-		return JSONError{Code: apierr.InvalidInput, Message: "the request is too large"}
-	case "unauthenticated":
-		return JSONError{Code: apierr.Unauthenticated, Message: ce.Message}
-	case "unavailable", "deadline_exceeded", "canceled":
-		return JSONError{Code: apierr.Unavailable, Message: ce.Message}
+	// No platform ErrorInfo: the Connect layer answered; the SDK's table gives the reason.
+	var code connect.Code
+	if code.UnmarshalText([]byte(ce.Code)) != nil {
+		return JSONError{Code: apierr.Internal, Message: "internal error"}
 	}
-	return JSONError{Code: apierr.Internal, Message: "internal error"}
+	reason := apierr.Code(sdk.ReasonForCode(code))
+	switch {
+	case code == connect.CodeResourceExhausted:
+		// Connect's own limit on the request size.
+		return JSONError{Code: reason, Message: "the request is too large"}
+	case reason == apierr.InvalidInput:
+		return JSONError{Code: reason, Message: "the body is not a valid request: " + ce.Message}
+	case reason == apierr.Internal:
+		return JSONError{Code: reason, Message: "internal error"}
+	}
+	return JSONError{Code: reason, Message: ce.Message}
 }
 
 func writeJSONError(w http.ResponseWriter, e JSONError) {

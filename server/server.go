@@ -17,6 +17,7 @@ import (
 
 	"better-compute.dev/compute/core"
 	c "better-compute.dev/compute/gen/go/bettercompute/compute/v1/computev1connect"
+	"better-compute.dev/compute/requestid"
 	"better-compute.dev/compute/web"
 )
 
@@ -118,5 +119,5 @@ func New(opts Options) (http.Handler, error) {
 	if !opts.MetricsElsewhere {
 		root.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	}
-	return withCORS(opts.CORSOrigins, root), nil
+	return requestid.Middleware(withCORS(opts.CORSOrigins, root)), nil
 }

@@ -56,7 +56,8 @@ func New(baseURL, token string, opts ...Option) *Client {
 	for _, f := range opts {
 		f(&o)
 	}
-	co := append([]connect.ClientOption{connect.WithInterceptors(bearer(token))}, o.connect...)
+	// Outermost first: errors are read once everything else has had its say.
+	co := append([]connect.ClientOption{connect.WithInterceptors(platformErrors{}, bearer(token))}, o.connect...)
 	h := o.http
 	return &Client{
 		LoadBalancers:    c.NewLoadBalancerServiceClient(h, baseURL, co...),
@@ -95,4 +96,38 @@ func (b bearer) WrapStreamingClient(next connect.StreamingClientFunc) connect.St
 
 func (b bearer) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
 	return next
+}
+
+// platformErrors returns every failed call's error as *Error, except the caller's own cancel or
+// passed deadline, which stay context errors (errors.Is(err, context.DeadlineExceeded)).
+type platformErrors struct{}
+
+func (platformErrors) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
+	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+		resp, err := next(ctx, req)
+		return resp, translate(ctx, err)
+	}
+}
+
+func (platformErrors) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
+	return func(ctx context.Context, spec connect.Spec) connect.StreamingClientConn {
+		return &translatedConn{StreamingClientConn: next(ctx, spec), ctx: ctx}
+	}
+}
+
+func (platformErrors) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
+	return next
+}
+
+type translatedConn struct {
+	connect.StreamingClientConn
+	ctx context.Context
+}
+
+func (c *translatedConn) Send(m any) error { return translate(c.ctx, c.StreamingClientConn.Send(m)) }
+func (c *translatedConn) Receive(m any) error {
+	return translate(c.ctx, c.StreamingClientConn.Receive(m))
+}
+func (c *translatedConn) CloseResponse() error {
+	return translate(c.ctx, c.StreamingClientConn.CloseResponse())
 }

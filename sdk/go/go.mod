@@ -9,7 +9,7 @@ require (
 	google.golang.org/protobuf v1.36.12
 )
 
-require buf.build/gen/go/bufbuild/protovalidate/protocolbuffers/go v1.36.12-20260825204119-511051f7f437.1 // indirect
+require buf.build/gen/go/bufbuild/protovalidate/protocolbuffers/go v1.36.12-20260825204119-511051f7f437.1
 
 // In this repository the SDK builds against the generated code beside it. A client's build
 // ignores this line and uses the tagged gen/go release required above.

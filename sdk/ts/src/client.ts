@@ -3,6 +3,7 @@
 import { createClient, type Client, type Interceptor, type Transport } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcWebTransport } from "@connectrpc/connect-web";
 import { bearerAuth, type TokenSource } from "./interceptors.js";
+import { unreachable } from "./errors.js";
 import { withPlatformErrors } from "./platform-client.js";
 import { services } from "./services.js";
 
@@ -57,7 +58,8 @@ export function createComputeClient(options: ComputeClientOptions): ComputeClien
   const common = {
     baseUrl: options.baseUrl,
     interceptors: sdkInterceptors(options.token, options.interceptors),
-    ...(options.fetch !== undefined ? { fetch: options.fetch } : {}),
+    // Bound late so a fetch patched after the client was made is the one used.
+    fetch: unreachable(options.fetch ?? ((input, init) => globalThis.fetch(input, init))),
     ...(options.defaultTimeoutMs !== undefined ? { defaultTimeoutMs: options.defaultTimeoutMs } : {}),
   };
   const protocol = options.transport ?? "connect";

@@ -8,11 +8,14 @@ export type { TokenSource } from "./interceptors.js";
 export {
   PLATFORM_ERROR_CODES,
   PLATFORM_ERROR_DOMAIN,
+  REQUEST_ID_HEADER,
   PlatformError,
   isPlatformError,
   toPlatformError,
+  unreachable,
+  violationField,
 } from "./errors.js";
-export type { PlatformErrorCode, PlatformErrorOptions } from "./errors.js";
+export type { PlatformErrorCode, PlatformErrorOptions, Violation as PlatformViolation } from "./errors.js";
 export { ErrorInfoSchema } from "./error-info.js";
 export type { ErrorInfo } from "./error-info.js";
 export { services } from "./services.js";

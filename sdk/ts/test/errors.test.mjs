@@ -159,3 +159,73 @@ describe("interceptors", () => {
     }
   });
 });
+
+describe("violations, request ids and transport failures", () => {
+  test("every violation is listed, and the request id is read from ErrorInfo or the header", async () => {
+    const { ViolationsSchema, createComputeClient, isPlatformError } = await import("../dist/index.js");
+    const violations = {
+      type: "buf.validate.Violations",
+      value: toBinary(
+        ViolationsSchema,
+        create(ViolationsSchema, {
+          violations: [
+            { field: { elements: [{ fieldName: "name" }] }, ruleId: "string.pattern", message: "bad name" },
+            {
+              field: {
+                elements: [
+                  { fieldName: "forwarding", subscript: { case: "index", value: 0n } },
+                  { fieldName: "entry_port" },
+                ],
+              },
+              ruleId: "int32.gte",
+              message: "too small",
+            },
+            { ruleId: "targets.exactly_one", message: "one kind" },
+          ],
+        }),
+      ),
+    };
+    const err = new ConnectError("bad", Code.InvalidArgument, { "X-Request-Id": "req-h" }, [
+      errorInfo("INVALID_INPUT", { field: "name" }),
+      violations,
+    ]);
+    const got = toPlatformError(err);
+    assert.deepEqual(got.violations, [
+      { field: "name", rule: "string.pattern", message: "bad name" },
+      { field: "forwarding[0].entryPort", rule: "int32.gte", message: "too small" },
+      { field: "targets", rule: "targets.exactly_one", message: "one kind" },
+    ]);
+    assert.equal(got.requestId, "req-h");
+    const fromInfo = toPlatformError(
+      new ConnectError("x", Code.NotFound, { "X-Request-Id": "req-h" }, [errorInfo("NOT_FOUND", { requestId: "req-i" })]),
+    );
+    assert.equal(fromInfo.requestId, "req-i");
+    assert.equal(toPlatformError(new ConnectError("down", Code.Unavailable)).temporary, true);
+    void createComputeClient;
+    void isPlatformError;
+  });
+
+  test("a refused connection is UNAVAILABLE over fetch; an abort stays an abort", async () => {
+    const { createServer } = await import("node:net");
+    const srv = createServer();
+    await new Promise((res) => srv.listen(0, "127.0.0.1", res));
+    const { port } = srv.address();
+    await new Promise((res) => srv.close(res));
+    const { createComputeClient } = await import("../dist/index.js");
+    const client = createComputeClient({ baseUrl: `http://127.0.0.1:${port}`, token: "t" });
+    await assert.rejects(client.tenants.getTenant({ tenantId: "x" }), (err) => {
+      assert.ok(err instanceof PlatformError, String(err));
+      assert.equal(err.code, "UNAVAILABLE");
+      assert.equal(err.requestId, undefined);
+      return true;
+    });
+    const ac = new AbortController();
+    ac.abort();
+    await assert.rejects(client.tenants.getTenant({ tenantId: "x" }, { signal: ac.signal }), (err) => {
+      assert.ok(!(err instanceof PlatformError), String(err));
+      assert.ok(err instanceof ConnectError);
+      assert.equal(err.code, Code.Canceled);
+      return true;
+    });
+  });
+});

@@ -38,4 +38,32 @@ check(() => assert.equal(err.code, "INVALID_INPUT"));
 // One copy of @connectrpc/connect: the SDK's ConnectError is the project's ConnectError.
 check(() => assert.ok(err.cause instanceof ConnectError));
 
+// Every violation, and the server's request id.
+check(() => assert.ok(err.violations.length >= 1 && err.violations.some((v) => v.field === "tenantId"), JSON.stringify(err.violations)));
+check(() => assert.match(err.requestId ?? "", /^req_[0-9a-f]{32}$/));
+check(() => assert.equal(err.field, err.violations[0].field));
+
+// Nothing listening: UNAVAILABLE, over fetch and over Node's http2 alike; an abort stays an abort.
+for (const unreachableClient of [
+  createComputeClient({ baseUrl: "http://127.0.0.1:9", token }),
+  createNodeComputeClient({ baseUrl: "http://127.0.0.1:9", token }),
+]) {
+  let down;
+  try {
+    await unreachableClient.tenants.getTenant({ tenantId });
+  } catch (e) {
+    down = e;
+  }
+  check(() => assert.ok(down instanceof PlatformError && down.code === "UNAVAILABLE", String(down)));
+}
+const ac = new AbortController();
+ac.abort();
+let aborted;
+try {
+  await admin.tenants.getTenant({ tenantId }, { signal: ac.signal });
+} catch (e) {
+  aborted = e;
+}
+check(() => assert.ok(aborted instanceof ConnectError && !(aborted instanceof PlatformError) && aborted.code === 1, String(aborted)));
+
 console.log(JSON.stringify({ checks }));
