@@ -33,8 +33,11 @@ type ipmiConn struct {
 	report  *Report
 }
 
-func openIPMI(ctx context.Context, t Target, suite string, timeout time.Duration, g *gate, scrub scrubber, report *Report) (*ipmiConn, error) {
-	tool, err := exec.LookPath("ipmitool")
+func openIPMI(ctx context.Context, t Target, tool, suite string, timeout time.Duration, g *gate, scrub scrubber, report *Report) (*ipmiConn, error) {
+	if tool == "" {
+		tool = "ipmitool"
+	}
+	tool, err := exec.LookPath(tool)
 	if err != nil {
 		return nil, fmt.Errorf("ipmitool is not installed: %w", errNoDriver)
 	}
@@ -60,10 +63,10 @@ func (c *ipmiConn) run(ctx context.Context, step Step, call string, args ...stri
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	// -N is ipmitool's wait per try and -R its tries: both fit in the request timeout.
-	wait := max(1, int(c.timeout/time.Second)/3)
+	// -N is ipmitool's wait per try and -R its retries: both fit in the request timeout.
+	wait := max(1, int(c.timeout/time.Second)/4)
 	full := append([]string{"-v", "-I", "lanplus", "-H", c.t.Address, "-p", c.t.port(), "-U", c.t.Username, "-E",
-		"-C", c.suite, "-N", strconv.Itoa(wait), "-R", "2"}, args...)
+		"-C", c.suite, "-N", strconv.Itoa(wait), "-R", "1"}, args...)
 	cmd := exec.CommandContext(ctx, c.tool, full...)
 	cmd.Env = []string{"IPMITOOL_PASSWORD=" + c.t.Password.Reveal()}
 	var stdout, stderr bytes.Buffer

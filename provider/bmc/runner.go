@@ -58,6 +58,8 @@ type Runner struct {
 	// IPMICipherSuite is the one RMCP+ cipher suite IPMI logs in with (default
 	// DefaultIPMICipherSuite). A refused login is never retried with another.
 	IPMICipherSuite string
+	// IPMITool is the ipmitool binary (default: "ipmitool" on PATH).
+	IPMITool string
 }
 
 // guard resolves t's address through the outbound policy before anything is sent. An IPMI
@@ -101,7 +103,7 @@ func (r *Runner) open(ctx context.Context, t Target, g *gate, scrub scrubber, re
 		if t.Driver != "" && t.Driver != DriverIpmitool {
 			return nil, fmt.Errorf("no driver %q for protocol %q: %w", t.Driver, t.Protocol, errNoDriver)
 		}
-		return openIPMI(ctx, t, r.IPMICipherSuite, r.timeouts().request, g, scrub, rep)
+		return openIPMI(ctx, t, r.IPMITool, r.IPMICipherSuite, r.timeouts().request, g, scrub, rep)
 	}
 	return openRedfish(ctx, t, r.timeouts(), g, scrub, rep)
 }
