@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"google.golang.org/protobuf/types/known/anypb"
 	"strings"
 	"time"
 
@@ -118,7 +119,9 @@ func withRequestID(ctx context.Context, err error) error {
 					info.Metadata = map[string]string{}
 				}
 				info.Metadata["requestId"] = id
-				if nd, nerr := connect.NewErrorDetail(info); nerr == nil {
+				// Marshalled deterministically: the metadata is a map, and two answers that say
+				// the same thing must be the same bytes (a missing id and another tenant's).
+				if nd, nerr := deterministicDetail(info); nerr == nil {
 					out.AddDetail(nd)
 					stamped = true
 					continue
@@ -136,4 +139,13 @@ func withRequestID(ctx context.Context, err error) error {
 		}
 	}
 	return out
+}
+
+// deterministicDetail is connect.NewErrorDetail with map entries in a fixed order.
+func deterministicDetail(m proto.Message) (*connect.ErrorDetail, error) {
+	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewErrorDetail(&anypb.Any{TypeUrl: "type.googleapis.com/" + string(m.ProtoReflect().Descriptor().FullName()), Value: b})
 }
