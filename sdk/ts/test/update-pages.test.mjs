@@ -45,3 +45,16 @@ test("pages yields every load balancer once, in creation order", async () => {
   assert.deepEqual(seen, all.map((lb) => lb.id));
   assert.ok(made.every((id) => seen.includes(id)));
 });
+
+test("pages walks the other lists too: projects one at a time", async () => {
+  for (let i = 0; i < 3; i++) {
+    await a.client.projects.createProject({ tenantId: a.tenantId, name: `paged-${i}` });
+  }
+  const { projects: all } = await a.client.projects.listProjects({ tenantId: a.tenantId });
+  const seen = [];
+  for await (const p of pages(a.client.projects.listProjects, { tenantId: a.tenantId, pageSize: 1 }, (r) => r.projects)) {
+    seen.push(p.id);
+  }
+  assert.ok(all.length >= 3);
+  assert.deepEqual(seen, all.map((p) => p.id));
+});
