@@ -50,7 +50,6 @@ func (s *Service) CreateLoadBalancer(ctx context.Context, r *v1.CreateLoadBalanc
 		return nil, err
 	}
 	var (
-		row    store.LoadBalancer
 		replay *v1.LoadBalancer
 		plan   lbCreatePlan
 	)
@@ -83,8 +82,7 @@ func (s *Service) CreateLoadBalancer(ctx context.Context, r *v1.CreateLoadBalanc
 	if err != nil {
 		return nil, storeErr(err, "load balancer")
 	}
-	row = plan.created
-	return loadBalancerProto(row)
+	return loadBalancerProto(plan.created)
 }
 
 // errReplayed ends a create's transaction (rolled back: its booking undone) when its idempotency

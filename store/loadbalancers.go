@@ -67,8 +67,10 @@ func GetLoadBalancer(ctx context.Context, q Querier, id string) (LoadBalancer, e
 
 // GetLoadBalancerForUpdate reads a load balancer and locks its row for the transaction.
 func GetLoadBalancerForUpdate(ctx context.Context, q Querier, id string) (LoadBalancer, error) {
-	return one(ctx, q, scanLoadBalancer, `SELECT `+loadBalancerCols+` FROM load_balancers WHERE id = $1 FOR UPDATE`, id)
+	return one(ctx, q, scanLoadBalancer, sqlLoadBalancerForUpdate, id)
 }
+
+const sqlLoadBalancerForUpdate = `SELECT ` + loadBalancerCols + ` FROM load_balancers WHERE id = $1 FOR UPDATE`
 
 // GetLoadBalancers reads load balancers by id.
 func GetLoadBalancers(ctx context.Context, q Querier, ids []string) ([]LoadBalancer, error) {
@@ -101,18 +103,20 @@ func ListLoadBalancers(ctx context.Context, q Querier, p ListLoadBalancersParams
 
 // UpdateLoadBalancerSpec replaces the settings, bumps the spec version and sets the state.
 func UpdateLoadBalancerSpec(ctx context.Context, q Querier, id string, spec []byte, state string) (LoadBalancer, error) {
-	return one(ctx, q, scanLoadBalancer,
-		`UPDATE load_balancers SET spec = $2, spec_version = spec_version + 1, state = $3, updated_at = now()
-		  WHERE id = $1 RETURNING `+loadBalancerCols, id, spec, state)
+	return one(ctx, q, scanLoadBalancer, sqlUpdateLoadBalancerSpec, id, spec, state)
 }
+
+const sqlUpdateLoadBalancerSpec = `UPDATE load_balancers SET spec = $2, spec_version = spec_version + 1, state = $3, updated_at = now()
+		  WHERE id = $1 RETURNING ` + loadBalancerCols
 
 // SetLoadBalancerState sets the state alone (e.g. deleting) and bumps the spec version so the
 // reconciler sees there is work.
 func SetLoadBalancerState(ctx context.Context, q Querier, id, state string) (LoadBalancer, error) {
-	return one(ctx, q, scanLoadBalancer,
-		`UPDATE load_balancers SET state = $2, spec_version = spec_version + 1, updated_at = now()
-		  WHERE id = $1 RETURNING `+loadBalancerCols, id, state)
+	return one(ctx, q, scanLoadBalancer, sqlSetLoadBalancerState, id, state)
 }
+
+const sqlSetLoadBalancerState = `UPDATE load_balancers SET state = $2, spec_version = spec_version + 1, updated_at = now()
+		  WHERE id = $1 RETURNING ` + loadBalancerCols
 
 // SetLoadBalancerReach replaces what a load balancer reaches and its state, bumping its spec
 // version so the reconciler applies it: an instance delete takes the instance out at once, in the
@@ -251,10 +255,11 @@ func insertTargetStatements(id string, instanceIDs, lbIDs, certIDs []string) []s
 // GlobalsTargeting returns the ids of the tenant's live global load balancers that target a
 // regional one (the inUse check).
 func GlobalsTargeting(ctx context.Context, q Querier, regionalID string) ([]string, error) {
-	return collect(ctx, q, scanString,
-		`SELECT g.id FROM load_balancer_lb_targets t JOIN load_balancers g ON g.id = t.global_id
-		  WHERE t.regional_id = $1 AND g.state NOT IN ('deleting', 'deleted') ORDER BY g.id`, regionalID)
+	return collect(ctx, q, scanString, sqlGlobalsTargeting, regionalID)
 }
+
+const sqlGlobalsTargeting = `SELECT g.id FROM load_balancer_lb_targets t JOIN load_balancers g ON g.id = t.global_id
+		  WHERE t.regional_id = $1 AND g.state NOT IN ('deleting', 'deleted') ORDER BY g.id`
 
 // LoadBalancersReaching returns the live load balancers that may reach an instance: those naming
 // it, and { pool: true } ones of its tenant, pool and region.

@@ -76,8 +76,10 @@ func InsertPool(ctx context.Context, q Querier, p Pool) (Pool, error) {
 
 // GetPool reads a pool by id alone.
 func GetPool(ctx context.Context, q Querier, id string) (Pool, error) {
-	return one(ctx, q, scanPool, `SELECT `+poolCols+` FROM pools WHERE id = $1`, id)
+	return one(ctx, q, scanPool, sqlGetPool, id)
 }
+
+const sqlGetPool = `SELECT ` + poolCols + ` FROM pools WHERE id = $1`
 
 // ListPools returns a tenant's pools in creation order.
 func ListPools(ctx context.Context, q Querier, tenantID string, p Page) ([]Pool, error) {
@@ -123,21 +125,22 @@ func ListQuotas(ctx context.Context, q Querier, tenantID, poolID string) ([]Quot
 // ListQuotasPage returns a tenant's quota rows by (pool, resource), from after p (ID the pool,
 // Second the resource).
 func ListQuotasPage(ctx context.Context, q Querier, tenantID, poolID string, p Page) ([]Quota, error) {
-	return collect(ctx, q, scanQuota,
-		`SELECT pool_id, tenant_id, resource, quota_limit, used FROM quotas
-		  WHERE tenant_id = $1 AND ($2 = '' OR pool_id = $2) AND ($3 = '' OR (pool_id, resource) > ($3::TEXT, $4::TEXT))
-		  ORDER BY pool_id, resource LIMIT $5`, tenantID, poolID, p.afterID(), p.afterSecond(), p.limit())
+	return collect(ctx, q, scanQuota, sqlListQuotas, tenantID, poolID, p.afterID(), p.afterSecond(), p.limit())
 }
+
+const sqlListQuotas = `SELECT pool_id, tenant_id, resource, quota_limit, used FROM quotas
+		  WHERE tenant_id = $1 AND ($2 = '' OR pool_id = $2) AND ($3 = '' OR (pool_id, resource) > ($3::TEXT, $4::TEXT))
+		  ORDER BY pool_id, resource LIMIT $5`
 
 // BookQuota takes one unit of a quota row. It reports false when there is no row or no room;
 // the conditional UPDATE is what keeps concurrent bookings from overbooking.
 func BookQuota(ctx context.Context, q Querier, poolID, tenantID, resource string) (bool, error) {
-	n, err := exec(ctx, q,
-		`UPDATE quotas SET used = used + 1
-		  WHERE pool_id = $1 AND tenant_id = $2 AND resource = $3 AND used < quota_limit`,
-		poolID, tenantID, resource)
+	n, err := exec(ctx, q, sqlBookQuota, poolID, tenantID, resource)
 	return n == 1, err
 }
+
+const sqlBookQuota = `UPDATE quotas SET used = used + 1
+		  WHERE pool_id = $1 AND tenant_id = $2 AND resource = $3 AND used < quota_limit`
 
 // RefundQuota gives one unit back (never below zero).
 func RefundQuota(ctx context.Context, q Querier, poolID, tenantID, resource string) error {

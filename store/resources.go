@@ -75,8 +75,10 @@ func InsertSubnet(ctx context.Context, q Querier, s Subnet) (Subnet, error) {
 
 // GetSubnet reads a subnet by id alone.
 func GetSubnet(ctx context.Context, q Querier, id string) (Subnet, error) {
-	return one(ctx, q, scanSubnet, `SELECT `+subnetCols+` FROM subnets WHERE id = $1`, id)
+	return one(ctx, q, scanSubnet, sqlGetSubnet, id)
 }
+
+const sqlGetSubnet = `SELECT ` + subnetCols + ` FROM subnets WHERE id = $1`
 
 // ListSubnets returns a tenant's subnets in creation order, optionally of one network.
 func ListSubnets(ctx context.Context, q Querier, tenantID, networkID string, p Page) ([]Subnet, error) {

@@ -145,9 +145,10 @@ func InsertProject(ctx context.Context, q Querier, p Project) (Project, error) {
 
 // GetProject reads a project of a tenant.
 func GetProject(ctx context.Context, q Querier, tenantID, id string) (Project, error) {
-	return one(ctx, q, scanProject,
-		`SELECT id, tenant_id, name, created_at FROM projects WHERE tenant_id = $1 AND id = $2`, tenantID, id)
+	return one(ctx, q, scanProject, sqlGetProject, tenantID, id)
 }
+
+const sqlGetProject = `SELECT id, tenant_id, name, created_at FROM projects WHERE tenant_id = $1 AND id = $2`
 
 // ListProjects returns a tenant's projects in creation order.
 func ListProjects(ctx context.Context, q Querier, tenantID string, p Page) ([]Project, error) {

@@ -170,21 +170,20 @@ func readAffected(r *Reads, n *int64, sql string, args ...any) {
 
 // Pool queues GetPool.
 func (r *Reads) Pool(id string, out *Pool, found *error) {
-	readOne(r, scanPool, out, found, `SELECT `+poolCols+` FROM pools WHERE id = $1`, id)
+	readOne(r, scanPool, out, found, sqlGetPool, id)
 }
 
 // Quotas queues ListQuotas.
 func (r *Reads) Quotas(tenantID, poolID string, out *[]Quota) {
-	readAll(r, scanQuota, out, `SELECT pool_id, tenant_id, resource, quota_limit, used FROM quotas
-		  WHERE tenant_id = $1 AND ($2 = '' OR pool_id = $2) ORDER BY pool_id, resource`, tenantID, poolID)
+	all := Page{Limit: NoLimit}
+	readAll(r, scanQuota, out, sqlListQuotas, tenantID, poolID, all.afterID(), all.afterSecond(), all.limit())
 }
 
 // BookQuota queues BookQuota: *booked says whether a unit was taken. Queued first after BEGIN,
 // it takes the quota row's lock before anything else, so that contenders wait on it instead of
 // conflicting later.
 func (r *Reads) BookQuota(poolID, tenantID, resource string, booked *bool) {
-	r.batch.Queue(`UPDATE quotas SET used = used + 1
-		  WHERE pool_id = $1 AND tenant_id = $2 AND resource = $3 AND used < quota_limit`, poolID, tenantID, resource)
+	r.batch.Queue(sqlBookQuota, poolID, tenantID, resource)
 	r.items = append(r.items, func(br pgx.BatchResults) error {
 		tag, err := br.Exec()
 		if err != nil {
@@ -209,12 +208,12 @@ func (r *Reads) IdempotentLoadBalancer(tenantID, operation, key string, rec *Ide
 
 // Project queues GetProject.
 func (r *Reads) Project(tenantID, id string, out *Project, found *error) {
-	readOne(r, scanProject, out, found, `SELECT id, tenant_id, name, created_at FROM projects WHERE tenant_id = $1 AND id = $2`, tenantID, id)
+	readOne(r, scanProject, out, found, sqlGetProject, tenantID, id)
 }
 
 // Subnet queues GetSubnet.
 func (r *Reads) Subnet(id string, out *Subnet, found *error) {
-	readOne(r, scanSubnet, out, found, `SELECT `+subnetCols+` FROM subnets WHERE id = $1`, id)
+	readOne(r, scanSubnet, out, found, sqlGetSubnet, id)
 }
 
 // Instances queues the instances named by ids and, when of is not "", those load balancer of
@@ -239,14 +238,12 @@ func (r *Reads) Certificates(ids []string, of string, out *[]Certificate) {
 
 // LoadBalancerForUpdate queues GetLoadBalancerForUpdate.
 func (r *Reads) LoadBalancerForUpdate(id string, out *LoadBalancer, found *error) {
-	readOne(r, scanLoadBalancer, out, found, `SELECT `+loadBalancerCols+` FROM load_balancers WHERE id = $1 FOR UPDATE`, id)
+	readOne(r, scanLoadBalancer, out, found, sqlLoadBalancerForUpdate, id)
 }
 
 // GlobalsTargeting queues GlobalsTargeting.
 func (r *Reads) GlobalsTargeting(regionalID string, out *[]string) {
-	readAll(r, scanString, out,
-		`SELECT g.id FROM load_balancer_lb_targets t JOIN load_balancers g ON g.id = t.global_id
-		  WHERE t.regional_id = $1 AND g.state NOT IN ('deleting', 'deleted') ORDER BY g.id`, regionalID)
+	readAll(r, scanString, out, sqlGlobalsTargeting, regionalID)
 }
 
 func scanIdempotency(r pgx.Row) (IdempotencyRecord, error) {
@@ -257,32 +254,27 @@ func scanIdempotency(r pgx.Row) (IdempotencyRecord, error) {
 
 // InsertLoadBalancer queues InsertLoadBalancer; out receives the row as written.
 func (w *Writes) InsertLoadBalancer(l LoadBalancer, out *LoadBalancer) {
-	w.addRow("insert load balancer", func(row pgx.Row) error {
-		v, err := scanLoadBalancer(row)
-		*out = v
-		return err
-	}, sqlInsertLoadBalancer,
+	w.loadBalancerRow("insert load balancer", out, sqlInsertLoadBalancer,
 		l.ID, l.TenantID, l.ProjectID, l.PoolID, l.AccountID, l.Name, l.Description, l.Scope, l.Region, l.SubnetID, l.Spec)
 }
 
 // UpdateLoadBalancerSpec queues UpdateLoadBalancerSpec.
 func (w *Writes) UpdateLoadBalancerSpec(id string, spec []byte, state string, out *LoadBalancer) {
-	w.addRow("update load balancer", func(row pgx.Row) error {
-		v, err := scanLoadBalancer(row)
-		*out = v
-		return err
-	}, `UPDATE load_balancers SET spec = $2, spec_version = spec_version + 1, state = $3, updated_at = now()
-		  WHERE id = $1 RETURNING `+loadBalancerCols, id, spec, state)
+	w.loadBalancerRow("update load balancer", out, sqlUpdateLoadBalancerSpec, id, spec, state)
 }
 
 // SetLoadBalancerState queues SetLoadBalancerState.
 func (w *Writes) SetLoadBalancerState(id, state string, out *LoadBalancer) {
-	w.addRow("load balancer state", func(row pgx.Row) error {
+	w.loadBalancerRow("load balancer state", out, sqlSetLoadBalancerState, id, state)
+}
+
+// loadBalancerRow queues a write that returns a load balancer row, scanned into out.
+func (w *Writes) loadBalancerRow(what string, out *LoadBalancer, sql string, args ...any) {
+	w.addRow(what, func(row pgx.Row) error {
 		v, err := scanLoadBalancer(row)
 		*out = v
 		return err
-	}, `UPDATE load_balancers SET state = $2, spec_version = spec_version + 1, updated_at = now()
-		  WHERE id = $1 RETURNING `+loadBalancerCols, id, state)
+	}, sql, args...)
 }
 
 // RecordIdempotency queues the idempotency record of a two-trip create that read the key first
