@@ -20,9 +20,9 @@ type WireTurns struct {
 	n        atomic.Int64
 	// Debug, when set before traffic starts, sees the first chunk of every turn.
 	Debug func(conn string, first []byte)
-	wg       sync.WaitGroup
-	mu       sync.Mutex
-	conns    []net.Conn
+	wg    sync.WaitGroup
+	mu    sync.Mutex
+	conns []net.Conn
 }
 
 // NewWireTurns starts a counting proxy to the host:port of databaseURL and returns it with the
