@@ -106,7 +106,7 @@ start() {
     --listen-client-urls "http://127.0.0.1:${etcd_port}" --advertise-client-urls "http://127.0.0.1:${etcd_port}" \
     --listen-peer-urls "http://127.0.0.1:${peer_port}" --initial-advertise-peer-urls "http://127.0.0.1:${peer_port}" \
     --initial-cluster "bc-test=http://127.0.0.1:${peer_port}" \
-    --unsafe-no-fsync --quota-backend-bytes 1073741824 >"${dir}/etcd.log" 2>&1 </dev/null &
+    --quota-backend-bytes 1073741824 >"${dir}/etcd.log" 2>&1 </dev/null &
   echo $! >"${dir}/etcd.pid"
   # No controller manager or scheduler runs: the API server alone is what the tests drive.
   setsid "${bin}/kube-apiserver" \
