@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/digitalocean/godo"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,6 +17,7 @@ import (
 	"better-compute.dev/compute/reconcile/substrates"
 	"better-compute.dev/compute/reconcile/substrates/k8sapply"
 	"better-compute.dev/compute/reconcile/substrates/kubetest"
+	"better-compute.dev/compute/store"
 )
 
 // The TestReal... tests drive the reconciler against a real kube-apiserver: the simulator
@@ -212,4 +214,65 @@ func getObject(t *testing.T, cs kubernetes.Interface, kind, ns, name string) (me
 	}
 	t.Fatalf("kind %s not handled", kind)
 	return nil, nil
+}
+
+// TestRealDaemonSetTakenIsNotReady / TestDaemonSetTakenIsNotReady: when the DaemonSet of our
+// name is someone else's (the tenant replaced ours), the substrate is error, not ready, and
+// their DaemonSet is left as it was; once they remove it, ours comes back and it is ready.
+func TestRealDaemonSetTakenIsNotReady(t *testing.T) {
+	e, srv := newRealEnv(t, "realds")
+	daemonSetTaken(t, e, func(string) kubernetes.Interface { return srv.Client })
+}
+
+func TestDaemonSetTakenIsNotReady(t *testing.T) {
+	e := newEnv(t, "fakeds")
+	daemonSetTaken(t, e, func(id string) kubernetes.Interface { return e.kube.cluster(id) })
+}
+
+func daemonSetTaken(t *testing.T, e *env, clusterOf func(clusterID string) kubernetes.Interface) {
+	t.Helper()
+	e.setPolicy(t, createPolicy(e.tn.AccountID))
+	e.settle(t)
+	sub := e.substrate(t)
+	if sub.State != "ready" {
+		t.Fatalf("substrate %s (%q), want ready", sub.State, sub.LastError)
+	}
+	cs := clusterOf(sub.ClusterID)
+	ns := substrates.NamespaceName(e.tn.PoolID)
+	if err := cs.AppsV1().DaemonSets(ns).Delete(e.ctx, substrates.DaemonSetName, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	theirs := &appsv1.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{Name: substrates.DaemonSetName, Namespace: ns, Labels: map[string]string{"owner": "tenant"}},
+		Spec: appsv1.DaemonSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "theirs"}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "theirs"}},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "theirs", Image: "registry.example/theirs:1"}}},
+			},
+		},
+	}
+	made, err := cs.AppsV1().DaemonSets(ns).Create(e.ctx, theirs, metav1.CreateOptions{FieldManager: "kubectl"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.resync(t)
+	sub = e.substrate(t)
+	if sub.State != "error" || !strings.Contains(sub.LastError, "DaemonSet/"+ns+"/"+substrates.DaemonSetName+" is not ours") {
+		t.Errorf("substrate %s (%q): want error naming the DaemonSet", sub.State, sub.LastError)
+	}
+	if !slices.ContainsFunc(sub.Conflicts, func(c store.SubstrateConflict) bool { return c.Kind == "DaemonSet" }) {
+		t.Errorf("conflicts %v: want the DaemonSet", sub.Conflicts)
+	}
+	got, err := cs.AppsV1().DaemonSets(ns).Get(e.ctx, substrates.DaemonSetName, metav1.GetOptions{})
+	if err != nil || got.ResourceVersion != made.ResourceVersion || got.Labels[k8sapply.PoolLabel] != "" {
+		t.Errorf("the tenant's DaemonSet changed: %+v %v", got, err)
+	}
+	if err := cs.AppsV1().DaemonSets(ns).Delete(e.ctx, substrates.DaemonSetName, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.resync(t)
+	if sub := e.substrate(t); sub.State != "ready" || len(sub.Conflicts) != 0 {
+		t.Errorf("after the tenant removed theirs: %s (%q) conflicts %v, want ready", sub.State, sub.LastError, sub.Conflicts)
+	}
 }
