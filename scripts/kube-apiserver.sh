@@ -62,7 +62,8 @@ build() {
       done < <(sed -n 's#^[[:space:]]*\(k8s\.io/[^ ]*\) => \./staging/.*#\1#p' go.mod)
       [ "${#edits[@]}" -gt 0 ] || { echo "kube-apiserver.sh: no staging replaces found in go.mod" >&2; exit 1; }
       go mod edit "${edits[@]}"
-      go build -trimpath -o "${bin}/kube-apiserver.tmp" ./cmd/kube-apiserver
+      go build -trimpath -ldflags "-X k8s.io/component-base/version.gitVersion=${version}" \
+        -o "${bin}/kube-apiserver.tmp" ./cmd/kube-apiserver
       mv "${bin}/kube-apiserver.tmp" "${bin}/kube-apiserver"
       cd / && rm -rf "${work}"
     )
