@@ -15,7 +15,8 @@
 #                                       logs in DIR; print DIR/kubeconfig (cluster-admin by a
 #                                       client certificate) once /readyz answers ok. Exit 3 when
 #                                       the binaries are not built. Ports: ETCD_PORT, ETCD_PEER_PORT,
-#                                       APISERVER_PORT (defaults 23790, 23800, 26443).
+#                                       APISERVER_PORT (defaults 23790, 23800, 26443); with
+#                                       WATCH_PID set, both stop when that process exits.
 #   scripts/kube-apiserver.sh stop DIR  stop what start DIR started
 # KUBE_VERSION (default v1.37.2) picks the tag.
 set -euo pipefail
@@ -123,6 +124,12 @@ start() {
     --cert-dir "${dir}/certs" --profiling=false --enable-priority-and-fairness=false \
     >"${dir}/kube-apiserver.log" 2>&1 </dev/null &
   echo $! >"${dir}/kube-apiserver.pid"
+  # WATCH_PID (the test process): when it exits without calling stop (killed by a timeout),
+  # the pair is stopped anyway.
+  if [ -n "${WATCH_PID:-}" ]; then
+    setsid bash -c 'while kill -0 "$1" 2>/dev/null; do sleep 1; done; "$2" stop "$3"' _ \
+      "${WATCH_PID}" "$(cd "$(dirname "$0")" && pwd)/$(basename "$0")" "${dir}" >/dev/null 2>&1 </dev/null &
+  fi
 
   local ca crt key
   ca=$(base64 -w0 <"${pki}/ca.crt")

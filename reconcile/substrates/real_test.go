@@ -85,6 +85,15 @@ func TestRealSubstrate(t *testing.T) {
 		t.Errorf("bcd delete node: %v, want Forbidden", err)
 	}
 
+	// The kubeconfig the script writes opens the same server.
+	fromFile, err := substrates.KubeconfigClients{}.ForCluster(e.ctx, "script", srv.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fromFile.CoreV1().Namespaces().Get(e.ctx, ns, metav1.GetOptions{}); err != nil {
+		t.Errorf("the script's kubeconfig: %v", err)
+	}
+
 	// A resync with nothing changed writes nothing into the cluster.
 	e.resync(t)
 	for _, o := range e.substrate(t).Objects {

@@ -93,7 +93,9 @@ func start() (*Server, error) {
 	}
 	cmd := exec.Command(script, "start", dir)
 	cmd.Env = append(os.Environ(),
-		fmt.Sprintf("ETCD_PORT=%d", ports[0]), fmt.Sprintf("ETCD_PEER_PORT=%d", ports[1]), fmt.Sprintf("APISERVER_PORT=%d", ports[2]))
+		fmt.Sprintf("ETCD_PORT=%d", ports[0]), fmt.Sprintf("ETCD_PEER_PORT=%d", ports[1]), fmt.Sprintf("APISERVER_PORT=%d", ports[2]),
+		// A test binary killed before Main stops the pair (a timeout) does not leave it running.
+		fmt.Sprintf("WATCH_PID=%d", os.Getpid()))
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if _, err := cmd.Output(); err != nil {
