@@ -10,8 +10,11 @@ import (
 	"strings"
 	"testing"
 
+	"connectrpc.com/connect"
+
 	"better-compute.dev/compute/app/apptest"
 	"better-compute.dev/compute/authz"
+	sdk "better-compute.dev/compute/sdk/go"
 	"better-compute.dev/compute/server"
 )
 
@@ -129,4 +132,36 @@ func serviceSet(procs []server.Procedure) []string {
 		}
 	}
 	return out
+}
+
+// TestReasonFallbackAgrees: the transport code -> platform reason fallback exists once per
+// language (sdk.ReasonForCode, which the JSON mapping uses too, and reasonByCode in
+// sdk/ts/src/errors.ts); the two tables answer alike for every code. Canceled and
+// DeadlineExceeded differ by design: the TS client cannot tell a server's from its caller's and
+// leaves both to the caller, while Go reads the caller's from the context first.
+func TestReasonFallbackAgrees(t *testing.T) {
+	src, err := os.ReadFile("../sdk/ts/src/errors.ts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := map[string]string{}
+	for _, m := range regexp.MustCompile(`\[Code\.(\w+)\]: "(\w+)"`).FindAllSubmatch(src, -1) {
+		snake := regexp.MustCompile(`([a-z])([A-Z])`).ReplaceAllString(string(m[1]), "${1}_${2}")
+		ts[strings.ToLower(snake)] = string(m[2])
+	}
+	if len(ts) < 5 {
+		t.Fatalf("read only %v from errors.ts", ts)
+	}
+	for code := connect.CodeCanceled; code <= connect.CodeUnauthenticated; code++ {
+		if code == connect.CodeCanceled || code == connect.CodeDeadlineExceeded {
+			continue
+		}
+		want, ok := ts[code.String()]
+		if !ok {
+			want = "INTERNAL" // toPlatformError's default
+		}
+		if got := string(sdk.ReasonForCode(code)); got != want {
+			t.Errorf("%s: Go %s, TS %s", code, got, want)
+		}
+	}
 }
