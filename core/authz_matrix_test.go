@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"better-compute.dev/compute/apierr"
@@ -98,13 +99,9 @@ func tenantPastAuth(err error) error {
 // errStop ends a watch once it has begun.
 var errStop = errors.New("matrix: stop watching")
 
-// matrixMethods lists every bearer-authorized procedure (TestMatrixCoversEveryProcedure); s may be
-// nil to read the names only.
-func matrixMethods(s *apptest.Stack) []method {
-	var svc *core.Service
-	if s != nil {
-		svc = s.App.Service
-	}
+// matrixMethods lists every bearer-authorized procedure (TestMatrixCoversEveryProcedure), calling
+// svc; svc may be nil to read the names only.
+func matrixMethods(svc *core.Service) []method {
 	const made = "made-up"
 	return []method{
 		{"loadBalancers/get", authz.TypeProviderLoadBalancer, func(o objects) string { return o.lb }, func(ctx context.Context, tn string, o objects) error {
@@ -453,11 +450,15 @@ func TestMatrixCoversEveryProcedure(t *testing.T) {
 func TestAuthorizationMatrix(t *testing.T) {
 	s := apptest.Start(t)
 	svc := s.App.Service
+	// The calls under test go through a Service of their own whose engine records what it is
+	// asked: the first permission a call checks must be its (access) option's, exactly.
+	rec := &recordingAuthz{Authorizer: svc.Authz}
+	checked := &core.Service{DB: svc.DB, Authz: rec, Keyring: svc.Keyring, Log: svc.Log, Outbound: svc.Outbound, WatchPoll: svc.WatchPoll}
 	names := matrixNames()
 	// The other tenant's objects are made once: every probe of them is refused, so none changes.
 	other := s.NewTenant(t, "other-matrix", "editor")
 	otherObj := makeObjects(t, s, other)
-	for _, m := range matrixMethods(s) {
+	for _, m := range matrixMethods(checked) {
 		perm := permClass(names[m.name])
 		if perm == "" {
 			t.Fatalf("%s: no permission in the descriptors", m.name)
@@ -475,8 +476,14 @@ func TestAuthorizationMatrix(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
+				rec.reset()
 				if got, want := apierr.CodeOf(m.call(ctx, own.ID, ownObj)), expected(p, m, perm); got != want {
 					t.Errorf("own object: got %q, want %q", got, want)
+				}
+				// The platform surface is decided by the caller's platform grant, read once at
+				// authentication: no check is asked for it.
+				if first := rec.first(); perm != "platform" && first != names[m.name] {
+					t.Errorf("the call checked %q first, its (access) option names %q", first, names[m.name])
 				}
 				// Cross-tenant probes: naming either tenant id, another tenant's object looks absent.
 				for _, tenant := range []string{own.ID, other.ID} {
@@ -495,6 +502,47 @@ func TestAuthorizationMatrix(t *testing.T) {
 			})
 		}
 	}
+}
+
+// recordingAuthz passes every call to the real engine and records the permissions checked.
+type recordingAuthz struct {
+	authz.Authorizer
+	mu    sync.Mutex
+	perms []authz.Permission
+}
+
+func (r *recordingAuthz) Check(ctx context.Context, c authz.Check) (bool, error) {
+	r.record(c)
+	return r.Authorizer.Check(ctx, c)
+}
+
+func (r *recordingAuthz) BatchCheck(ctx context.Context, cs []authz.Check) ([]bool, error) {
+	r.record(cs...)
+	return r.Authorizer.BatchCheck(ctx, cs)
+}
+
+func (r *recordingAuthz) record(cs ...authz.Check) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, c := range cs {
+		r.perms = append(r.perms, c.Permission)
+	}
+}
+
+func (r *recordingAuthz) reset() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.perms = nil
+}
+
+// first is the first permission checked since reset ("" when none was).
+func (r *recordingAuthz) first() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.perms) == 0 {
+		return ""
+	}
+	return string(r.perms[0])
 }
 
 func principalOf(ctx context.Context) string {
