@@ -89,7 +89,7 @@ func (l *lbPass) Observe(ctx context.Context) (managed.Observation, error) {
 
 // deferred parks a pass whose list could not be read now (the budget is kept for creates).
 func (l *lbPass) deferred() managed.Observation {
-	l.r.park(l.p, l.row, l.row.ProviderID)
+	l.r.park(l.p, l.row)
 	return managed.After(l.r.parkBackstop())
 }
 
@@ -173,7 +173,7 @@ func (l *lbPass) parkLB(ctx context.Context) (reconcile.Result, error) {
 	if err := l.record(ctx, false); err != nil {
 		return reconcile.Result{}, err
 	}
-	l.r.park(l.p, l.row, l.obs.ID)
+	l.r.park(l.p, l.row)
 	return reconcile.Result{RequeueAfter: l.r.parkBackstop()}, nil
 }
 
