@@ -222,12 +222,14 @@ type ListedLoadBalancer struct {
 	// Speaks: the list began after the row was last written, so it may decide the row's next step.
 	Speaks bool
 	Body   []byte // nil when the list did not show the row's provider load balancer
+	// CreatedAt is when the row was recorded.
+	CreatedAt time.Time
 }
 
 // ListedLoadBalancers reads, for the given load balancer rows of the account, what the last
 // recorded list (kind) showed of their provider load balancers, in one round trip.
 func (db *DB) ListedLoadBalancers(ctx context.Context, accountID, kind string, rowIDs []string) ([]ListedLoadBalancer, error) {
-	rows, err := db.pool.Query(ctx, `SELECT lb.id, l.began_at > lb.updated_at, o.body
+	rows, err := db.pool.Query(ctx, `SELECT lb.id, l.began_at > lb.updated_at, o.body, lb.created_at
 		FROM load_balancers lb
 		JOIN provider_lists l ON l.account_id = lb.account_id AND l.kind = $2
 		LEFT JOIN provider_observations o ON o.account_id = lb.account_id AND o.kind = $2 AND o.provider_id = lb.provider_id
@@ -237,11 +239,50 @@ func (db *DB) ListedLoadBalancers(ctx context.Context, accountID, kind string, r
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (ListedLoadBalancer, error) {
 		var l ListedLoadBalancer
-		err := r.Scan(&l.ID, &l.Speaks, &l.Body)
+		err := r.Scan(&l.ID, &l.Speaks, &l.Body, &l.CreatedAt)
 		return l, err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store: read listed load balancers: %w", TranslateError(err))
 	}
 	return out, nil
+}
+
+// WaitingLoadBalancer is a load balancer row that waits on its provider load balancer.
+type WaitingLoadBalancer struct {
+	ID        string
+	CreatedAt time.Time
+}
+
+// LoadBalancersWaitingOn returns the account's rows, pending or updating, whose provider load
+// balancer is one of providerIDs and that were last written before began.
+func (db *DB) LoadBalancersWaitingOn(ctx context.Context, accountID string, providerIDs []string, began time.Time) ([]WaitingLoadBalancer, error) {
+	rows, err := db.pool.Query(ctx, `SELECT id, created_at FROM load_balancers
+		WHERE account_id = $1 AND provider_id = ANY($2::text[]) AND state IN ('pending', 'updating') AND updated_at < $3`,
+		accountID, providerIDs, began)
+	if err != nil {
+		return nil, fmt.Errorf("store: read waiting load balancers: %w", TranslateError(err))
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (WaitingLoadBalancer, error) {
+		var w WaitingLoadBalancer
+		err := r.Scan(&w.ID, &w.CreatedAt)
+		return w, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: read waiting load balancers: %w", TranslateError(err))
+	}
+	return out, nil
+}
+
+// EnqueueMany is Enqueue for many resources of one kind (each due at its dueAt), in one round
+// trip: a list that shows many load balancers ready wakes them together.
+func EnqueueMany(ctx context.Context, tx pgx.Tx, kind string, resourceIDs []string, dueAt []time.Time) error {
+	b := &pgx.Batch{}
+	for i, id := range resourceIDs {
+		b.Queue(sqlEnqueue, kind, id, dueAt[i])
+	}
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("store: enqueue %d of %s: %w", len(resourceIDs), kind, TranslateError(err))
+	}
+	return nil
 }

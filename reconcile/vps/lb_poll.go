@@ -192,7 +192,37 @@ func (w *lbWatch) list(ctx context.Context, p provider.Provider) error {
 	if _, err := db.RecordProviderList(ctx, w.accountID, listKind, began, w.r.opts.ProviderPoll, items); err != nil {
 		return fmt.Errorf("vps: %w", err)
 	}
-	return nil
+	return w.wakeListed(ctx, began, lbs)
+}
+
+// wakeListed queues the rows, parked in any replica, that wait on a load balancer the list shows
+// ready to move on (active with an address, or errored), so no replica waits for its own
+// watcher to read the list.
+func (w *lbWatch) wakeListed(ctx context.Context, began time.Time, lbs []*provider.LoadBalancer) error {
+	var moved []string
+	for _, lb := range lbs {
+		if movedOn(lb) {
+			moved = append(moved, lb.ID)
+		}
+	}
+	if len(moved) == 0 {
+		return nil
+	}
+	waiting, err := w.r.opts.DB.LoadBalancersWaitingOn(ctx, w.accountID, moved, began)
+	if err != nil {
+		return fmt.Errorf("vps: %w", err)
+	}
+	ids := make([]string, 0, len(waiting))
+	due := make([]time.Time, 0, len(waiting))
+	for _, row := range waiting {
+		ids, due = append(ids, row.ID), append(due, row.CreatedAt)
+	}
+	return w.enqueue(ctx, ids, due)
+}
+
+// movedOn reports whether a listed load balancer lets a pass waiting on it move on.
+func movedOn(lb *provider.LoadBalancer) bool {
+	return lb.Status == provider.LoadBalancerErrored || (lb.Status == provider.LoadBalancerActive && lb.Address != "")
 }
 
 // park records that row waits on the provider and makes sure the watcher runs.
@@ -254,6 +284,7 @@ func (w *lbWatch) wake(ctx context.Context) error {
 		return fmt.Errorf("vps: %w", err)
 	}
 	var ids []string
+	var due []time.Time
 	for _, l := range listed {
 		if !l.Speaks {
 			continue
@@ -263,22 +294,25 @@ func (w *lbWatch) wake(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			if lb.Status != provider.LoadBalancerErrored && (lb.Status != provider.LoadBalancerActive || lb.Address == "") {
+			if !movedOn(lb) {
 				continue
 			}
 		}
-		ids = append(ids, l.ID)
+		ids, due = append(ids, l.ID), append(due, l.CreatedAt)
 	}
+	return w.enqueue(ctx, ids, due)
+}
+
+// enqueue queues the woken rows and stops watching them here.
+func (w *lbWatch) enqueue(ctx context.Context, ids []string, due []time.Time) error {
 	if len(ids) == 0 {
 		return nil
 	}
+	// A woken load balancer is due from when it was recorded: its pass needs no provider
+	// request (the list answers it), and it must not wait behind the creates of load
+	// balancers recorded after it, which the request budget holds back.
 	if err := store.ExecuteTx(ctx, w.r.opts.DB, func(tx pgx.Tx) error {
-		for _, id := range ids {
-			if err := store.Enqueue(ctx, tx, core.ReconcileKind, id, nil); err != nil {
-				return err
-			}
-		}
-		return nil
+		return store.EnqueueMany(ctx, tx, core.ReconcileKind, ids, due)
 	}); err != nil {
 		return err
 	}
