@@ -133,7 +133,7 @@ func startReplicas(b *testing.B, s *apptest.Stack, replicas, ratePerMinute int) 
 				RequestsPerMinute: ratePerMinute, Limiters: digitalocean.NewLimiters(), Budget: vps.Budget{DB: db},
 				Transport: vps.DeadlineTransport(nil),
 			}),
-			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+			Logger: benchLogger(),
 		})
 		if err != nil {
 			b.Fatal(err)
@@ -142,7 +142,7 @@ func startReplicas(b *testing.B, s *apptest.Stack, replicas, ratePerMinute int) 
 			DB: db, Holder: "bench-" + strconv.Itoa(r), Handlers: map[string]reconcile.Handler{core.ReconcileKind: rec},
 			Concurrency: 8, PollInterval: 20 * time.Millisecond,
 			Backoff: reconcile.Exponential{Initial: 100 * time.Millisecond, Max: 2 * time.Second, Jitter: 0.2},
-			Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
+			Logger:  benchLogger(),
 		})
 		if err != nil {
 			b.Fatal(err)
@@ -200,4 +200,13 @@ func waitReady(b *testing.B, db *store.DB, tenantID string, n int, simulator *si
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// benchLogger discards the replicas' logs unless BC_BENCH_LOG is set (then warnings go to
+// standard error).
+func benchLogger() *slog.Logger {
+	if os.Getenv("BC_BENCH_LOG") == "" {
+		return slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }

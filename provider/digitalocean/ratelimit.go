@@ -120,11 +120,15 @@ func (s *sharedBucket) poll(ctx context.Context) (bool, error) {
 }
 
 // take waits for one request from the shared bucket, in arrival order with the other waiters
-// of this process. A wait that would outlast maxWait or ctx's deadline is refused at once.
-func (s *sharedBucket) take(ctx context.Context, maxWait time.Duration) error {
+// of this process (first: before them). A wait that would outlast maxWait or ctx's deadline is
+// refused at once.
+func (s *sharedBucket) take(ctx context.Context, maxWait time.Duration, first bool) error {
 	now := time.Now()
 	s.mu.Lock()
 	ahead := len(s.queue)
+	if first {
+		ahead = 0
+	}
 	if ahead > 0 {
 		d := time.Duration(float64(ahead) / s.perSecond * float64(time.Second))
 		if !mayWait(ctx, now, d, maxWait) {
@@ -133,7 +137,13 @@ func (s *sharedBucket) take(ctx context.Context, maxWait time.Duration) error {
 		}
 	}
 	w := &bucketWaiter{done: make(chan error, 1)}
-	s.queue = append(s.queue, w)
+	if first {
+		// A list the poll credit paid for is read before the creates waiting here: its pages
+		// then show one moment, so it speaks for every row written before it began.
+		s.queue = append([]*bucketWaiter{w}, s.queue...)
+	} else {
+		s.queue = append(s.queue, w)
+	}
 	if !s.leasing {
 		s.leasing = true
 		go s.lease(maxWait)
@@ -193,6 +203,7 @@ func (s *sharedBucket) lease(maxWait time.Duration) {
 			s.mu.Unlock()
 			return
 		}
+		got := granted
 		for granted > 0 && len(s.queue) > 0 {
 			w := s.queue[0]
 			s.queue = s.queue[1:]
@@ -201,12 +212,12 @@ func (s *sharedBucket) lease(maxWait time.Duration) {
 				granted--
 			}
 		}
-		s.short = left < 1
+		s.short = left < 1 || got == 0
 		if !s.short || len(s.queue) == 0 {
 			s.mu.Unlock()
 			continue
 		}
-		until := now.Add(time.Duration((1 - left) / s.perSecond * float64(time.Second)))
+		until := now.Add(time.Duration(max(1-left, 0) / s.perSecond * float64(time.Second)))
 		if blocked.After(until) {
 			until = blocked
 		}
@@ -232,11 +243,38 @@ func (s *sharedBucket) lease(maxWait time.Duration) {
 type tokenLimiter struct {
 	bucket *rate.Limiter
 	shared *sharedBucket // when set, the bucket is in the database and bucket is unused
-	// credit meters the polls let through while the budget is short (pollShare of the rate).
+	// credit meters the polls let through while the budget is short (pollShare of the rate),
+	// per process; with a shared budget it is kept in the database beside the bucket.
 	credit *rate.Limiter
 
 	mu           sync.Mutex
 	blockedUntil time.Time
+	pages        int // the pages of the last (or current) list that began as a poll
+}
+
+// maxCreditPages bounds what one list is charged to the poll credit.
+const maxCreditPages = 20
+
+// pollCredit charges a list that begins while the budget is short to the polls' share of the
+// rate: the whole list (as many pages as the last one had) at once, or nothing.
+func (l *tokenLimiter) pollCredit(ctx context.Context, now time.Time) (bool, error) {
+	l.mu.Lock()
+	pages := min(max(l.pages, 1), maxCreditPages)
+	l.mu.Unlock()
+	if l.shared == nil {
+		return l.credit.AllowN(now, pages), nil
+	}
+	s := l.shared
+	key, c, r := "polls-"+s.key, float64(pages), pollShare*s.perSecond
+	// Granted only while the credit holds every page (one is taken), then the rest is taken.
+	granted, _, _, err := s.budget.Take(ctx, key, c, r, 1, c-1)
+	if err == nil && granted > 0 && pages > 1 {
+		_, _, _, err = s.budget.Take(ctx, key, c, r, pages-1, 0)
+	}
+	if err != nil {
+		return false, fmt.Errorf("digitalocean: shared request budget: %w", errors.Join(provider.ErrTransient, err))
+	}
+	return granted > 0, nil
 }
 
 // newTokenLimiter: a bucket of burst b refilled at r per second lets at most b + 60r requests
@@ -247,7 +285,7 @@ func newTokenLimiter(perMinute, burst int) *tokenLimiter {
 	}
 	perSecond := float64(perMinute-burst) / 60
 	return &tokenLimiter{bucket: rate.NewLimiter(rate.Limit(perSecond), burst),
-		credit: rate.NewLimiter(rate.Limit(pollShare*perSecond), 1)}
+		credit: rate.NewLimiter(rate.Limit(pollShare*perSecond), maxCreditPages)}
 }
 
 // wait blocks until a request may go out. A wait longer than maxWait, or one that would end
@@ -272,21 +310,30 @@ func (l *tokenLimiter) wait(ctx context.Context, maxWait time.Duration) error {
 		now = time.Now()
 	}
 	if low {
-		switch sent, err := l.poll(ctx, now); {
-		case err != nil:
+		sent, err := l.poll(ctx, now)
+		if err == nil && !sent {
+			var credited bool
+			if credited, err = l.pollCredit(ctx, now); err == nil && !credited {
+				return fmt.Errorf("digitalocean: status poll: %w", provider.ErrDeferred)
+			}
+		}
+		if err != nil {
 			return err
-		case sent:
+		}
+		l.mu.Lock()
+		l.pages = 1
+		l.mu.Unlock()
+		if sent {
 			return nil
-		case !l.credit.AllowN(now, 1):
-			return fmt.Errorf("digitalocean: status poll: %w", provider.ErrDeferred)
 		}
 		// The budget is short but polls have credit: this one waits its turn like a create.
 	} else if continuedPoll(ctx) {
-		// The pages after a list's first are charged to the poll credit (into debt, if need be).
-		l.credit.ReserveN(now, 1)
+		l.mu.Lock()
+		l.pages++
+		l.mu.Unlock()
 	}
 	if l.shared != nil {
-		return l.shared.take(ctx, maxWait)
+		return l.shared.take(ctx, maxWait, low || continuedPoll(ctx))
 	}
 	res := l.bucket.ReserveN(now, 1)
 	d := res.DelayFrom(now)
