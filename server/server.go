@@ -17,6 +17,7 @@ import (
 
 	"better-compute.dev/compute/core"
 	c "better-compute.dev/compute/gen/go/bettercompute/compute/v1/computev1connect"
+	"better-compute.dev/compute/observe"
 	"better-compute.dev/compute/requestid"
 	"better-compute.dev/compute/web"
 )
@@ -113,6 +114,9 @@ func New(opts Options) (http.Handler, error) {
 		health = NewHealth(svc.DB, svc.Authz)
 	}
 	mountHealth(root, health)
+	if err := reg.Register(observe.Readiness(health.Ready)); err != nil {
+		return nil, err
+	}
 	reflector := grpcreflect.NewStaticReflector(ServiceNames...)
 	root.Handle(grpcreflect.NewHandlerV1(reflector))
 	root.Handle(grpcreflect.NewHandlerV1Alpha(reflector))
