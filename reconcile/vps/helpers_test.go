@@ -38,12 +38,21 @@ type env struct {
 // makes a tenant with a pool quota of limit load balancers and instances.
 func newEnv(t *testing.T, tenantID string, limit int64) *env {
 	t.Helper()
+	return newEnvWith(t, tenantID, limit, nil)
+}
+
+// newEnvWith is newEnv with a change to the reconcilers' configuration after the short one.
+func newEnvWith(t *testing.T, tenantID string, limit int64, change func(*app.Config)) *env {
+	t.Helper()
 	short := func(c *app.Config) {
 		r := &c.Reconcilers
 		r.LeaseTTL, r.PollInterval, r.PeriodicInterval = 5*time.Second, 20*time.Millisecond, time.Second
 		r.ProviderPoll, r.DependencyPoll = 100*time.Millisecond, 200*time.Millisecond
 		r.BackoffInitial, r.BackoffMax = 50*time.Millisecond, 500*time.Millisecond
 		r.DigitalOcean.RequestsPerMinute, r.DigitalOcean.Burst, r.Concurrency = 30000, 100, 8
+		if change != nil {
+			change(c)
+		}
 	}
 	simulator := sim.New(sim.Options{
 		AcceptAnyToken: true, RequestsPerMinute: 100000, RequestsPerHour: 1000000,
