@@ -129,7 +129,7 @@ func TestProviderListsShared(t *testing.T) {
 	}
 	began := wins[0]
 	items := []store.Listed{{ProviderID: "p1", Body: []byte(`{"s":"new"}`)}, {ProviderID: "p2", Body: []byte(`{"s":"new"}`)}}
-	if ok, err := b.RecordProviderList(ctx, "acct1", "load_balancers", began, 50*time.Millisecond, items); err != nil || !ok {
+	if ok, err := b.RecordProviderList(ctx, "acct1", "load_balancers", began, time.Second, items); err != nil || !ok {
 		t.Fatalf("record: %v %v", ok, err)
 	}
 	if _, ok, _ := a.ClaimProviderList(ctx, "acct1", "load_balancers", 10*time.Second); ok {
@@ -140,7 +140,7 @@ func TestProviderListsShared(t *testing.T) {
 		t.Errorf("observation of p1: %+v %v", o, err)
 	}
 
-	time.Sleep(60 * time.Millisecond)
+	time.Sleep(1100 * time.Millisecond) // past the interval, with room for a loaded machine between the record and the claim above
 	next, ok, err := b.ClaimProviderList(ctx, "acct1", "load_balancers", 10*time.Second)
 	if err != nil || !ok {
 		t.Fatalf("no claim after the interval: %v %v", ok, err)
