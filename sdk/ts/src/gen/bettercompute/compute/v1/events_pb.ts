@@ -13,7 +13,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file bettercompute/compute/v1/events.proto.
  */
 export const file_bettercompute_compute_v1_events: GenFile = /*@__PURE__*/
-  fileDesc("CiViZXR0ZXJjb21wdXRlL2NvbXB1dGUvdjEvZXZlbnRzLnByb3RvEhhiZXR0ZXJjb21wdXRlLmNvbXB1dGUudjEipQEKBUV2ZW50Eg4KBmN1cnNvchgBIAEoAxIRCgl0ZW5hbnRfaWQYAiABKAkSDAoEdHlwZRgDIAEoCRITCgtyZXNvdXJjZV9pZBgEIAEoCRIlCgRkYXRhGAUgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIvCgtjcmVhdGVfdGltZRgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAimwEKEUxpc3RFdmVudHNSZXF1ZXN0EjUKCXRlbmFudF9pZBgBIAEoCUIiukgfch0YgAEyGF5bQS1aYS16MC05Ll86LV17MSwxMjh9JBIWCgVhZnRlchgCIAEoA0IHukgEIgIoABIZCgVsaW1pdBgDIAEoBUIKukgHGgUY6AcoABIcCgtyZXNvdXJjZV9pZBgEIAEoCUIHukgEcgIYQCJaChJMaXN0RXZlbnRzUmVzcG9uc2USLwoGZXZlbnRzGAEgAygLMh8uYmV0dGVyY29tcHV0ZS5jb21wdXRlLnYxLkV2ZW50EhMKC25leHRfY3Vyc29yGAIgASgDImMKEldhdGNoRXZlbnRzUmVxdWVzdBI1Cgl0ZW5hbnRfaWQYASABKAlCIrpIH3IdGIABMhheW0EtWmEtejAtOS5fOi1dezEsMTI4fSQSFgoFYWZ0ZXIYAiABKANCB7pIBCICKAAiRQoTV2F0Y2hFdmVudHNSZXNwb25zZRIuCgVldmVudBgBIAEoCzIfLmJldHRlcmNvbXB1dGUuY29tcHV0ZS52MS5FdmVudDLvAQoMRXZlbnRTZXJ2aWNlEmwKCkxpc3RFdmVudHMSKy5iZXR0ZXJjb21wdXRlLmNvbXB1dGUudjEuTGlzdEV2ZW50c1JlcXVlc3QaLC5iZXR0ZXJjb21wdXRlLmNvbXB1dGUudjEuTGlzdEV2ZW50c1Jlc3BvbnNlIgOQAgEScQoLV2F0Y2hFdmVudHMSLC5iZXR0ZXJjb21wdXRlLmNvbXB1dGUudjEuV2F0Y2hFdmVudHNSZXF1ZXN0Gi0uYmV0dGVyY29tcHV0ZS5jb21wdXRlLnYxLldhdGNoRXZlbnRzUmVzcG9uc2UiA5ACATABQvMBChxjb20uYmV0dGVyY29tcHV0ZS5jb21wdXRlLnYxQgtFdmVudHNQcm90b1ABWkRiZXR0ZXItY29tcHV0ZS5kZXYvY29tcHV0ZS9nZW4vZ28vYmV0dGVyY29tcHV0ZS9jb21wdXRlL3YxO2NvbXB1dGV2MaICA0JDWKoCGEJldHRlcmNvbXB1dGUuQ29tcHV0ZS5WMcoCGEJldHRlcmNvbXB1dGVcQ29tcHV0ZVxWMeICJEJldHRlcmNvbXB1dGVcQ29tcHV0ZVxWMVxHUEJNZXRhZGF0YeoCGkJldHRlcmNvbXB1dGU6OkNvbXB1dGU6OlYxYgZwcm90bzM", [file_buf_validate_validate, file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("CiViZXR0ZXJjb21wdXRlL2NvbXB1dGUvdjEvZXZlbnRzLnByb3RvEhhiZXR0ZXJjb21wdXRlLmNvbXB1dGUudjEipQEKBUV2ZW50Eg4KBmN1cnNvchgBIAEoAxIRCgl0ZW5hbnRfaWQYAiABKAkSDAoEdHlwZRgDIAEoCRITCgtyZXNvdXJjZV9pZBgEIAEoCRIlCgRkYXRhGAUgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIvCgtjcmVhdGVfdGltZRgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAi0AEKEUxpc3RFdmVudHNSZXF1ZXN0EjUKCXRlbmFudF9pZBgBIAEoCUIiukgfch0YgAEyGF5bQS1aYS16MC05Ll86LV17MSwxMjh9JBIWCgVhZnRlchgCIAEoA0IHukgEIgIoABIZCgVsaW1pdBgDIAEoBUIKukgHGgUY6AcoABIcCgtyZXNvdXJjZV9pZBgEIAEoCUIHukgEcgIYQBIzCgV0eXBlcxgFIAMoCUIkukghkgEeECAiGnIYMhZeW0EtWmEtejAtOS5fLV17MSw2NH0kIloKEkxpc3RFdmVudHNSZXNwb25zZRIvCgZldmVudHMYASADKAsyHy5iZXR0ZXJjb21wdXRlLmNvbXB1dGUudjEuRXZlbnQSEwoLbmV4dF9jdXJzb3IYAiABKAMitgEKEldhdGNoRXZlbnRzUmVxdWVzdBI1Cgl0ZW5hbnRfaWQYASABKAlCIrpIH3IdGIABMhheW0EtWmEtejAtOS5fOi1dezEsMTI4fSQSFgoFYWZ0ZXIYAiABKANCB7pIBCICKAASHAoLcmVzb3VyY2VfaWQYAyABKAlCB7pIBHICGEASMwoFdHlwZXMYBCADKAlCJLpIIZIBHhAgIhpyGDIWXltBLVphLXowLTkuXy1dezEsNjR9JCKCAQoTV2F0Y2hFdmVudHNSZXNwb25zZRIuCgVldmVudBgBIAEoCzIfLmJldHRlcmNvbXB1dGUuY29tcHV0ZS52MS5FdmVudBI7CgloZWFydGJlYXQYAiABKAsyKC5iZXR0ZXJjb21wdXRlLmNvbXB1dGUudjEuV2F0Y2hIZWFydGJlYXQiSgoOV2F0Y2hIZWFydGJlYXQSKAoEdGltZRgBIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDgoGY3Vyc29yGAIgASgDMu8BCgxFdmVudFNlcnZpY2USbAoKTGlzdEV2ZW50cxIrLmJldHRlcmNvbXB1dGUuY29tcHV0ZS52MS5MaXN0RXZlbnRzUmVxdWVzdBosLmJldHRlcmNvbXB1dGUuY29tcHV0ZS52MS5MaXN0RXZlbnRzUmVzcG9uc2UiA5ACARJxCgtXYXRjaEV2ZW50cxIsLmJldHRlcmNvbXB1dGUuY29tcHV0ZS52MS5XYXRjaEV2ZW50c1JlcXVlc3QaLS5iZXR0ZXJjb21wdXRlLmNvbXB1dGUudjEuV2F0Y2hFdmVudHNSZXNwb25zZSIDkAIBMAFC8wEKHGNvbS5iZXR0ZXJjb21wdXRlLmNvbXB1dGUudjFCC0V2ZW50c1Byb3RvUAFaRGJldHRlci1jb21wdXRlLmRldi9jb21wdXRlL2dlbi9nby9iZXR0ZXJjb21wdXRlL2NvbXB1dGUvdjE7Y29tcHV0ZXYxogIDQkNYqgIYQmV0dGVyY29tcHV0ZS5Db21wdXRlLlYxygIYQmV0dGVyY29tcHV0ZVxDb21wdXRlXFYx4gIkQmV0dGVyY29tcHV0ZVxDb21wdXRlXFYxXEdQQk1ldGFkYXRh6gIaQmV0dGVyY29tcHV0ZTo6Q29tcHV0ZTo6VjFiBnByb3RvMw", [file_buf_validate_validate, file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * Event says what happened to a resource, e.g. providerLoadBalancer.ready.
@@ -104,6 +104,14 @@ export type ListEventsRequest = Message<"bettercompute.compute.v1.ListEventsRequ
    * @generated from field: string resource_id = 4;
    */
   resourceId: string;
+
+  /**
+   * Only events of these types (e.g. providerLoadBalancer.ready); empty: every type. At most 32,
+   * each ^[A-Za-z0-9._-]{1,64}$.
+   *
+   * @generated from field: repeated string types = 5;
+   */
+  types: string[];
 };
 
 /**
@@ -160,6 +168,21 @@ export type WatchEventsRequest = Message<"bettercompute.compute.v1.WatchEventsRe
    * @generated from field: int64 after = 2;
    */
   after: bigint;
+
+  /**
+   * Only events about this resource; empty: every resource.
+   *
+   * @generated from field: string resource_id = 3;
+   */
+  resourceId: string;
+
+  /**
+   * Only events of these types (e.g. providerLoadBalancer.ready); empty: every type. At most 32,
+   * each ^[A-Za-z0-9._-]{1,64}$.
+   *
+   * @generated from field: repeated string types = 4;
+   */
+  types: string[];
 };
 
 /**
@@ -170,17 +193,26 @@ export const WatchEventsRequestSchema: GenMessage<WatchEventsRequest> = /*@__PUR
   messageDesc(file_bettercompute_compute_v1_events, 3);
 
 /**
- * WatchEventsResponse carries one event.
+ * WatchEventsResponse carries one event, or a heartbeat: exactly one of the two is set. A stream
+ * with nothing to send gets a heartbeat every 15 s, so proxies that cut silent connections keep
+ * it open and a client can tell a quiet stream from a dead one. Clients skip heartbeats.
  *
  * @generated from message bettercompute.compute.v1.WatchEventsResponse
  */
 export type WatchEventsResponse = Message<"bettercompute.compute.v1.WatchEventsResponse"> & {
   /**
-   * The event.
+   * The event; unset on a heartbeat.
    *
    * @generated from field: bettercompute.compute.v1.Event event = 1;
    */
   event?: Event | undefined;
+
+  /**
+   * Set on a heartbeat (and then event is unset).
+   *
+   * @generated from field: bettercompute.compute.v1.WatchHeartbeat heartbeat = 2;
+   */
+  heartbeat?: WatchHeartbeat | undefined;
 };
 
 /**
@@ -189,6 +221,35 @@ export type WatchEventsResponse = Message<"bettercompute.compute.v1.WatchEventsR
  */
 export const WatchEventsResponseSchema: GenMessage<WatchEventsResponse> = /*@__PURE__*/
   messageDesc(file_bettercompute_compute_v1_events, 4);
+
+/**
+ * WatchHeartbeat is the keepalive of an idle watch.
+ *
+ * @generated from message bettercompute.compute.v1.WatchHeartbeat
+ */
+export type WatchHeartbeat = Message<"bettercompute.compute.v1.WatchHeartbeat"> & {
+  /**
+   * When the server sent it.
+   *
+   * @generated from field: google.protobuf.Timestamp time = 1;
+   */
+  time?: Timestamp | undefined;
+
+  /**
+   * How far the watch has read: every event up to this cursor has been sent or left out by the
+   * filters. A client resuming after this heartbeat may pass it as after.
+   *
+   * @generated from field: int64 cursor = 2;
+   */
+  cursor: bigint;
+};
+
+/**
+ * Describes the message bettercompute.compute.v1.WatchHeartbeat.
+ * Use `create(WatchHeartbeatSchema)` to create a new message.
+ */
+export const WatchHeartbeatSchema: GenMessage<WatchHeartbeat> = /*@__PURE__*/
+  messageDesc(file_bettercompute_compute_v1_events, 5);
 
 /**
  * EventService reads a tenant's events (written in the same transaction as the change they
