@@ -9,6 +9,7 @@ package sdk
 import (
 	"context"
 	"net/http"
+	"time"
 
 	"connectrpc.com/connect"
 
@@ -37,6 +38,8 @@ type Option func(*options)
 type options struct {
 	http    connect.HTTPClient
 	connect []connect.ClientOption
+	retry   *RetryPolicy
+	timeout time.Duration
 }
 
 // WithHTTPClient sets the transport (for gRPC, one speaking HTTP/2).
@@ -56,8 +59,18 @@ func New(baseURL, token string, opts ...Option) *Client {
 	for _, f := range opts {
 		f(&o)
 	}
-	// Outermost first: errors are read once everything else has had its say.
-	co := append([]connect.ClientOption{connect.WithInterceptors(platformErrors{}, bearer(token))}, o.connect...)
+	// Outermost first: the default deadline wraps everything, so a call it ends is the caller's;
+	// errors are read once everything else has had its say; retries resend with the credential.
+	var ics []connect.Interceptor
+	if o.timeout > 0 {
+		ics = append(ics, timeoutInterceptor(o.timeout))
+	}
+	ics = append(ics, platformErrors{})
+	if o.retry != nil {
+		ics = append(ics, retryInterceptor{*o.retry})
+	}
+	ics = append(ics, bearer(token))
+	co := append([]connect.ClientOption{connect.WithInterceptors(ics...)}, o.connect...)
 	h := o.http
 	return &Client{
 		LoadBalancers:    c.NewLoadBalancerServiceClient(h, baseURL, co...),
