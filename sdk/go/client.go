@@ -1,9 +1,14 @@
 // Package sdk is the typed Go client of the Better Compute control plane: one constructor, bearer
-// authentication, every service's generated Connect client, and platform errors as values.
+// authentication, every service's generated Connect client, platform errors as values, and the
+// helpers a program would otherwise write: a waiter, typed states, page iterators, safe retries,
+// a default timeout and a resumable event watch. Example (the package's Example test) in short:
 //
-//	c := sdk.New("https://compute.example", token)
-//	lb, err := c.LoadBalancers.CreateLoadBalancer(ctx, connect.NewRequest(&computev1.CreateLoadBalancerRequest{...}))
+//	client := sdk.New("https://compute.example", token, sdk.WithTimeout(30*time.Second), sdk.WithRetry(sdk.RetryPolicy{}))
+//	created, err := client.LoadBalancers.CreateLoadBalancer(ctx, connect.NewRequest(&v1.CreateLoadBalancerRequest{..., IdempotencyKey: "web-1"}))
 //	if pe, ok := sdk.AsError(err); ok && pe.Code == sdk.QuotaExceeded { ... }
+//	lb, err := sdk.WaitLoadBalancer(ctx, client, "acme", created.Msg.GetLoadBalancer().GetId(), sdk.WaitOptions{Timeout: 5 * time.Minute})
+//	for lb, err := range sdk.LoadBalancerPages(ctx, client.LoadBalancers, &v1.ListLoadBalancersRequest{TenantId: "acme"}) { ... }
+//	for ev, err := range sdk.NewWatcher(client.Events, &v1.WatchEventsRequest{TenantId: "acme"}).Events(ctx) { ... }
 package sdk
 
 import (
