@@ -89,7 +89,11 @@ function readReady(path) {
   try {
     const ready = JSON.parse(readFileSync(path, "utf8"));
     if (typeof ready.url === "string" && typeof ready.adminToken === "string") {
-      return { url: ready.url.replace(/\/$/, ""), adminToken: ready.adminToken };
+      return {
+        url: ready.url.replace(/\/$/, ""),
+        adminToken: ready.adminToken,
+        ...(typeof ready.simulatorUrl === "string" ? { simulatorUrl: ready.simulatorUrl } : {}),
+      };
     }
   } catch {
     // not complete yet
