@@ -119,6 +119,7 @@ func WaitLoadBalancer(ctx context.Context, cl *Client, tenantID, id string, o Wa
 		return false, nil
 	}
 	var tick <-chan time.Time
+	streamOver := (<-chan error)(failed)
 	for {
 		if done, err := look(); done {
 			return last, err
@@ -131,9 +132,9 @@ func WaitLoadBalancer(ctx context.Context, cl *Client, tenantID, id string, o Wa
 			}
 			return last, fmt.Errorf("sdk: load balancer %s is %s, not %v: %w", id, state, until, wctx.Err())
 		case <-changed:
-		case <-failed:
+		case <-streamOver:
 			// The stream is gone (refused, cut, or silent): poll from now on.
-			failed = nil
+			streamOver = nil
 			t := time.NewTicker(poll)
 			defer t.Stop()
 			tick = t.C
