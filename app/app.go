@@ -61,6 +61,9 @@ type Config struct {
 	Reconcilers ReconcileConfig
 	// WatchPoll is how often an event watch looks for new events; zero means core's default.
 	WatchPoll time.Duration
+	// WatchHeartbeat is how long an idle event watch waits before it sends a heartbeat
+	// (BC_WATCH_HEARTBEAT); zero means core's default, 15 s.
+	WatchHeartbeat time.Duration
 	// DrainDelay is how long Close keeps the listener open with /readyz (and gRPC health)
 	// answering not ready, so load balancers stop sending before connections close.
 	DrainDelay time.Duration
@@ -148,7 +151,7 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 	}
 	a.Authz = server.TimedAuthorizer(a.Authz)
 	a.Service = &core.Service{DB: db, Authz: a.Authz, Keyring: ring, Log: cfg.Logger, Outbound: netguard.Policy{Allow: cfg.OutboundAllow},
-		WatchPoll: cfg.WatchPoll}
+		WatchPoll: cfg.WatchPoll, WatchHeartbeat: cfg.WatchHeartbeat}
 	a.health = server.NewHealth(db, a.Authz)
 	reg := prometheus.NewRegistry()
 	if a.Handler, err = server.New(server.Options{Service: a.Service, Logger: cfg.Logger, CORSOrigins: cfg.CORSOrigins, Health: a.health,

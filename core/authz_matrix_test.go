@@ -232,7 +232,7 @@ func matrixMethods(svc *core.Service) []method {
 			return err
 		}},
 		{computev1connect.EventServiceWatchEventsProcedure, authz.TypeTenant, nil, func(ctx context.Context, tn string, o objects) error {
-			err := svc.WatchEvents(ctx, &v1.WatchEventsRequest{TenantId: tn}, func(*v1.Event) error { return errStop })
+			err := svc.WatchEvents(ctx, &v1.WatchEventsRequest{TenantId: tn}, func(*v1.WatchEventsResponse) error { return errStop })
 			if errors.Is(err, errStop) { // the watch began: authorized
 				return nil
 			}

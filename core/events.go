@@ -18,16 +18,24 @@ import (
 // serve any watch.
 const DefaultWatchPoll = 250 * time.Millisecond
 
+// DefaultWatchHeartbeat is how long a watch stays silent before it sends a heartbeat, when
+// Service.WatchHeartbeat is zero: proxies and load balancers commonly cut a connection idle for
+// 30-60 s.
+const DefaultWatchHeartbeat = 15 * time.Second
+
+// watchBatch is how many events a watch reads at a time.
+const watchBatch = 500
+
 // ListEvents returns the tenant's events after a cursor.
 func (s *Service) ListEvents(ctx context.Context, r *v1.ListEventsRequest) ([]*v1.Event, int64, error) {
 	if _, err := s.authorizeList(ctx, authz.EventsRead, r.GetTenantId(), tenantOnly); err != nil {
 		return nil, 0, err
 	}
-	return s.readEvents(ctx, r.GetTenantId(), r.GetAfter(), int(r.GetLimit()), r.GetResourceId())
+	return s.readEvents(ctx, r.GetTenantId(), r.GetAfter(), int(r.GetLimit()), r.GetResourceId(), r.GetTypes())
 }
 
-func (s *Service) readEvents(ctx context.Context, tenantID string, after int64, limit int, resourceID string) ([]*v1.Event, int64, error) {
-	rows, err := store.ListEvents(ctx, s.DB.Q(), tenantID, after, limit, resourceID)
+func (s *Service) readEvents(ctx context.Context, tenantID string, after int64, limit int, resourceID string, types []string) ([]*v1.Event, int64, error) {
+	rows, err := store.ListEventsOfTypes(ctx, s.DB.Q(), tenantID, after, limit, resourceID, types)
 	if err != nil {
 		return nil, after, storeErr(err, "event")
 	}
@@ -44,11 +52,13 @@ func (s *Service) readEvents(ctx context.Context, tenantID string, after int64, 
 	return out, next, nil
 }
 
-// WatchEvents sends the tenant's events after a cursor, then new ones as they commit, until ctx
-// ends. Resuming from the last cursor seen loses nothing: cursors follow commit order. Once the
-// caller is authorized, send is called with nil: the transport then opens the stream (headers
-// out) so a client learns at once that its watch is established, even before any event.
-func (s *Service) WatchEvents(ctx context.Context, r *v1.WatchEventsRequest, send func(*v1.Event) error) error {
+// WatchEvents sends the tenant's events after a cursor (only those about resource_id and of
+// types, when given), then new ones as they commit, until ctx ends. Resuming from the last cursor
+// seen loses nothing: cursors follow commit order. Once the caller is authorized, send is called
+// with nil: the transport then opens the stream (headers out) so a client learns at once that its
+// watch is established, even before any event. A stream that sent nothing for WatchHeartbeat gets
+// a heartbeat carrying how far the watch has read (filtered-out events included).
+func (s *Service) WatchEvents(ctx context.Context, r *v1.WatchEventsRequest, send func(*v1.WatchEventsResponse) error) error {
 	c, err := caller(ctx)
 	if err != nil {
 		return err
@@ -64,10 +74,26 @@ func (s *Service) WatchEvents(ctx context.Context, r *v1.WatchEventsRequest, sen
 	if poll <= 0 {
 		poll = DefaultWatchPoll
 	}
+	heartbeat := s.WatchHeartbeat
+	if heartbeat <= 0 {
+		heartbeat = DefaultWatchHeartbeat
+	}
 	tick := time.NewTicker(poll)
 	defer tick.Stop()
+	lastSent := time.Now()
 	for {
-		evs, next, err := s.readEvents(ctx, r.GetTenantId(), after, 500, "")
+		// Due a heartbeat: note the head first, so that an empty read after it proves every event
+		// up to it was read (and left out by the filters).
+		head := int64(-1)
+		if time.Since(lastSent) >= heartbeat {
+			if head, err = store.EventHead(ctx, s.DB.Q(), r.GetTenantId()); err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return storeErr(err, "event")
+			}
+		}
+		evs, next, err := s.readEvents(ctx, r.GetTenantId(), after, watchBatch, r.GetResourceId(), r.GetTypes())
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -75,13 +101,21 @@ func (s *Service) WatchEvents(ctx context.Context, r *v1.WatchEventsRequest, sen
 			return err
 		}
 		for _, e := range evs {
-			if err := send(e); err != nil {
+			if err := send(&v1.WatchEventsResponse{Event: e}); err != nil {
 				return err
 			}
+			lastSent = time.Now()
 		}
 		after = next
-		if len(evs) == 500 {
+		if len(evs) == watchBatch {
 			continue
+		}
+		if head >= 0 && len(evs) == 0 {
+			after = max(after, head)
+			if err := send(&v1.WatchEventsResponse{Heartbeat: &v1.WatchHeartbeat{Time: timestamppb.Now(), Cursor: after}}); err != nil {
+				return err
+			}
+			lastSent = time.Now()
 		}
 		select {
 		case <-ctx.Done():

@@ -33,6 +33,9 @@ type Service struct {
 	Outbound netguard.Policy
 	// WatchPoll is how often an event watch looks for new events; zero is DefaultWatchPoll.
 	WatchPoll time.Duration
+	// WatchHeartbeat is how long a watch stays silent before it sends a heartbeat; zero is
+	// DefaultWatchHeartbeat.
+	WatchHeartbeat time.Duration
 
 	// platformSynced remembers the platform principals whose OpenFGA grant this process wrote.
 	platformSynced sync.Map

@@ -66,11 +66,9 @@ func (h events) WatchEvents(ctx context.Context, r *connect.Request[v1.WatchEven
 	if err := h.ic.validateMessage(r.Msg); err != nil {
 		return err
 	}
-	return h.svc.WatchEvents(ctx, r.Msg, func(e *v1.Event) error {
-		if e == nil {
-			return stream.Send(nil) // headers only: the watch is established
-		}
-		return stream.Send(&v1.WatchEventsResponse{Event: e})
+	return h.svc.WatchEvents(ctx, r.Msg, func(m *v1.WatchEventsResponse) error {
+		// nil: headers only, the watch is established.
+		return stream.Send(m)
 	})
 }
 

@@ -114,16 +114,35 @@ func SequenceEvents(ctx context.Context, q Querier, tenantID string) error {
 // inbox holds first (two round trips). Run it outside a transaction: the numbering must commit
 // before the read for the read to see it.
 func ListEvents(ctx context.Context, q Querier, tenantID string, after int64, limit int, resourceID string) ([]Event, error) {
+	return ListEventsOfTypes(ctx, q, tenantID, after, limit, resourceID, nil)
+}
+
+// ListEventsOfTypes is ListEvents keeping only events of the given types (none: every type).
+func ListEventsOfTypes(ctx context.Context, q Querier, tenantID string, after int64, limit int, resourceID string, types []string) ([]Event, error) {
 	if limit <= 0 || limit > 1000 {
 		limit = 100
 	}
 	if err := SequenceEvents(ctx, q, tenantID); err != nil {
 		return nil, err
 	}
+	if types == nil {
+		types = []string{}
+	}
 	return collect(ctx, q, scanEvent,
 		`SELECT tenant_id, seq, id, type, resource_id, data, created_at, request_id FROM events
-		  WHERE tenant_id = $1 AND seq > $2 AND ($4 = '' OR resource_id = $4) ORDER BY seq LIMIT $3`,
-		tenantID, after, limit, resourceID)
+		  WHERE tenant_id = $1 AND seq > $2 AND ($4 = '' OR resource_id = $4)
+		    AND (cardinality($5::text[]) = 0 OR type = ANY($5::text[])) ORDER BY seq LIMIT $3`,
+		tenantID, after, limit, resourceID, types)
+}
+
+// EventHead is the greatest cursor of a tenant's numbered events (0: none). A read after it that
+// returns fewer rows than its limit has seen every event up to it.
+func EventHead(ctx context.Context, q Querier, tenantID string) (int64, error) {
+	var head int64
+	if err := q.QueryRow(ctx, `SELECT coalesce(max(seq), 0) FROM events WHERE tenant_id = $1`, tenantID).Scan(&head); err != nil {
+		return 0, TranslateError(fmt.Errorf("store: event head: %w", err))
+	}
+	return head, nil
 }
 
 // IdempotencyRecord is a row of idempotency_keys.

@@ -47,6 +47,7 @@ var envVars = []envVar{
 	{"BC_BODY_READ_TIMEOUT", "10s", "time a client has to send a request body once its headers are in"},
 	{"BC_MAX_CONNECTIONS", "10000", "connections a replica holds open at once (more wait in the listen backlog)"},
 	{"BC_WATCH_POLL", "250ms", "how often an event watch looks for new events"},
+	{"BC_WATCH_HEARTBEAT", "15s", "how long an idle event watch waits before it sends a heartbeat"},
 	{"BC_RECONCILE_CONCURRENCY", "4", "resources reconciled at once"},
 	{"BC_LEASE_TTL", "30s", "reconcile lease lifetime without renewal"},
 	{"BC_RECONCILE_POLL", "1s", "pause after a claim found nothing due"},
@@ -222,6 +223,7 @@ func parseConfig(env environment, requireServe bool) (Config, error) {
 	dur("BC_BODY_READ_TIMEOUT", &a.BodyReadTimeout, false)
 	num("BC_MAX_CONNECTIONS", &a.MaxConnections)
 	dur("BC_WATCH_POLL", &a.WatchPoll, false)
+	dur("BC_WATCH_HEARTBEAT", &a.WatchHeartbeat, false)
 
 	r := &a.Reconcilers
 	num("BC_RECONCILE_CONCURRENCY", &r.Concurrency)

@@ -41,7 +41,7 @@ func TestParseConfigBadValueNamesVariable(t *testing.T) {
 	bad := map[string]string{
 		"BC_DATABASE_URL": "mysql://x", "BC_SEAL_KEY": "short", "BC_LOG_LEVEL": "loud",
 		"BC_PUBLIC_URL": "ftp://x", "BC_OUTBOUND_ALLOW": "not-a-prefix", "BC_OPENFGA_URL": "nohost",
-		"BC_OPENFGA_DATASTORE": "mysql", "BC_RECONCILE": "maybe", "BC_DRAIN_DELAY": "-1s", "BC_BODY_READ_TIMEOUT": "0s", "BC_MAX_CONNECTIONS": "lots", "BC_WATCH_POLL": "0s",
+		"BC_OPENFGA_DATASTORE": "mysql", "BC_RECONCILE": "maybe", "BC_DRAIN_DELAY": "-1s", "BC_BODY_READ_TIMEOUT": "0s", "BC_MAX_CONNECTIONS": "lots", "BC_WATCH_POLL": "0s", "BC_WATCH_HEARTBEAT": "soon",
 		"BC_RECONCILE_CONCURRENCY": "0", "BC_LEASE_TTL": "soon", "BC_RECONCILE_POLL": "x",
 		"BC_PERIODIC_INTERVAL": "6m", "BC_RECONCILE_BACKOFF": "-5s", "BC_RECONCILE_BACKOFF_MAX": "1",
 		"BC_PROVIDER_POLL": "fast", "BC_DEPENDENCY_POLL": "0", "BC_CREATE_WINDOW": "long",

@@ -85,6 +85,9 @@ interrupted or --count events were printed. A dropped stream is resumed after th
 		for stream.Receive() {
 			retry = 0
 			e := stream.Msg().GetEvent()
+			if e == nil {
+				continue // a heartbeat of an idle watch
+			}
 			cursor = e.GetCursor()
 			if *resource != "" && e.GetResourceId() != *resource {
 				continue

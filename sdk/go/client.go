@@ -1,14 +1,20 @@
 // Package sdk is the typed Go client of the Better Compute control plane: one constructor, bearer
-// authentication, every service's generated Connect client, and platform errors as values.
+// authentication, every service's generated Connect client, platform errors as values, and the
+// helpers a program would otherwise write: a waiter, typed states, page iterators, safe retries,
+// a default timeout and a resumable event watch. Example (the package's Example test) in short:
 //
-//	c := sdk.New("https://compute.example", token)
-//	lb, err := c.LoadBalancers.CreateLoadBalancer(ctx, connect.NewRequest(&computev1.CreateLoadBalancerRequest{...}))
+//	client := sdk.New("https://compute.example", token, sdk.WithTimeout(30*time.Second), sdk.WithRetry(sdk.RetryPolicy{}))
+//	created, err := client.LoadBalancers.CreateLoadBalancer(ctx, connect.NewRequest(&v1.CreateLoadBalancerRequest{..., IdempotencyKey: "web-1"}))
 //	if pe, ok := sdk.AsError(err); ok && pe.Code == sdk.QuotaExceeded { ... }
+//	lb, err := sdk.WaitLoadBalancer(ctx, client, "acme", created.Msg.GetLoadBalancer().GetId(), sdk.WaitOptions{Timeout: 5 * time.Minute})
+//	for lb, err := range sdk.LoadBalancerPages(ctx, client.LoadBalancers, &v1.ListLoadBalancersRequest{TenantId: "acme"}) { ... }
+//	for ev, err := range sdk.NewWatcher(client.Events, &v1.WatchEventsRequest{TenantId: "acme"}).Events(ctx) { ... }
 package sdk
 
 import (
 	"context"
 	"net/http"
+	"time"
 
 	"connectrpc.com/connect"
 
@@ -37,6 +43,8 @@ type Option func(*options)
 type options struct {
 	http    connect.HTTPClient
 	connect []connect.ClientOption
+	retry   *RetryPolicy
+	timeout time.Duration
 }
 
 // WithHTTPClient sets the transport (for gRPC, one speaking HTTP/2).
@@ -56,8 +64,18 @@ func New(baseURL, token string, opts ...Option) *Client {
 	for _, f := range opts {
 		f(&o)
 	}
-	// Outermost first: errors are read once everything else has had its say.
-	co := append([]connect.ClientOption{connect.WithInterceptors(platformErrors{}, bearer(token))}, o.connect...)
+	// Outermost first: the default deadline wraps everything, so a call it ends is the caller's;
+	// errors are read once everything else has had its say; retries resend with the credential.
+	var ics []connect.Interceptor
+	if o.timeout > 0 {
+		ics = append(ics, timeoutInterceptor(o.timeout))
+	}
+	ics = append(ics, platformErrors{})
+	if o.retry != nil {
+		ics = append(ics, retryInterceptor{*o.retry})
+	}
+	ics = append(ics, bearer(token))
+	co := append([]connect.ClientOption{connect.WithInterceptors(ics...)}, o.connect...)
 	h := o.http
 	return &Client{
 		LoadBalancers:    c.NewLoadBalancerServiceClient(h, baseURL, co...),

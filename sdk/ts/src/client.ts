@@ -5,6 +5,7 @@ import { createConnectTransport, createGrpcWebTransport } from "@connectrpc/conn
 import { bearerAuth, type TokenSource } from "./interceptors.js";
 import { unreachable } from "./errors.js";
 import { withPlatformErrors } from "./platform-client.js";
+import { retryInterceptor, type RetryOptions } from "./retry.js";
 import { services } from "./services.js";
 
 /** ComputeClient holds a typed client for every platform service. */
@@ -27,13 +28,19 @@ export interface ComputeClientOptions {
   useBinaryFormat?: boolean;
   /** Interceptors run after the SDK's own (they see the Authorization header set). */
   interceptors?: Interceptor[];
-  /** A deadline applied to every call that sets none itself, in milliseconds. */
+  /**
+   * A deadline applied to every call that sets none itself, in milliseconds. It bounds a call's
+   * retries too. watchEvents() and waitForLoadBalancer() open their streams without one.
+   */
   defaultTimeoutMs?: number;
+  /** Retry reads and keyed creates that fail UNAVAILABLE (true: the defaults; see RetryOptions). */
+  retry?: RetryOptions | boolean;
 }
 
 /** sdkInterceptors are installed on every transport the SDK builds, outermost first. */
-export function sdkInterceptors(token: TokenSource, extra: Interceptor[] = []): Interceptor[] {
-  return [bearerAuth(token), ...extra];
+export function sdkInterceptors(token: TokenSource, extra: Interceptor[] = [], retry?: RetryOptions | boolean): Interceptor[] {
+  const retries = retry ? [retryInterceptor(retry === true ? {} : retry)] : [];
+  return [...retries, bearerAuth(token), ...extra];
 }
 
 /**
@@ -57,7 +64,7 @@ export function clientsFor(transport: Transport): ComputeClient {
 export function createComputeClient(options: ComputeClientOptions): ComputeClient {
   const common = {
     baseUrl: options.baseUrl,
-    interceptors: sdkInterceptors(options.token, options.interceptors),
+    interceptors: sdkInterceptors(options.token, options.interceptors, options.retry),
     // Bound late so a fetch patched after the client was made is the one used.
     fetch: unreachable(options.fetch ?? ((input, init) => globalThis.fetch(input, init))),
     ...(options.defaultTimeoutMs !== undefined ? { defaultTimeoutMs: options.defaultTimeoutMs } : {}),

@@ -22,6 +22,14 @@ export { services } from "./services.js";
 export { maskedUpdate, LOAD_BALANCER_PARTS } from "./update.js";
 export type { LoadBalancerPart } from "./update.js";
 export { pages } from "./pages.js";
+export { retryInterceptor } from "./retry.js";
+export type { RetryOptions } from "./retry.js";
+export { EventWatcher, watchEvents } from "./watch.js";
+export type { WatchOptions, WatchRequest } from "./watch.js";
+export { waitForLoadBalancer, WaitTimeoutError, LoadBalancerFailedError } from "./wait.js";
+export type { WaitOptions } from "./wait.js";
+export { LOAD_BALANCER_STATES, SUBSTRATE_STATES, INSTANCE_STATES, NODE_STATES, loadBalancerState } from "./states.js";
+export type { LoadBalancerState, SubstrateState, InstanceState, NodeState } from "./states.js";
 // buf.validate.Violations, the detail listing every violation of an INVALID_INPUT answer (the
 // whole buf.validate package is at "@better-compute/sdk/buf/validate").
 export { ViolationsSchema, ViolationSchema, FieldPathSchema, FieldPathElementSchema } from "./gen/buf/validate/validate_pb.js";

@@ -5,6 +5,7 @@ import type { Interceptor } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import { clientsFor, sdkInterceptors, type ComputeClient } from "./client.js";
 import type { TokenSource } from "./interceptors.js";
+import type { RetryOptions } from "./retry.js";
 
 /** NodeComputeClientOptions configures createNodeComputeClient. */
 export interface NodeComputeClientOptions {
@@ -20,15 +21,17 @@ export interface NodeComputeClientOptions {
   useBinaryFormat?: boolean;
   /** Interceptors run after the SDK's own. */
   interceptors?: Interceptor[];
-  /** A deadline applied to every call that sets none itself, in milliseconds. */
+  /** A deadline applied to every call that sets none itself, in milliseconds (streams of the helpers excepted). */
   defaultTimeoutMs?: number;
+  /** Retry reads and keyed creates that fail UNAVAILABLE (true: the defaults; see RetryOptions). */
+  retry?: RetryOptions | boolean;
 }
 
 /** createNodeComputeClient returns typed clients for every platform service over connect-node. */
 export function createNodeComputeClient(options: NodeComputeClientOptions): ComputeClient {
   const common = {
     baseUrl: options.baseUrl,
-    interceptors: sdkInterceptors(options.token, options.interceptors),
+    interceptors: sdkInterceptors(options.token, options.interceptors, options.retry),
     ...(options.defaultTimeoutMs !== undefined ? { defaultTimeoutMs: options.defaultTimeoutMs } : {}),
   };
   const httpVersion = options.httpVersion ?? "2";

@@ -22,6 +22,7 @@ try {
         BC_TEST_SERVER_URL: server.url,
         BC_TEST_ADMIN_TOKEN: server.adminToken,
         BC_TEST_SERVER_LOG: server.logFile,
+        BC_TEST_SIMULATOR_URL: server.simulatorUrl ?? "",
       },
     });
     child.once("error", rej);

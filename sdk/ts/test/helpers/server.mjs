@@ -35,7 +35,13 @@ export function serverBinary() {
 export async function startServer({ binary } = {}) {
   const { BC_TEST_SERVER_URL: url, BC_TEST_ADMIN_TOKEN: adminToken } = process.env;
   if (url && adminToken) {
-    return { url, adminToken, logFile: process.env.BC_TEST_SERVER_LOG ?? "", stop: async () => {} };
+    return {
+      url,
+      adminToken,
+      simulatorUrl: process.env.BC_TEST_SIMULATOR_URL || undefined,
+      logFile: process.env.BC_TEST_SERVER_LOG ?? "",
+      stop: async () => {},
+    };
   }
   const bin = binary ?? serverBinary();
   const dir = mkdtempSync(join(tmpdir(), "bc-sdk-server-"));
@@ -45,6 +51,8 @@ export async function startServer({ binary } = {}) {
   const child = spawn(bin, ["dev", "--addr", "127.0.0.1:0", "--ready-file", readyFile], {
     cwd: repoRoot,
     stdio: ["ignore", log, log],
+    // Idle watches get a heartbeat every 300 ms (15 s in production), so tests see them.
+    env: { BC_WATCH_HEARTBEAT: "300ms", ...process.env },
   });
   closeSync(log);
   let exited = null;
@@ -81,7 +89,11 @@ function readReady(path) {
   try {
     const ready = JSON.parse(readFileSync(path, "utf8"));
     if (typeof ready.url === "string" && typeof ready.adminToken === "string") {
-      return { url: ready.url.replace(/\/$/, ""), adminToken: ready.adminToken };
+      return {
+        url: ready.url.replace(/\/$/, ""),
+        adminToken: ready.adminToken,
+        ...(typeof ready.simulatorUrl === "string" ? { simulatorUrl: ready.simulatorUrl } : {}),
+      };
     }
   } catch {
     // not complete yet

@@ -7,6 +7,13 @@ import {
   type ComputeClient,
   type CreateLoadBalancerRequest,
   type PlatformErrorCode,
+  loadBalancerState,
+  waitForLoadBalancer,
+  watchEvents,
+  type InstanceState,
+  type LoadBalancerState,
+  type NodeState,
+  type SubstrateState,
 } from "@better-compute/sdk";
 import { createNodeComputeClient } from "@better-compute/sdk/node";
 
@@ -47,4 +54,22 @@ export async function consumer(): Promise<string | undefined> {
     isPlatformError(err, "NOT_A_CODE");
     throw err;
   }
+}
+
+// The helpers: typed states, the waiter, the resumable watch and the retry option.
+export async function helpers(): Promise<LoadBalancerState | undefined> {
+  const retrying: ComputeClient = createComputeClient({ baseUrl: "http://127.0.0.1:1", token: "t", retry: { maxAttempts: 3 }, defaultTimeoutMs: 5000 });
+  const lb = await waitForLoadBalancer(retrying, "t1", "plb_x", { until: ["ready", "error"], timeoutMs: 60_000 });
+  // @ts-expect-error -- "active" is no load balancer state.
+  await waitForLoadBalancer(retrying, "t1", "plb_x", { until: ["active"] });
+  const w = watchEvents(retrying, { tenantId: "t1", resourceId: lb.id, types: ["providerLoadBalancer.ready"] });
+  for await (const ev of w) {
+    const cursor: bigint = w.cursor;
+    void [ev.type, cursor];
+  }
+  const s: SubstrateState = "provisioning";
+  const i: InstanceState = "running";
+  const n: NodeState = "deploy-failed";
+  void [s, i, n];
+  return loadBalancerState(lb);
 }

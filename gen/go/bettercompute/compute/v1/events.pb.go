@@ -135,7 +135,10 @@ type ListEventsRequest struct {
 	// 1-1000, default 100.
 	Limit int32 `protobuf:"varint,3,opt,name=limit,proto3" json:"limit,omitempty"`
 	// Only events about this resource.
-	ResourceId    string `protobuf:"bytes,4,opt,name=resource_id,json=resourceId,proto3" json:"resource_id,omitempty"`
+	ResourceId string `protobuf:"bytes,4,opt,name=resource_id,json=resourceId,proto3" json:"resource_id,omitempty"`
+	// Only events of these types (e.g. providerLoadBalancer.ready); empty: every type. At most 32,
+	// each ^[A-Za-z0-9._-]{1,64}$.
+	Types         []string `protobuf:"bytes,5,rep,name=types,proto3" json:"types,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -196,6 +199,13 @@ func (x *ListEventsRequest) GetResourceId() string {
 		return x.ResourceId
 	}
 	return ""
+}
+
+func (x *ListEventsRequest) GetTypes() []string {
+	if x != nil {
+		return x.Types
+	}
+	return nil
 }
 
 // ListEventsResponse holds events, oldest first.
@@ -259,7 +269,12 @@ type WatchEventsRequest struct {
 	// At most 128 characters; ^[A-Za-z0-9._:-]{1,128}$.
 	TenantId string `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
 	// Events with a cursor greater than this; 0: from the start.
-	After         int64 `protobuf:"varint,2,opt,name=after,proto3" json:"after,omitempty"`
+	After int64 `protobuf:"varint,2,opt,name=after,proto3" json:"after,omitempty"`
+	// Only events about this resource; empty: every resource.
+	ResourceId string `protobuf:"bytes,3,opt,name=resource_id,json=resourceId,proto3" json:"resource_id,omitempty"`
+	// Only events of these types (e.g. providerLoadBalancer.ready); empty: every type. At most 32,
+	// each ^[A-Za-z0-9._-]{1,64}$.
+	Types         []string `protobuf:"bytes,4,rep,name=types,proto3" json:"types,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -308,11 +323,29 @@ func (x *WatchEventsRequest) GetAfter() int64 {
 	return 0
 }
 
-// WatchEventsResponse carries one event.
+func (x *WatchEventsRequest) GetResourceId() string {
+	if x != nil {
+		return x.ResourceId
+	}
+	return ""
+}
+
+func (x *WatchEventsRequest) GetTypes() []string {
+	if x != nil {
+		return x.Types
+	}
+	return nil
+}
+
+// WatchEventsResponse carries one event, or a heartbeat: exactly one of the two is set. A stream
+// with nothing to send gets a heartbeat every 15 s, so proxies that cut silent connections keep
+// it open and a client can tell a quiet stream from a dead one. Clients skip heartbeats.
 type WatchEventsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The event.
-	Event         *Event `protobuf:"bytes,1,opt,name=event,proto3" json:"event,omitempty"`
+	// The event; unset on a heartbeat.
+	Event *Event `protobuf:"bytes,1,opt,name=event,proto3" json:"event,omitempty"`
+	// Set on a heartbeat (and then event is unset).
+	Heartbeat     *WatchHeartbeat `protobuf:"bytes,2,opt,name=heartbeat,proto3" json:"heartbeat,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -354,6 +387,69 @@ func (x *WatchEventsResponse) GetEvent() *Event {
 	return nil
 }
 
+func (x *WatchEventsResponse) GetHeartbeat() *WatchHeartbeat {
+	if x != nil {
+		return x.Heartbeat
+	}
+	return nil
+}
+
+// WatchHeartbeat is the keepalive of an idle watch.
+type WatchHeartbeat struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// When the server sent it.
+	Time *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=time,proto3" json:"time,omitempty"`
+	// How far the watch has read: every event up to this cursor has been sent or left out by the
+	// filters. A client resuming after this heartbeat may pass it as after.
+	Cursor        int64 `protobuf:"varint,2,opt,name=cursor,proto3" json:"cursor,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WatchHeartbeat) Reset() {
+	*x = WatchHeartbeat{}
+	mi := &file_bettercompute_compute_v1_events_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchHeartbeat) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchHeartbeat) ProtoMessage() {}
+
+func (x *WatchHeartbeat) ProtoReflect() protoreflect.Message {
+	mi := &file_bettercompute_compute_v1_events_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchHeartbeat.ProtoReflect.Descriptor instead.
+func (*WatchHeartbeat) Descriptor() ([]byte, []int) {
+	return file_bettercompute_compute_v1_events_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *WatchHeartbeat) GetTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Time
+	}
+	return nil
+}
+
+func (x *WatchHeartbeat) GetCursor() int64 {
+	if x != nil {
+		return x.Cursor
+	}
+	return 0
+}
+
 var File_bettercompute_compute_v1_events_proto protoreflect.FileDescriptor
 
 const file_bettercompute_compute_v1_events_proto_rawDesc = "" +
@@ -369,23 +465,31 @@ const file_bettercompute_compute_v1_events_proto_rawDesc = "" +
 	"\vcreate_time\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"createTime\x12\x1d\n" +
 	"\n" +
-	"request_id\x18\a \x01(\tR\trequestId\"\xbf\x01\n" +
+	"request_id\x18\a \x01(\tR\trequestId\"\xfb\x01\n" +
 	"\x11ListEventsRequest\x12?\n" +
 	"\ttenant_id\x18\x01 \x01(\tB\"\xbaH\x1fr\x1d\x18\x80\x012\x18^[A-Za-z0-9._:-]{1,128}$R\btenantId\x12\x1d\n" +
 	"\x05after\x18\x02 \x01(\x03B\a\xbaH\x04\"\x02(\x00R\x05after\x12 \n" +
 	"\x05limit\x18\x03 \x01(\x05B\n" +
 	"\xbaH\a\x1a\x05\x18\xe8\a(\x00R\x05limit\x12(\n" +
 	"\vresource_id\x18\x04 \x01(\tB\a\xbaH\x04r\x02\x18@R\n" +
-	"resourceId\"n\n" +
+	"resourceId\x12:\n" +
+	"\x05types\x18\x05 \x03(\tB$\xbaH!\x92\x01\x1e\x10 \"\x1ar\x182\x16^[A-Za-z0-9._-]{1,64}$R\x05types\"n\n" +
 	"\x12ListEventsResponse\x127\n" +
 	"\x06events\x18\x01 \x03(\v2\x1f.bettercompute.compute.v1.EventR\x06events\x12\x1f\n" +
 	"\vnext_cursor\x18\x02 \x01(\x03R\n" +
-	"nextCursor\"t\n" +
+	"nextCursor\"\xda\x01\n" +
 	"\x12WatchEventsRequest\x12?\n" +
 	"\ttenant_id\x18\x01 \x01(\tB\"\xbaH\x1fr\x1d\x18\x80\x012\x18^[A-Za-z0-9._:-]{1,128}$R\btenantId\x12\x1d\n" +
-	"\x05after\x18\x02 \x01(\x03B\a\xbaH\x04\"\x02(\x00R\x05after\"L\n" +
+	"\x05after\x18\x02 \x01(\x03B\a\xbaH\x04\"\x02(\x00R\x05after\x12(\n" +
+	"\vresource_id\x18\x03 \x01(\tB\a\xbaH\x04r\x02\x18@R\n" +
+	"resourceId\x12:\n" +
+	"\x05types\x18\x04 \x03(\tB$\xbaH!\x92\x01\x1e\x10 \"\x1ar\x182\x16^[A-Za-z0-9._-]{1,64}$R\x05types\"\x94\x01\n" +
 	"\x13WatchEventsResponse\x125\n" +
-	"\x05event\x18\x01 \x01(\v2\x1f.bettercompute.compute.v1.EventR\x05event2\xb0\x02\n" +
+	"\x05event\x18\x01 \x01(\v2\x1f.bettercompute.compute.v1.EventR\x05event\x12F\n" +
+	"\theartbeat\x18\x02 \x01(\v2(.bettercompute.compute.v1.WatchHeartbeatR\theartbeat\"X\n" +
+	"\x0eWatchHeartbeat\x12.\n" +
+	"\x04time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12\x16\n" +
+	"\x06cursor\x18\x02 \x01(\x03R\x06cursor2\xb0\x02\n" +
 	"\fEventService\x12\x92\x01\n" +
 	"\n" +
 	"ListEvents\x12+.bettercompute.compute.v1.ListEventsRequest\x1a,.bettercompute.compute.v1.ListEventsResponse\")\xaa\xbb\x18\"\n" +
@@ -405,30 +509,33 @@ func file_bettercompute_compute_v1_events_proto_rawDescGZIP() []byte {
 	return file_bettercompute_compute_v1_events_proto_rawDescData
 }
 
-var file_bettercompute_compute_v1_events_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
+var file_bettercompute_compute_v1_events_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
 var file_bettercompute_compute_v1_events_proto_goTypes = []any{
 	(*Event)(nil),                 // 0: bettercompute.compute.v1.Event
 	(*ListEventsRequest)(nil),     // 1: bettercompute.compute.v1.ListEventsRequest
 	(*ListEventsResponse)(nil),    // 2: bettercompute.compute.v1.ListEventsResponse
 	(*WatchEventsRequest)(nil),    // 3: bettercompute.compute.v1.WatchEventsRequest
 	(*WatchEventsResponse)(nil),   // 4: bettercompute.compute.v1.WatchEventsResponse
-	(*structpb.Struct)(nil),       // 5: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil), // 6: google.protobuf.Timestamp
+	(*WatchHeartbeat)(nil),        // 5: bettercompute.compute.v1.WatchHeartbeat
+	(*structpb.Struct)(nil),       // 6: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil), // 7: google.protobuf.Timestamp
 }
 var file_bettercompute_compute_v1_events_proto_depIdxs = []int32{
-	5, // 0: bettercompute.compute.v1.Event.data:type_name -> google.protobuf.Struct
-	6, // 1: bettercompute.compute.v1.Event.create_time:type_name -> google.protobuf.Timestamp
+	6, // 0: bettercompute.compute.v1.Event.data:type_name -> google.protobuf.Struct
+	7, // 1: bettercompute.compute.v1.Event.create_time:type_name -> google.protobuf.Timestamp
 	0, // 2: bettercompute.compute.v1.ListEventsResponse.events:type_name -> bettercompute.compute.v1.Event
 	0, // 3: bettercompute.compute.v1.WatchEventsResponse.event:type_name -> bettercompute.compute.v1.Event
-	1, // 4: bettercompute.compute.v1.EventService.ListEvents:input_type -> bettercompute.compute.v1.ListEventsRequest
-	3, // 5: bettercompute.compute.v1.EventService.WatchEvents:input_type -> bettercompute.compute.v1.WatchEventsRequest
-	2, // 6: bettercompute.compute.v1.EventService.ListEvents:output_type -> bettercompute.compute.v1.ListEventsResponse
-	4, // 7: bettercompute.compute.v1.EventService.WatchEvents:output_type -> bettercompute.compute.v1.WatchEventsResponse
-	6, // [6:8] is the sub-list for method output_type
-	4, // [4:6] is the sub-list for method input_type
-	4, // [4:4] is the sub-list for extension type_name
-	4, // [4:4] is the sub-list for extension extendee
-	0, // [0:4] is the sub-list for field type_name
+	5, // 4: bettercompute.compute.v1.WatchEventsResponse.heartbeat:type_name -> bettercompute.compute.v1.WatchHeartbeat
+	7, // 5: bettercompute.compute.v1.WatchHeartbeat.time:type_name -> google.protobuf.Timestamp
+	1, // 6: bettercompute.compute.v1.EventService.ListEvents:input_type -> bettercompute.compute.v1.ListEventsRequest
+	3, // 7: bettercompute.compute.v1.EventService.WatchEvents:input_type -> bettercompute.compute.v1.WatchEventsRequest
+	2, // 8: bettercompute.compute.v1.EventService.ListEvents:output_type -> bettercompute.compute.v1.ListEventsResponse
+	4, // 9: bettercompute.compute.v1.EventService.WatchEvents:output_type -> bettercompute.compute.v1.WatchEventsResponse
+	8, // [8:10] is the sub-list for method output_type
+	6, // [6:8] is the sub-list for method input_type
+	6, // [6:6] is the sub-list for extension type_name
+	6, // [6:6] is the sub-list for extension extendee
+	0, // [0:6] is the sub-list for field type_name
 }
 
 func init() { file_bettercompute_compute_v1_events_proto_init() }
@@ -443,7 +550,7 @@ func file_bettercompute_compute_v1_events_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_bettercompute_compute_v1_events_proto_rawDesc), len(file_bettercompute_compute_v1_events_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   5,
+			NumMessages:   6,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -14,7 +14,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file bettercompute/compute/v1/events.proto.
  */
 export const file_bettercompute_compute_v1_events: GenFile = /*@__PURE__*/
-  fileDesc("CiViZXR0ZXJjb21wdXRlL2NvbXB1dGUvdjEvZXZlbnRzLnByb3RvEhhiZXR0ZXJjb21wdXRlLmNvbXB1dGUudjEiuQEKBUV2ZW50Eg4KBmN1cnNvchgBIAEoAxIRCgl0ZW5hbnRfaWQYAiABKAkSDAoEdHlwZRgDIAEoCRITCgtyZXNvdXJjZV9pZBgEIAEoCRIlCgRkYXRhGAUgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIvCgtjcmVhdGVfdGltZRgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEgoKcmVxdWVzdF9pZBgHIAEoCSKbAQoRTGlzdEV2ZW50c1JlcXVlc3QSNQoJdGVuYW50X2lkGAEgASgJQiK6SB9yHRiAATIYXltBLVphLXowLTkuXzotXXsxLDEyOH0kEhYKBWFmdGVyGAIgASgDQge6SAQiAigAEhkKBWxpbWl0GAMgASgFQgq6SAcaBRjoBygAEhwKC3Jlc291cmNlX2lkGAQgASgJQge6SARyAhhAIloKEkxpc3RFdmVudHNSZXNwb25zZRIvCgZldmVudHMYASADKAsyHy5iZXR0ZXJjb21wdXRlLmNvbXB1dGUudjEuRXZlbnQSEwoLbmV4dF9jdXJzb3IYAiABKAMiYwoSV2F0Y2hFdmVudHNSZXF1ZXN0EjUKCXRlbmFudF9pZBgBIAEoCUIiukgfch0YgAEyGF5bQS1aYS16MC05Ll86LV17MSwxMjh9JBIWCgVhZnRlchgCIAEoA0IHukgEIgIoACJFChNXYXRjaEV2ZW50c1Jlc3BvbnNlEi4KBWV2ZW50GAEgASgLMh8uYmV0dGVyY29tcHV0ZS5jb21wdXRlLnYxLkV2ZW50MrACCgxFdmVudFNlcnZpY2USkgEKCkxpc3RFdmVudHMSKy5iZXR0ZXJjb21wdXRlLmNvbXB1dGUudjEuTGlzdEV2ZW50c1JlcXVlc3QaLC5iZXR0ZXJjb21wdXRlLmNvbXB1dGUudjEuTGlzdEV2ZW50c1Jlc3BvbnNlIimQAgGquxgiCgtldmVudHMvbGlzdBITY29tcHV0ZTpldmVudHM6cmVhZBKKAQoLV2F0Y2hFdmVudHMSLC5iZXR0ZXJjb21wdXRlLmNvbXB1dGUudjEuV2F0Y2hFdmVudHNSZXF1ZXN0Gi0uYmV0dGVyY29tcHV0ZS5jb21wdXRlLnYxLldhdGNoRXZlbnRzUmVzcG9uc2UiHJACAaq7GBUSE2NvbXB1dGU6ZXZlbnRzOnJlYWQwAULzAQocY29tLmJldHRlcmNvbXB1dGUuY29tcHV0ZS52MUILRXZlbnRzUHJvdG9QAVpEYmV0dGVyLWNvbXB1dGUuZGV2L2NvbXB1dGUvZ2VuL2dvL2JldHRlcmNvbXB1dGUvY29tcHV0ZS92MTtjb21wdXRldjGiAgNCQ1iqAhhCZXR0ZXJjb21wdXRlLkNvbXB1dGUuVjHKAhhCZXR0ZXJjb21wdXRlXENvbXB1dGVcVjHiAiRCZXR0ZXJjb21wdXRlXENvbXB1dGVcVjFcR1BCTWV0YWRhdGHqAhpCZXR0ZXJjb21wdXRlOjpDb21wdXRlOjpWMWIGcHJvdG8z", [file_bettercompute_compute_v1_options, file_buf_validate_validate, file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("CiViZXR0ZXJjb21wdXRlL2NvbXB1dGUvdjEvZXZlbnRzLnByb3RvEhhiZXR0ZXJjb21wdXRlLmNvbXB1dGUudjEiuQEKBUV2ZW50Eg4KBmN1cnNvchgBIAEoAxIRCgl0ZW5hbnRfaWQYAiABKAkSDAoEdHlwZRgDIAEoCRITCgtyZXNvdXJjZV9pZBgEIAEoCRIlCgRkYXRhGAUgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIvCgtjcmVhdGVfdGltZRgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEgoKcmVxdWVzdF9pZBgHIAEoCSLQAQoRTGlzdEV2ZW50c1JlcXVlc3QSNQoJdGVuYW50X2lkGAEgASgJQiK6SB9yHRiAATIYXltBLVphLXowLTkuXzotXXsxLDEyOH0kEhYKBWFmdGVyGAIgASgDQge6SAQiAigAEhkKBWxpbWl0GAMgASgFQgq6SAcaBRjoBygAEhwKC3Jlc291cmNlX2lkGAQgASgJQge6SARyAhhAEjMKBXR5cGVzGAUgAygJQiS6SCGSAR4QICIachgyFl5bQS1aYS16MC05Ll8tXXsxLDY0fSQiWgoSTGlzdEV2ZW50c1Jlc3BvbnNlEi8KBmV2ZW50cxgBIAMoCzIfLmJldHRlcmNvbXB1dGUuY29tcHV0ZS52MS5FdmVudBITCgtuZXh0X2N1cnNvchgCIAEoAyK2AQoSV2F0Y2hFdmVudHNSZXF1ZXN0EjUKCXRlbmFudF9pZBgBIAEoCUIiukgfch0YgAEyGF5bQS1aYS16MC05Ll86LV17MSwxMjh9JBIWCgVhZnRlchgCIAEoA0IHukgEIgIoABIcCgtyZXNvdXJjZV9pZBgDIAEoCUIHukgEcgIYQBIzCgV0eXBlcxgEIAMoCUIkukghkgEeECAiGnIYMhZeW0EtWmEtejAtOS5fLV17MSw2NH0kIoIBChNXYXRjaEV2ZW50c1Jlc3BvbnNlEi4KBWV2ZW50GAEgASgLMh8uYmV0dGVyY29tcHV0ZS5jb21wdXRlLnYxLkV2ZW50EjsKCWhlYXJ0YmVhdBgCIAEoCzIoLmJldHRlcmNvbXB1dGUuY29tcHV0ZS52MS5XYXRjaEhlYXJ0YmVhdCJKCg5XYXRjaEhlYXJ0YmVhdBIoCgR0aW1lGAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIOCgZjdXJzb3IYAiABKAMysAIKDEV2ZW50U2VydmljZRKSAQoKTGlzdEV2ZW50cxIrLmJldHRlcmNvbXB1dGUuY29tcHV0ZS52MS5MaXN0RXZlbnRzUmVxdWVzdBosLmJldHRlcmNvbXB1dGUuY29tcHV0ZS52MS5MaXN0RXZlbnRzUmVzcG9uc2UiKZACAaq7GCIKC2V2ZW50cy9saXN0EhNjb21wdXRlOmV2ZW50czpyZWFkEooBCgtXYXRjaEV2ZW50cxIsLmJldHRlcmNvbXB1dGUuY29tcHV0ZS52MS5XYXRjaEV2ZW50c1JlcXVlc3QaLS5iZXR0ZXJjb21wdXRlLmNvbXB1dGUudjEuV2F0Y2hFdmVudHNSZXNwb25zZSIckAIBqrsYFRITY29tcHV0ZTpldmVudHM6cmVhZDABQvMBChxjb20uYmV0dGVyY29tcHV0ZS5jb21wdXRlLnYxQgtFdmVudHNQcm90b1ABWkRiZXR0ZXItY29tcHV0ZS5kZXYvY29tcHV0ZS9nZW4vZ28vYmV0dGVyY29tcHV0ZS9jb21wdXRlL3YxO2NvbXB1dGV2MaICA0JDWKoCGEJldHRlcmNvbXB1dGUuQ29tcHV0ZS5WMcoCGEJldHRlcmNvbXB1dGVcQ29tcHV0ZVxWMeICJEJldHRlcmNvbXB1dGVcQ29tcHV0ZVxWMVxHUEJNZXRhZGF0YeoCGkJldHRlcmNvbXB1dGU6OkNvbXB1dGU6OlYxYgZwcm90bzM", [file_bettercompute_compute_v1_options, file_buf_validate_validate, file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * Event says what happened to a resource, e.g. providerLoadBalancer.ready.
@@ -113,6 +113,14 @@ export type ListEventsRequest = Message<"bettercompute.compute.v1.ListEventsRequ
    * @generated from field: string resource_id = 4;
    */
   resourceId: string;
+
+  /**
+   * Only events of these types (e.g. providerLoadBalancer.ready); empty: every type. At most 32,
+   * each ^[A-Za-z0-9._-]{1,64}$.
+   *
+   * @generated from field: repeated string types = 5;
+   */
+  types: string[];
 };
 
 /**
@@ -169,6 +177,21 @@ export type WatchEventsRequest = Message<"bettercompute.compute.v1.WatchEventsRe
    * @generated from field: int64 after = 2;
    */
   after: bigint;
+
+  /**
+   * Only events about this resource; empty: every resource.
+   *
+   * @generated from field: string resource_id = 3;
+   */
+  resourceId: string;
+
+  /**
+   * Only events of these types (e.g. providerLoadBalancer.ready); empty: every type. At most 32,
+   * each ^[A-Za-z0-9._-]{1,64}$.
+   *
+   * @generated from field: repeated string types = 4;
+   */
+  types: string[];
 };
 
 /**
@@ -179,17 +202,26 @@ export const WatchEventsRequestSchema: GenMessage<WatchEventsRequest> = /*@__PUR
   messageDesc(file_bettercompute_compute_v1_events, 3);
 
 /**
- * WatchEventsResponse carries one event.
+ * WatchEventsResponse carries one event, or a heartbeat: exactly one of the two is set. A stream
+ * with nothing to send gets a heartbeat every 15 s, so proxies that cut silent connections keep
+ * it open and a client can tell a quiet stream from a dead one. Clients skip heartbeats.
  *
  * @generated from message bettercompute.compute.v1.WatchEventsResponse
  */
 export type WatchEventsResponse = Message<"bettercompute.compute.v1.WatchEventsResponse"> & {
   /**
-   * The event.
+   * The event; unset on a heartbeat.
    *
    * @generated from field: bettercompute.compute.v1.Event event = 1;
    */
   event?: Event | undefined;
+
+  /**
+   * Set on a heartbeat (and then event is unset).
+   *
+   * @generated from field: bettercompute.compute.v1.WatchHeartbeat heartbeat = 2;
+   */
+  heartbeat?: WatchHeartbeat | undefined;
 };
 
 /**
@@ -198,6 +230,35 @@ export type WatchEventsResponse = Message<"bettercompute.compute.v1.WatchEventsR
  */
 export const WatchEventsResponseSchema: GenMessage<WatchEventsResponse> = /*@__PURE__*/
   messageDesc(file_bettercompute_compute_v1_events, 4);
+
+/**
+ * WatchHeartbeat is the keepalive of an idle watch.
+ *
+ * @generated from message bettercompute.compute.v1.WatchHeartbeat
+ */
+export type WatchHeartbeat = Message<"bettercompute.compute.v1.WatchHeartbeat"> & {
+  /**
+   * When the server sent it.
+   *
+   * @generated from field: google.protobuf.Timestamp time = 1;
+   */
+  time?: Timestamp | undefined;
+
+  /**
+   * How far the watch has read: every event up to this cursor has been sent or left out by the
+   * filters. A client resuming after this heartbeat may pass it as after.
+   *
+   * @generated from field: int64 cursor = 2;
+   */
+  cursor: bigint;
+};
+
+/**
+ * Describes the message bettercompute.compute.v1.WatchHeartbeat.
+ * Use `create(WatchHeartbeatSchema)` to create a new message.
+ */
+export const WatchHeartbeatSchema: GenMessage<WatchHeartbeat> = /*@__PURE__*/
+  messageDesc(file_bettercompute_compute_v1_events, 5);
 
 /**
  * EventService reads a tenant's events (written in the same transaction as the change they
