@@ -18,7 +18,8 @@ import (
 )
 
 // MetalReconcileKind is the work-queue kind of the metal reconciler (reconcile/metal); its
-// resource ids are node ids.
+// resource ids are node ids and its fairness group is the node's tenant (store.EnqueueGroup), so
+// a runner's per-tenant bound keeps one tenant's hung BMCs from holding every metal slot.
 const MetalReconcileKind = "metal.nodes"
 
 // Event types of metal nodes. No event carries a credential: their data names states, verbs
@@ -75,7 +76,7 @@ func (s *Service) EnrollNode(ctx context.Context, r *v1.EnrollNodeRequest) (*v1.
 		}); err != nil {
 			return err
 		}
-		return store.Enqueue(ctx, tx, MetalReconcileKind, row.ID, nil)
+		return store.EnqueueGroup(ctx, tx, MetalReconcileKind, row.ID, row.TenantID, nil)
 	})
 	if err != nil {
 		return nil, metalStoreErr(err)
@@ -209,7 +210,7 @@ func (s *Service) MoveNode(ctx context.Context, tenantID, nodeID string, verb me
 		}); err != nil {
 			return err
 		}
-		return store.Enqueue(ctx, tx, MetalReconcileKind, out.ID, nil)
+		return store.EnqueueGroup(ctx, tx, MetalReconcileKind, out.ID, out.TenantID, nil)
 	})
 	if err != nil {
 		return nil, metalStoreErr(err)
@@ -250,7 +251,7 @@ func (s *Service) UpdateNodeCredentials(ctx context.Context, r *v1.UpdateNodeCre
 		if err := appendMetalEvent(ctx, tx, out, EventMetalCredentialsUpdated, map[string]any{"state": out.State}); err != nil {
 			return err
 		}
-		return store.Enqueue(ctx, tx, MetalReconcileKind, out.ID, nil)
+		return store.EnqueueGroup(ctx, tx, MetalReconcileKind, out.ID, out.TenantID, nil)
 	})
 	if err != nil {
 		return nil, metalStoreErr(err)
