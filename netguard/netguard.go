@@ -142,10 +142,11 @@ func (p Policy) Resolve(ctx context.Context, host string) ([]netip.Addr, error) 
 	return addrs, nil
 }
 
-// Dialer returns a dialer whose every connection is checked at connect time, after resolution:
-// the address actually dialed must be allowed.
+// Dialer returns a dialer whose every connection is checked at connect time, after resolution
+// (through the policy's resolver): the address actually dialed must be allowed, whatever the
+// name resolved to when Resolve checked it.
 func (p Policy) Dialer(timeout time.Duration) *net.Dialer {
-	return &net.Dialer{Timeout: timeout, Control: func(_, address string, _ syscall.RawConn) error {
+	return &net.Dialer{Timeout: timeout, Resolver: p.Resolver, Control: func(_, address string, _ syscall.RawConn) error {
 		ap, err := netip.ParseAddrPort(address)
 		if err != nil {
 			return fmt.Errorf("%w: cannot read the dialed address %q", ErrRefused, address)
