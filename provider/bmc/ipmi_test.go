@@ -1,10 +1,12 @@
 package bmc
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -177,4 +179,31 @@ func checkMessage(t *testing.T, err error) {
 func (s *ipmiSim) file(name string) string {
 	b, _ := os.ReadFile(filepath.Join(s.dir, name))
 	return strings.TrimSpace(string(b))
+}
+
+// TestIPMIStopsAtTheCheck: an IPMI run asks the check (the metal reconciler's "has the node
+// moved", which an abort answers) before every ipmitool command; once it refuses, the run stops
+// with ErrStopped and no further command reaches the BMC.
+func TestIPMIStopsAtTheCheck(t *testing.T) {
+	t.Parallel()
+	requireIPMISim(t)
+	sim := startIPMISim(t)
+	sim.setPower(false)
+	sim.resetLogs()
+	var asked atomic.Int32
+	check := func(context.Context) error {
+		if asked.Add(1) > 3 {
+			return errors.New("the node was aborted")
+		}
+		return nil
+	}
+	_, err := sim.runner().RunChecked(testCtx(t), sim.target, metal.WorkflowInspect, check)
+	if !errors.Is(err, ErrStopped) || !Retryable(err) {
+		t.Fatalf("run: %v, want stopped", err)
+	}
+	// Asked before each of the two power reads and between steps; the fourth answer refuses the
+	// power-on, which never goes out.
+	if diff := cmp.Diff(seq(ipStatus, ipStatus), sim.commands(t)); diff != "" {
+		t.Errorf("ipmitool commands after the check refused (-want +got):\n%s", diff)
+	}
 }
