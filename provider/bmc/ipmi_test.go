@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"better-compute.dev/compute/metal"
+	"better-compute.dev/compute/provider/bmc/redfishsim"
 )
 
 const (
@@ -206,4 +207,39 @@ func TestIPMIStopsAtTheCheck(t *testing.T) {
 	if diff := cmp.Diff(seq(ipStatus, ipStatus), sim.commands(t)); diff != "" {
 		t.Errorf("ipmitool commands after the check refused (-want +got):\n%s", diff)
 	}
+}
+
+// TestProbeEveryKind: the probe (enrollment, new credentials) logs in and reads the power on
+// each kind of BMC: Redfish in both layouts and IPMI, changing nothing.
+func TestProbeEveryKind(t *testing.T) {
+	t.Parallel()
+	for _, layout := range []redfishsim.Layout{redfishsim.LayoutClassic, redfishsim.LayoutNamed} {
+		t.Run("redfish-"+string(layout), func(t *testing.T) {
+			t.Parallel()
+			sim, target := newSimWith(t, redfishsim.Config{Layout: layout, PowerState: redfishsim.PowerOn, Username: "operator", Password: testPassword})
+			rep, err := (&Runner{Outbound: testOutbound}).Probe(testCtx(t), target)
+			if err != nil || rep.PowerAfter != PowerOn {
+				t.Fatalf("probe: %v, power %q", err, rep.PowerAfter)
+			}
+			if got := sim.Actions(); len(got) != 0 {
+				t.Errorf("the probe changed the machine: %v", got)
+			}
+		})
+	}
+	t.Run("ipmi", func(t *testing.T) {
+		t.Parallel()
+		requireIPMISim(t)
+		sim := startIPMISim(t)
+		sim.setPower(true)
+		sim.resetLogs()
+		rep, err := sim.runner().Probe(testCtx(t), sim.target)
+		if err != nil || rep.PowerAfter != PowerOn {
+			t.Fatalf("probe: %v, power %q", err, rep.PowerAfter)
+		}
+		for _, c := range sim.commands(t) {
+			if c != ipStatus {
+				t.Errorf("the probe sent %q", c)
+			}
+		}
+	})
 }
