@@ -3,8 +3,6 @@ package bmc
 import (
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -175,11 +173,6 @@ func checkMessage(t *testing.T, err error) {
 	if strings.Contains(msg, ipmiPassword) {
 		t.Errorf("message %q holds the password", msg)
 	}
-}
-
-func (s *ipmiSim) file(name string) string {
-	b, _ := os.ReadFile(filepath.Join(s.dir, name))
-	return strings.TrimSpace(string(b))
 }
 
 // TestIPMIStopsAtTheCheck: an IPMI run asks the check (the metal reconciler's "has the node
