@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"os"
@@ -173,18 +174,53 @@ func guardedHTTPClient(g *gate, t timeouts, tlsCfg *tls.Config) *http.Client {
 		tlsCfg = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // WithSecureTLS turns verification on unless the target says InsecureTLS
 	}
 	return &http.Client{
-		// Each request, its body included, is bounded on its own: a BMC that sends headers and
-		// then stalls holds a slot for one request timeout too.
+		// Each request, its body included, is bounded on its own. bmclib replaces this with what
+		// is left of its call's context for the requests it sends; idleBounded below bounds
+		// those by the request timeout without progress.
 		Timeout: t.request,
 		Jar:     jar,
 		Transport: &http.Transport{
 			TLSClientConfig:       tlsCfg,
 			DisableKeepAlives:     true,
-			DialContext:           g.dialContext(g.outbound.Dialer(t.request).DialContext),
+			DialContext:           idleBounded(g.dialContext(g.outbound.Dialer(t.request).DialContext), t.request),
 			TLSHandshakeTimeout:   t.request,
 			ResponseHeaderTimeout: t.request,
 		},
 	}
+}
+
+// idleBounded makes every read and write on a dialed connection fail once it has waited a
+// request timeout without progress. bmclib sets the HTTP client's overall timeout to what is left
+// of the call's context (a step), so without this a BMC that sends its headers and then stalls
+// the body would hold the slot for a step.
+func idleBounded(dial func(ctx context.Context, network, addr string) (net.Conn, error), d time.Duration) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return &idleConn{Conn: c, idle: d}, nil
+	}
+}
+
+// idleConn is a connection whose every read and write has a deadline idle from now.
+type idleConn struct {
+	net.Conn
+	idle time.Duration
+}
+
+func (c *idleConn) Read(b []byte) (int, error) {
+	if err := c.Conn.SetReadDeadline(time.Now().Add(c.idle)); err != nil {
+		return 0, err
+	}
+	return c.Conn.Read(b)
+}
+
+func (c *idleConn) Write(b []byte) (int, error) {
+	if err := c.Conn.SetWriteDeadline(time.Now().Add(c.idle)); err != nil {
+		return 0, err
+	}
+	return c.Conn.Write(b)
 }
 
 // foreignSafe is err's text with the body of every refused request replaced: the Redfish
