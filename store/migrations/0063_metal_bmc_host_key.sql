@@ -21,5 +21,7 @@ UPDATE metal_nodes SET bmc_host_key = bmc_host_key || '#' || id
    ) AS ranked WHERE n > 1
  );
 
+-- PostgreSQL drops a UNIQUE constraint this way (its DROP INDEX refuses); CockroachDB may want
+-- DROP INDEX metal_nodes_bmc_key CASCADE here instead (not verified: no CockroachDB in these tests).
 ALTER TABLE metal_nodes DROP CONSTRAINT metal_nodes_bmc_key;
 CREATE UNIQUE INDEX metal_nodes_bmc_key ON metal_nodes (tenant_id, bmc_protocol, bmc_host_key, bmc_port);
