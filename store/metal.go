@@ -69,12 +69,14 @@ func scanMetalNode(r pgx.Row) (MetalNode, error) {
 
 // InsertMetalNode adds a node in n.State with n.PendingWork. A duplicate name, or a duplicate BMC
 // (protocol, BMCHostKey and port) within the tenant, is ErrConflict on MetalNodeNameKey or
-// MetalNodeBMCKey.
+// MetalNodeBMCKey. An empty BMCHostKey is the address's spelling normalised without resolving
+// (the API always sets it: netguard.HostKey).
 func InsertMetalNode(ctx context.Context, q Querier, n MetalNode) (MetalNode, error) {
 	return one(ctx, q, scanMetalNode,
 		`INSERT INTO metal_nodes (id, tenant_id, name, state, pending_work, bmc_address, bmc_port, bmc_protocol,
 		        bmc_username, bmc_password_sealed, bmc_insecure_tls, bmc_ca_cert_pem, bmc_legacy_boot, bmc_host_key)
-		 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+		 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,
+		         coalesce(nullif($14, ''), lower(rtrim(btrim($6, '[]'), '.'))))
 		 RETURNING `+metalNodeCols,
 		n.ID, n.TenantID, n.Name, n.State, n.PendingWork, n.BMCAddress, int64(n.BMCPort), n.BMCProtocol,
 		n.BMCUsername, n.BMCPasswordSealed, n.BMCInsecureTLS, n.BMCCACertPEM, n.BMCLegacyBoot, n.BMCHostKey)
