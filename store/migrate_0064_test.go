@@ -12,10 +12,10 @@ import (
 	"better-compute.dev/compute/store/storetest"
 )
 
-// TestMigrationsOf0063 on rows written before them: metal nodes get their normalised host key
+// TestMigrationsOf0064 on rows written before them: metal nodes get their normalised host key
 // (the loopback spellings one host; later duplicates under the new key keep their rows with
 // their id appended), and metal work items get their node's tenant as fairness group.
-func TestMigrationsOf0063(t *testing.T) {
+func TestMigrationsOf0064(t *testing.T) {
 	t.Parallel()
 	s := storetest.NewSchema(t, storetest.Unmigrated())
 	ctx := context.Background()
@@ -25,7 +25,7 @@ func TestMigrationsOf0063(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, f := range files {
-		if filepath.Base(f) >= "0063" {
+		if filepath.Base(f) >= "0064" {
 			continue
 		}
 		body, err := os.ReadFile(f)
