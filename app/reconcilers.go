@@ -11,10 +11,15 @@ import (
 	metalrec "better-compute.dev/compute/reconcile/metal"
 	"better-compute.dev/compute/reconcile/substrates"
 	"better-compute.dev/compute/reconcile/vps"
+	"better-compute.dev/compute/store"
 )
 
 // pruneKind is the periodic pass that removes long-idle work items.
 const pruneKind = "work.prune"
+
+// reservationSweepKind is the periodic pass that refunds quota reservations whose replica died
+// between booking and commit (store/reservations.go).
+const reservationSweepKind = "quota.reservations.sweep"
 
 // runReconcilers runs this replica's share of the reconcile work until ctx ends: the
 // vps.provider-resources reconciler and its periodic pass, on leases shared with every other
@@ -75,6 +80,9 @@ func (a *App) newRunner(rc ReconcileConfig) (*reconcile.Runner, error) {
 	}
 	// Finished work items stay as idle rows (their epochs fence stale holders); prune old ones.
 	if err := runner.Every(pruneKind, time.Hour, reconcile.PruneIdleWork(a.DB, 30*24*time.Hour)); err != nil {
+		return nil, err
+	}
+	if err := runner.Every(reservationSweepKind, time.Minute, reconcile.RefundStaleReservations(a.DB, store.ReservationLifetime)); err != nil {
 		return nil, err
 	}
 	return runner, nil

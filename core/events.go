@@ -38,7 +38,7 @@ func (s *Service) readEvents(ctx context.Context, tenantID string, after int64, 
 		if err != nil {
 			return nil, after, apierr.InternalErr(err)
 		}
-		out = append(out, &v1.Event{Cursor: e.Seq, TenantId: e.TenantID, Type: e.Type, ResourceId: e.ResourceID, Data: data, CreateTime: timestamppb.New(e.CreatedAt)})
+		out = append(out, &v1.Event{Cursor: e.Seq, TenantId: e.TenantID, Type: e.Type, ResourceId: e.ResourceID, Data: data, CreateTime: timestamppb.New(e.CreatedAt), RequestId: e.RequestID})
 		next = e.Seq
 	}
 	return out, next, nil

@@ -3,8 +3,10 @@ package core
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"google.golang.org/protobuf/proto"
@@ -34,9 +36,17 @@ const QuotaLoadBalancers = "loadBalancers"
 const opCreateLoadBalancer = "loadBalancers.create"
 
 // CreateLoadBalancer records a load balancer, pending, books one loadBalancers quota on the pool,
-// publishes providerLoadBalancer.created and queues the reconciler, all in one transaction of two
-// round trips (store.ExecuteTwoTrips): the first books the quota and reads every row the request
-// names, the second writes and commits.
+// publishes providerLoadBalancer.created and queues the reconciler, in three round trips:
+//
+//  1. store.ReadAhead: the idempotency key (an expired record is dropped, a live one answers
+//     the call) and the quota booking, as a reservation of one unit (store/reservations.go),
+//     each committing on its own so that a tenant's creates hold its quota row's lock for one
+//     statement, not a transaction;
+//  2. and 3. store.ExecuteTwoTrips: the reservation consumed and every row the request names
+//     read, then the writes and COMMIT.
+//
+// A reservation whose create does not commit is refunded at once (and by the sweeper, when
+// this replica dies first).
 func (s *Service) CreateLoadBalancer(ctx context.Context, r *v1.CreateLoadBalancerRequest) (*v1.LoadBalancer, error) {
 	c, err := caller(ctx)
 	if err != nil {
@@ -49,24 +59,34 @@ func (s *Service) CreateLoadBalancer(ctx context.Context, r *v1.CreateLoadBalanc
 	if err != nil {
 		return nil, err
 	}
-	var (
-		replay *v1.LoadBalancer
-		plan   lbCreatePlan
-	)
-	err = store.ExecuteTwoTrips(ctx, s.DB,
-		func(rd *store.Reads) { plan = lbCreatePlan{}; plan.queue(rd, r) },
-		func() (*store.Writes, error) {
-			replay = nil
-			w, lb, err := s.decideLoadBalancerCreate(ctx, c, r, hash, &plan)
-			replay = lb
-			if err != nil || lb != nil {
-				return nil, err
-			}
-			return w, nil
-		})
-	if replay != nil && errors.Is(err, errReplayed) {
-		return replay, nil
+	var ahead lbCreateAhead
+	if err := readAheadSettled(ctx, s.DB, func(rd *store.Reads) { ahead = lbCreateAhead{}; ahead.queue(rd, r) },
+		func() bool { return ahead.idemErr != nil && ahead.reservation.Settling() }); err != nil {
+		return nil, storeErr(err, "load balancer")
 	}
+	committed := false
+	if ahead.reservation.Booked {
+		defer func() {
+			if !committed {
+				s.refundReservation(ctx, ahead.reservation.ID)
+			}
+		}()
+	}
+	if ahead.idemErr == nil && !ahead.idem.Expired {
+		if ahead.idemLBErr != nil {
+			return nil, storeErr(ahead.idemLBErr, "load balancer")
+		}
+		lb, _, err := replayed(r, hash, ahead.idem, ahead.idemLB)
+		return lb, err
+	}
+	if ahead.idemErr != nil && !errors.Is(ahead.idemErr, store.ErrNotFound) {
+		return nil, storeErr(ahead.idemErr, "idempotency record")
+	}
+	var plan lbCreatePlan
+	err = store.ExecuteTwoTrips(ctx, s.DB,
+		func(rd *store.Reads) { plan = lbCreatePlan{}; plan.queue(rd, r, ahead.reservation) },
+		func() (*store.Writes, error) { return s.decideLoadBalancerCreate(ctx, c, r, hash, &ahead, &plan) })
+	committed = err == nil
 	if constraint := store.ConstraintName(err); errors.Is(err, store.ErrConflict) &&
 		(constraint == "idempotency_keys_pkey" || constraint == "load_balancers_live_name") {
 		// A concurrent twin with the same key committed first (its row took the name before
@@ -85,20 +105,69 @@ func (s *Service) CreateLoadBalancer(ctx context.Context, r *v1.CreateLoadBalanc
 	return loadBalancerProto(plan.created)
 }
 
-// errReplayed ends a create's transaction (rolled back: its booking undone) when its idempotency
-// key was seen with the same request: the answer is the load balancer that request made.
-var errReplayed = errors.New("core: idempotent replay")
+// readAheadSettled runs store.ReadAhead until settling reports false (a booking refused while
+// other reservations of the quota were in flight), pausing a few milliseconds more each time,
+// for at most settleFor: the in-flight creates commit or are refunded within a request's time.
+func readAheadSettled(ctx context.Context, db *store.DB, queue func(rd *store.Reads), settling func() bool) error {
+	deadline := time.Now().Add(settleFor)
+	for pause := time.Millisecond; ; pause = min(2*pause, 50*time.Millisecond) {
+		if err := store.ReadAhead(ctx, db, queue); err != nil {
+			return err
+		}
+		if !settling() || time.Now().Add(pause).After(deadline) {
+			return nil
+		}
+		t := time.NewTimer(pause/2 + rand.N(pause))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// settleFor bounds how long a create at its quota's edge waits for in-flight creates to settle.
+const settleFor = 2 * time.Second
+
+// refundReservation gives back a reservation whose create did not commit. It must run even when
+// the caller has gone (its context cancelled); a failure leaves the unit to the sweeper.
+func (s *Service) refundReservation(ctx context.Context, id string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), refundTimeout)
+	defer cancel()
+	if err := store.RefundReservation(ctx, s.DB, id); err != nil && s.Log != nil {
+		s.Log.WarnContext(ctx, "quota reservation not refunded; the sweeper will", "reservation", id, "err", err)
+	}
+}
+
+// refundTimeout bounds an inline refund; the sweeper is the fallback.
+const refundTimeout = 5 * time.Second
+
+// lbCreateAhead holds what a create reads and books before its transaction.
+type lbCreateAhead struct {
+	idem        store.IdempotencyRecord
+	idemErr     error
+	idemLB      store.LoadBalancer
+	idemLBErr   error
+	reservation store.QuotaReservation
+}
+
+// queue queues the round trip before the transaction: the key's expired record dropped (its
+// meaning has lapsed, so the create's transaction only ever inserts the key, and a concurrent
+// twin fails on idempotency_keys_pkey), the live record and its load balancer read, and the
+// quota reserved last, so that the row lock it takes is held for the shortest time. Called once
+// per attempt, so the reservation id is fresh each time.
+func (a *lbCreateAhead) queue(rd *store.Reads, r *v1.CreateLoadBalancerRequest) {
+	rd.DropExpiredIdempotency(r.GetTenantId(), opCreateLoadBalancer, r.GetIdempotencyKey())
+	rd.IdempotentLoadBalancer(r.GetTenantId(), opCreateLoadBalancer, r.GetIdempotencyKey(), &a.idem, &a.idemErr, &a.idemLB, &a.idemLBErr)
+	rd.ReserveQuota(r.GetPoolId(), r.GetTenantId(), QuotaLoadBalancers, ids.New(ids.QuotaReserve), &a.reservation)
+}
 
 // lbCreatePlan holds what a create's first round trip reads, and the row its second writes.
 type lbCreatePlan struct {
-	booked     bool
-	idem       store.IdempotencyRecord
-	idemErr    error
-	idemLB     store.LoadBalancer
-	idemLBErr  error
+	consumed   bool
 	pool       store.Pool
 	poolErr    error
-	quotas     []store.Quota
 	project    store.Project
 	projectErr error
 	subnet     store.Subnet
@@ -107,14 +176,13 @@ type lbCreatePlan struct {
 	created    store.LoadBalancer
 }
 
-// queue queues the first round trip: the quota booking first (its row lock is what a
-// tenant's creates share, taken before anything else so that contenders wait on it), then the
-// idempotency key and every row the request names.
-func (p *lbCreatePlan) queue(rd *store.Reads, r *v1.CreateLoadBalancerRequest) {
-	rd.BookQuota(r.GetPoolId(), r.GetTenantId(), QuotaLoadBalancers, &p.booked)
-	rd.IdempotentLoadBalancer(r.GetTenantId(), opCreateLoadBalancer, r.GetIdempotencyKey(), &p.idem, &p.idemErr, &p.idemLB, &p.idemLBErr)
+// queue queues the transaction's first round trip: the reservation consumed (when a unit was
+// booked), then every row the request names.
+func (p *lbCreatePlan) queue(rd *store.Reads, r *v1.CreateLoadBalancerRequest, res store.QuotaReservation) {
+	if res.Booked {
+		rd.ConsumeReservation(res.ID, &p.consumed)
+	}
 	rd.Pool(r.GetPoolId(), &p.pool, &p.poolErr)
-	rd.Quotas(r.GetTenantId(), r.GetPoolId(), &p.quotas)
 	if r.GetProjectId() != "" {
 		rd.Project(r.GetTenantId(), r.GetProjectId(), &p.project, &p.projectErr)
 	}
@@ -152,28 +220,15 @@ func replayed(r *v1.CreateLoadBalancerRequest, hash []byte, rec store.Idempotenc
 
 // decideLoadBalancerCreate judges a create on its first round trip's rows (in the order a caller
 // fixes its mistakes: credentials on named instances, the pool, placement, references, then the
-// quota) and returns the writes of the second; a replay returns the answer instead.
-func (s *Service) decideLoadBalancerCreate(ctx context.Context, c Caller, r *v1.CreateLoadBalancerRequest, hash []byte, plan *lbCreatePlan) (*store.Writes, *v1.LoadBalancer, error) {
-	if plan.idemErr == nil && !plan.idem.Expired {
-		if plan.idemLBErr != nil {
-			return nil, nil, plan.idemLBErr
-		}
-		lb, _, err := replayed(r, hash, plan.idem, plan.idemLB)
-		if err != nil {
-			return nil, nil, err
-		}
-		return nil, lb, errReplayed
-	}
-	if plan.idemErr != nil && !errors.Is(plan.idemErr, store.ErrNotFound) {
-		return nil, nil, plan.idemErr
-	}
+// quota) and returns the writes of the second.
+func (s *Service) decideLoadBalancerCreate(ctx context.Context, c Caller, r *v1.CreateLoadBalancerRequest, hash []byte, ahead *lbCreateAhead, plan *lbCreatePlan) (*store.Writes, error) {
 	rows := plan.rows()
 	if err := s.checkInstanceAccess(ctx, c, r.GetTenantId(), r.GetTargets().GetInstanceIds(), rows.instances); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	pool, _, err := poolVisible(plan.pool, plan.poolErr, plan.quotas, r.GetTenantId(), r.GetPoolId())
+	pool, _, err := poolVisibleWith(plan.pool, plan.poolErr, ahead.reservation.QuotaRows, r.GetTenantId(), r.GetPoolId())
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	p := lbPlacement{TenantID: r.GetTenantId(), Scope: r.GetScope(), Region: r.GetRegion(), SubnetID: r.GetSubnetId(),
 		AccountID: pool.AccountID, PoolID: pool.ID, SubnetFixed: r.GetSubnetId() != ""}
@@ -183,40 +238,44 @@ func (s *Service) decideLoadBalancerCreate(ctx context.Context, c Caller, r *v1.
 	if p.Scope == "regional" {
 		if p.Region == "" {
 			if len(pool.Regions) != 1 {
-				return nil, nil, apierr.Invalid("region", "pool %s offers %d regions: name one", pool.ID, len(pool.Regions))
+				return nil, apierr.Invalid("region", "pool %s offers %d regions: name one", pool.ID, len(pool.Regions))
 			}
 			p.Region = pool.Regions[0]
 		}
 		if !slices.Contains(pool.Regions, p.Region) {
-			return nil, nil, apierr.Invalid("region", "pool %s does not offer region %s", pool.ID, p.Region)
+			return nil, apierr.Invalid("region", "pool %s does not offer region %s", pool.ID, p.Region)
 		}
 		if p.SubnetFixed {
 			if err := checkSubnet(p, plan.subnet, plan.subnetErr); err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 		}
 	}
 	if r.GetProjectId() != "" && plan.projectErr != nil {
-		return nil, nil, refErr(plan.projectErr, true, projectTarget(r.GetTenantId(), r.GetProjectId()).notFound(nil))
+		return nil, refErr(plan.projectErr, true, projectTarget(r.GetTenantId(), r.GetProjectId()).notFound(nil))
 	}
 	p, instanceIDs, lbIDs, err := resolveTargets(p, r.GetTargets(), rows)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	certIDs, err := checkCertificates(p, r.GetForwarding(), r.GetDomains(), rows)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	if !plan.booked {
+	if ahead.reservation.Booked && !plan.consumed {
+		// The sweeper gave the unit back: this create outlived ReservationLifetime.
+		return nil, apierr.UnavailableErr("the quota reservation (held too long)", nil)
+	}
+	if !ahead.reservation.Booked {
 		// Reported after the request's own mistakes, which a caller fixes first.
-		return nil, nil, apierr.Quota("no loadBalancers quota left on pool %s for tenant %s", pool.ID, r.GetTenantId())
+		return nil, apierr.Quota("no loadBalancers quota left on pool %s for tenant %s", pool.ID, r.GetTenantId())
 	}
 	spec, err := marshalSpec(&v1.LoadBalancer{
 		Targets: r.GetTargets(), Forwarding: r.GetForwarding(), HealthCheck: r.GetHealthCheck(), StickySessions: r.GetStickySessions(),
 		SourceRanges: r.GetSourceRanges(), RedirectHttpToHttps: r.GetRedirectHttpToHttps(), Domains: r.GetDomains(),
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	lb := store.LoadBalancer{
 		ID: ids.New(ids.LoadBalancer), TenantID: r.GetTenantId(), ProjectID: r.GetProjectId(), PoolID: pool.ID, AccountID: pool.AccountID,
@@ -227,14 +286,14 @@ func (s *Service) decideLoadBalancerCreate(ctx context.Context, c Caller, r *v1.
 	w.InsertLoadBalancerTargets(lb.ID, instanceIDs, lbIDs, certIDs)
 	w.RecordIdempotency(store.IdempotencyRecord{
 		TenantID: r.GetTenantId(), Operation: opCreateLoadBalancer, Key: r.GetIdempotencyKey(), RequestHash: hash, ResourceID: lb.ID,
-	}, plan.idemErr == nil && plan.idem.Expired)
+	})
 	if err := queueEvent(&w, lb, EventLBCreated, map[string]any{
 		"name": lb.Name, "scope": lb.Scope, "region": lb.Region, "poolId": lb.PoolID, "subnetId": lb.SubnetID,
 	}); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	w.Enqueue(ReconcileKind, lb.ID, nil)
-	return &w, nil, nil
+	return &w, nil
 }
 
 // GetLoadBalancer returns one load balancer.

@@ -7,6 +7,7 @@ import (
 
 	"better-compute.dev/compute/apierr"
 	"better-compute.dev/compute/app/apptest"
+	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
 )
 
 // TestQuotaRace: 64 concurrent creates against a limit of 10 — exactly 10 succeed, the rest are
@@ -118,5 +119,48 @@ func TestIdempotency(t *testing.T) {
 	_ = s.App.DB.Q().QueryRow(context.Background(), "SELECT count(*) FROM idempotency_keys WHERE tenant_id = 'acme' AND idem_key = 'same-key'").Scan(&n)
 	if n != 1 {
 		t.Fatalf("%d records of one key", n)
+	}
+}
+
+// TestFailedCreateGivesItsReservationBack: a create books its unit before its transaction
+// (store/reservations.go); every way it can end without a load balancer gives the unit back at
+// once — bad references, a replay, a twin's name taken — and leaves no reservation behind.
+func TestFailedCreateGivesItsReservationBack(t *testing.T) {
+	t.Parallel()
+	s := apptest.Start(t)
+	tn := s.NewTenant(t, "refunds", "editor")
+	svc := s.App.Service
+	first, err := svc.CreateLoadBalancer(tn.Ctx, regional(tn, poolTargets()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	badProject := regional(tn, poolTargets())
+	badProject.ProjectId = "prj_01m8y0000000000000000000"
+	badRegion := regional(tn, poolTargets())
+	badRegion.Region = "ams3"
+	takenName := regional(tn, poolTargets())
+	takenName.Name = first.GetName()
+	replay := regional(tn, poolTargets())
+	if _, err := svc.CreateLoadBalancer(tn.Ctx, replay); err != nil {
+		t.Fatal(err)
+	}
+	for name, r := range map[string]*v1.CreateLoadBalancerRequest{
+		"unknown project": badProject, "region not offered": badRegion, "name taken": takenName, "replay": replay,
+	} {
+		_, err := svc.CreateLoadBalancer(tn.Ctx, r)
+		if name == "replay" {
+			if err != nil {
+				t.Fatalf("replay: %v", err)
+			}
+		} else if err == nil {
+			t.Fatalf("%s: created", name)
+		}
+		var left int64
+		if err := s.App.DB.Pool().QueryRow(context.Background(), `SELECT count(*) FROM quota_reservations`).Scan(&left); err != nil {
+			t.Fatal(err)
+		}
+		if u := used(t, s, tn); u != 2 || left != 0 {
+			t.Fatalf("after %s: used %d, reservations %d; want 2 (the two load balancers), 0", name, u, left)
+		}
 	}
 }

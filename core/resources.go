@@ -276,11 +276,16 @@ func visiblePool(ctx context.Context, q store.Querier, tenantID, poolID string) 
 // poolVisible is visiblePool on rows already read: the pool (p, err) and the tenant's quota rows
 // on it (looked at only when the pool is another tenant's).
 func poolVisible(p store.Pool, err error, quotas []store.Quota, tenantID, poolID string) (store.Pool, *v1.PoolPolicy, error) {
+	return poolVisibleWith(p, err, int64(len(quotas)), tenantID, poolID)
+}
+
+// poolVisibleWith is poolVisible on the count of the tenant's quota rows on the pool.
+func poolVisibleWith(p store.Pool, err error, quotaRows int64, tenantID, poolID string) (store.Pool, *v1.PoolPolicy, error) {
 	nf := &apierr.Error{Code: apierr.NotFound, Field: "poolId", Message: "pool " + poolID + " not found"}
 	if err := refErr(err, true, nf); err != nil {
 		return p, nil, err
 	}
-	if p.TenantID != tenantID && len(quotas) == 0 {
+	if p.TenantID != tenantID && quotaRows == 0 {
 		return p, nil, refErr(nil, false, nf)
 	}
 	if p.State == "archived" {

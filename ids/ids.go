@@ -31,6 +31,7 @@ const (
 	MachineFlavor   = "flv_"
 	UsageRecord     = "use_"
 	IdempotencyKeyT = "idem_"
+	QuotaReserve    = "qres_"
 )
 
 var (

@@ -17,6 +17,8 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
+	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -48,6 +50,22 @@ type Mapping struct {
 
 // ErrorSchema is the name of the error body's schema.
 const ErrorSchema = "Error"
+
+// RequestIDHeader names the request id every answer carries (the caller's, when it sent a
+// well-formed one, else one the server made).
+const RequestIDHeader = "X-Request-Id"
+
+// requestIDHeader is the response header's reference; requestIDHeaderObject its definition.
+var requestIDHeader = map[string]any{"$ref": "#/components/headers/" + RequestIDHeader}
+
+var requestIDHeaderObject = map[string]any{
+	"description": "The request id: the caller's X-Request-Id when well-formed, else one the server made. It is in the error body (requestId), the server's log lines of the call and the events it caused.",
+	"required":    true,
+	"schema":      map[string]any{"type": "string", "pattern": requestIDPattern},
+}
+
+// requestIDPattern is what requestid.Valid accepts (and what the server's own ids match).
+const requestIDPattern = "^[A-Za-z0-9._-]{1,128}$"
 
 // Ref returns the $ref of the schema of message full name.
 func Ref(fullName string) string { return "#/components/schemas/" + fullName }
@@ -86,17 +104,41 @@ func Generate(m Mapping) ([]byte, error) {
 			byStatus[m.ErrorStatus[c]] = append(byStatus[m.ErrorStatus[c]], c)
 		}
 		for status, cs := range byStatus {
+			headers := map[string]any{RequestIDHeader: requestIDHeader}
+			if status == 503 {
+				headers["Retry-After"] = map[string]any{
+					"description": "Seconds to wait before trying again.",
+					"required":    true,
+					"schema":      map[string]any{"type": "string", "pattern": "^[0-9]+$"},
+				}
+			}
 			responses[fmt.Sprint(status)] = map[string]any{
 				"description": "The call failed: " + strings.Join(cs, ", ") + ".",
+				"headers":     headers,
 				"content":     jsonContent(map[string]any{"$ref": Ref(ErrorSchema)}),
 			}
 		}
+		// Any method but POST, before the body is read: INVALID_INPUT with an Allow header.
+		responses["405"] = map[string]any{
+			"description": "The HTTP method was not POST (INVALID_INPUT).",
+			"headers": map[string]any{RequestIDHeader: requestIDHeader, "Allow": map[string]any{
+				"description": "POST, the only method of the mapping.", "required": true,
+				"schema": map[string]any{"type": "string", "const": "POST"},
+			}},
+			"content": jsonContent(map[string]any{"$ref": Ref(ErrorSchema)}),
+		}
+		responses["200"].(map[string]any)["headers"] = map[string]any{RequestIDHeader: requestIDHeader}
 		paths[m.Prefix+route] = map[string]any{
 			"post": map[string]any{
 				"operationId": route,
 				"summary":     string(method.Parent().Name()) + "." + string(method.Name()),
 				"description": "Calls the Connect procedure " + m.Routes[route] + " with the same validation, authentication and authorization.",
 				"tags":        []string{group},
+				"parameters": []any{map[string]any{
+					"name": RequestIDHeader, "in": "header", "required": false,
+					"description": "The caller's id for this request, echoed in the answer; another form is replaced by one the server makes.",
+					"schema":      map[string]any{"type": "string"},
+				}},
 				"requestBody": map[string]any{
 					"required": true,
 					"content":  jsonContent(map[string]any{"$ref": Ref(string(in.FullName()))}),
@@ -113,8 +155,9 @@ func Generate(m Mapping) ([]byte, error) {
 		"properties": map[string]any{
 			"code":        map[string]any{"type": "string", "enum": codes},
 			"message":     map[string]any{"type": "string"},
-			"field":       map[string]any{"type": "string"},
-			"stateReason": map[string]any{"type": "string"},
+			"field":       map[string]any{"type": "string", "description": "The lowerCamel path of the offending field (INVALID_INPUT)."},
+			"stateReason": map[string]any{"type": "string", "description": "The state that refused the call (INVALID_STATE)."},
+			"requestId":   map[string]any{"type": "string", "description": "The request id, as the " + RequestIDHeader + " response header."},
 		},
 	}
 	version := m.Version
@@ -133,6 +176,7 @@ func Generate(m Mapping) ([]byte, error) {
 		"components": map[string]any{
 			"securitySchemes": map[string]any{"bearer": map[string]any{"type": "http", "scheme": "bearer", "description": "A Better Compute API token."}},
 			"schemas":         g.schemas,
+			"headers":         map[string]any{RequestIDHeader: requestIDHeaderObject},
 		},
 	}
 	b, err := json.MarshalIndent(doc, "", "  ")
@@ -211,8 +255,21 @@ func (g *generator) message(md protoreflect.MessageDescriptor) {
 	for i := 0; i < fields.Len(); i++ {
 		fd := fields.Get(i)
 		rules, _ := proto.GetExtension(fd.Options(), validate.E_Field).(*validate.FieldRules)
-		props[fd.JSONName()] = g.field(fd, rules)
-		if rules.GetRequired() {
+		if rules.GetIgnore() == validate.Ignore_IGNORE_ALWAYS {
+			rules = nil
+		}
+		schema := g.field(fd, rules)
+		if ignoresZero(fd, rules) {
+			// The zero value skips the rules: "" (or 0, false) is accepted as unset.
+			schema = map[string]any{"anyOf": []any{map[string]any{"enum": zeroValues(fd)}, schema}}
+		}
+		req := rules.GetRequired() || zeroRefused(fd, rules)
+		if !req && !fd.IsList() && !fd.IsMap() && fd.Message() != nil && fd.Message().FullName() != "google.protobuf.Value" {
+			// protojson reads null as the field left out (on an update: the part removed).
+			schema = map[string]any{"anyOf": []any{schema, map[string]any{"type": "null"}}}
+		}
+		props[fd.JSONName()] = schema
+		if req {
 			required = append(required, fd.JSONName())
 		}
 	}
@@ -221,9 +278,9 @@ func (g *generator) message(md protoreflect.MessageDescriptor) {
 		s["required"] = required
 	}
 	var notes []string
-	oneofs := md.Oneofs()
-	for i := 0; i < oneofs.Len(); i++ {
-		od := oneofs.Get(i)
+	var oneofs []map[string]any
+	for i := 0; i < md.Oneofs().Len(); i++ {
+		od := md.Oneofs().Get(i)
 		if od.IsSynthetic() {
 			continue
 		}
@@ -237,6 +294,16 @@ func (g *generator) message(md protoreflect.MessageDescriptor) {
 			word = "exactly one"
 		}
 		notes = append(notes, fmt.Sprintf("Oneof %s: %s of %s.", od.Name(), word, strings.Join(names, ", ")))
+		oneofs = append(oneofs, oneofSchema(names, rule.GetRequired()))
+	}
+	switch len(oneofs) {
+	case 0:
+	case 1:
+		for k, v := range oneofs[0] {
+			s[k] = v
+		}
+	default:
+		s["allOf"] = oneofs
 	}
 	if mr, ok := proto.GetExtension(md.Options(), validate.E_Message).(*validate.MessageRules); ok {
 		for _, r := range mr.GetCel() {
@@ -480,4 +547,170 @@ func numericRules(s map[string]any, rules *validate.FieldRules) {
 		}
 		s["enum"] = vs
 	}
+}
+
+// oneofSchema says "exactly one of names" (required) or "at most one of names" in JSON Schema.
+func oneofSchema(names []string, required bool) map[string]any {
+	var each []any
+	for _, n := range names {
+		each = append(each, map[string]any{"required": []string{n}})
+	}
+	if required {
+		return map[string]any{"oneOf": each}
+	}
+	var pairs []any
+	for i := range names {
+		for j := i + 1; j < len(names); j++ {
+			pairs = append(pairs, map[string]any{"required": []string{names[i], names[j]}})
+		}
+	}
+	if len(pairs) == 0 {
+		return map[string]any{}
+	}
+	return map[string]any{"not": map[string]any{"anyOf": pairs}}
+}
+
+// implicit reports whether fd is a singular scalar without presence: protojson leaves out its
+// zero value, and protovalidate checks the zero value against the rules like any other.
+func implicit(fd protoreflect.FieldDescriptor) bool {
+	return !fd.IsList() && !fd.IsMap() && !fd.HasPresence() && fd.Message() == nil
+}
+
+// ignoresZero reports whether fd's rules skip its zero value (IGNORE_IF_ZERO_VALUE on a scalar).
+func ignoresZero(fd protoreflect.FieldDescriptor, rules *validate.FieldRules) bool {
+	return rules != nil && rules.GetIgnore() == validate.Ignore_IGNORE_IF_ZERO_VALUE && !fd.IsList() && !fd.IsMap() && fd.Message() == nil
+}
+
+// zeroValues are the JSON spellings protojson accepts for fd's zero value.
+func zeroValues(fd protoreflect.FieldDescriptor) []any {
+	switch fd.Kind() {
+	case protoreflect.StringKind, protoreflect.BytesKind:
+		return []any{""}
+	case protoreflect.BoolKind:
+		return []any{false}
+	case protoreflect.EnumKind:
+		return []any{string(fd.Enum().Values().ByNumber(0).Name()), 0}
+	case protoreflect.Int64Kind, protoreflect.Sint64Kind, protoreflect.Sfixed64Kind, protoreflect.Uint64Kind, protoreflect.Fixed64Kind:
+		return []any{0, "0"}
+	}
+	return []any{0}
+}
+
+// zeroRefused reports whether the rules refuse the field being left out: a list or map with a
+// minimum count, or a scalar without presence whose zero value fails the rules (a pattern or
+// minimum length the empty string misses, a range without 0, an in-list without the zero value).
+// Such a field must be in every request, as a required rule would say.
+func zeroRefused(fd protoreflect.FieldDescriptor, rules *validate.FieldRules) bool {
+	if rules == nil || rules.GetIgnore() != validate.Ignore_IGNORE_UNSPECIFIED {
+		return false
+	}
+	switch {
+	case fd.IsMap():
+		return rules.GetMap().GetMinPairs() > 0
+	case fd.IsList():
+		return rules.GetRepeated().GetMinItems() > 0
+	case !implicit(fd):
+		return false
+	}
+	switch fd.Kind() {
+	case protoreflect.StringKind:
+		r := rules.GetString()
+		if r == nil {
+			return false
+		}
+		if r.GetMinLen() > 0 || r.GetLen() > 0 || r.GetMinBytes() > 0 || r.GetLenBytes() > 0 ||
+			r.GetPrefix() != "" || r.GetSuffix() != "" || r.GetContains() != "" || (r.HasConst() && r.GetConst() != "") {
+			return true
+		}
+		if r.HasPattern() {
+			if re, err := regexp.Compile(r.GetPattern()); err == nil && !re.MatchString("") {
+				return true
+			}
+		}
+		if in := r.GetIn(); len(in) > 0 && !slices.Contains(in, "") {
+			return true
+		}
+		if slices.Contains(r.GetNotIn(), "") {
+			return true
+		}
+		return r.GetEmail() || r.GetHostname() || r.GetIp() || r.GetIpv4() || r.GetIpv6() || r.GetUri() || r.GetUuid() || r.GetAddress()
+	case protoreflect.EnumKind:
+		r := rules.GetEnum()
+		if r == nil {
+			return false
+		}
+		if in := r.GetIn(); len(in) > 0 && !slices.Contains(in, 0) {
+			return true
+		}
+		return slices.Contains(r.GetNotIn(), 0) || (r.HasConst() && r.GetConst() != 0)
+	case protoreflect.BoolKind:
+		return rules.GetBool().GetConst()
+	}
+	return numericZeroRefused(rules)
+}
+
+// numericZeroRefused reports whether a numeric rule message refuses 0.
+func numericZeroRefused(rules *validate.FieldRules) bool {
+	oneof := rules.ProtoReflect().Descriptor().Oneofs().ByName("type")
+	fd := rules.ProtoReflect().WhichOneof(oneof)
+	if fd == nil || fd.Message() == nil {
+		return false
+	}
+	m := rules.ProtoReflect().Get(fd).Message()
+	num := func(name protoreflect.Name) (float64, bool) {
+		f := m.Descriptor().Fields().ByName(name)
+		if f == nil || !m.Has(f) {
+			return 0, false
+		}
+		return toFloat(m.Get(f).Interface()), true
+	}
+	if v, ok := num("gte"); ok && v > 0 {
+		return true
+	}
+	if v, ok := num("gt"); ok && v >= 0 {
+		return true
+	}
+	if v, ok := num("lte"); ok && v < 0 {
+		return true
+	}
+	if v, ok := num("lt"); ok && v <= 0 {
+		return true
+	}
+	if v, ok := num("const"); ok && v != 0 {
+		return true
+	}
+	for _, name := range []protoreflect.Name{"in", "not_in"} {
+		f := m.Descriptor().Fields().ByName(name)
+		if f == nil || m.Get(f).List().Len() == 0 {
+			continue
+		}
+		hasZero := false
+		for i := 0; i < m.Get(f).List().Len(); i++ {
+			if toFloat(m.Get(f).List().Get(i).Interface()) == 0 {
+				hasZero = true
+			}
+		}
+		if (name == "in") != hasZero {
+			return true
+		}
+	}
+	return false
+}
+
+func toFloat(v any) float64 {
+	switch n := v.(type) {
+	case int32:
+		return float64(n)
+	case int64:
+		return float64(n)
+	case uint32:
+		return float64(n)
+	case uint64:
+		return float64(n)
+	case float32:
+		return float64(n)
+	case float64:
+		return n
+	}
+	return 0
 }

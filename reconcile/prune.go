@@ -21,3 +21,23 @@ func PruneIdleWork(db *store.DB, idleFor time.Duration) Handler {
 		return Result{}, nil
 	})
 }
+
+// RefundStaleReservations is a periodic pass giving back the quota units of reservations older
+// than lifetime: a create books its unit before its transaction (store/reservations.go), and a
+// replica that died in between leaves the reservation behind.
+func RefundStaleReservations(db *store.DB, lifetime time.Duration) Handler {
+	return HandlerFunc(func(ctx context.Context, _ store.Lease) (Result, error) {
+		for {
+			n, err := store.RefundStaleReservations(ctx, db, lifetime, refundBatch)
+			if err != nil {
+				return Result{}, fmt.Errorf("reconcile: refund stale reservations: %w", err)
+			}
+			if n == 0 {
+				return Result{}, nil
+			}
+		}
+	})
+}
+
+// refundBatch bounds the reservations one refund statement gives back.
+const refundBatch = 500

@@ -17,6 +17,7 @@ import (
 
 	"better-compute.dev/compute/core"
 	c "better-compute.dev/compute/gen/go/bettercompute/compute/v1/computev1connect"
+	"better-compute.dev/compute/observe"
 	"better-compute.dev/compute/requestid"
 	"better-compute.dev/compute/web"
 )
@@ -42,14 +43,9 @@ type Options struct {
 	TracerProvider trace.TracerProvider
 }
 
-// ServiceNames lists every service, for health and reflection.
-var ServiceNames = []string{
-	c.LoadBalancerServiceName, c.TenantServiceName, c.ProjectServiceName, c.ProviderAccountServiceName,
-	c.PoolServiceName, c.NetworkServiceName, c.CertificateServiceName, c.InstanceServiceName,
-	c.EventServiceName, c.UsageServiceName,
-	c.MetalServiceName,
-	c.SubstrateServiceName, c.SubstrateJoinServiceName,
-}
+// ServiceNames lists every service, for health and reflection: the services of the generated
+// descriptors (Procedures), so a new service needs only its handler mounted in New.
+var ServiceNames = serviceNames()
 
 // New builds the whole HTTP handler.
 func New(opts Options) (http.Handler, error) {
@@ -113,6 +109,9 @@ func New(opts Options) (http.Handler, error) {
 		health = NewHealth(svc.DB, svc.Authz)
 	}
 	mountHealth(root, health)
+	if err := reg.Register(observe.Readiness(health.Ready)); err != nil {
+		return nil, err
+	}
 	reflector := grpcreflect.NewStaticReflector(ServiceNames...)
 	root.Handle(grpcreflect.NewHandlerV1(reflector))
 	root.Handle(grpcreflect.NewHandlerV1Alpha(reflector))

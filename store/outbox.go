@@ -9,6 +9,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"better-compute.dev/compute/requestid"
 )
 
 // Event is a row of the events outbox.
@@ -20,11 +22,14 @@ type Event struct {
 	ResourceID string
 	Data       map[string]any
 	CreatedAt  time.Time
+	// RequestID is the X-Request-Id of the API call that wrote the event ("" for a
+	// reconciler's). Left empty, the append takes the request id of its context.
+	RequestID string
 }
 
 func scanEvent(r pgx.Row) (Event, error) {
 	var e Event
-	err := r.Scan(&e.TenantID, &e.Seq, &e.ID, &e.Type, &e.ResourceID, &e.Data, &e.CreatedAt)
+	err := r.Scan(&e.TenantID, &e.Seq, &e.ID, &e.Type, &e.ResourceID, &e.Data, &e.CreatedAt, &e.RequestID)
 	return e, err
 }
 
@@ -37,7 +42,10 @@ func AppendEvent(ctx context.Context, q Querier, e Event) (Event, error) {
 	if err != nil {
 		return Event{}, err
 	}
-	if _, err := q.Exec(ctx, sqlAppendEvent, e.TenantID, e.ID, e.Type, e.ResourceID, data); err != nil {
+	if e.RequestID == "" {
+		e.RequestID = requestid.FromContext(ctx)
+	}
+	if _, err := q.Exec(ctx, sqlAppendEvent, e.TenantID, e.ID, e.Type, e.ResourceID, data, e.RequestID); err != nil {
 		return Event{}, fmt.Errorf("store: append event: %w", err)
 	}
 	return e, nil
@@ -51,7 +59,10 @@ func eventData(e Event) ([]byte, error) {
 	return json.Marshal(e.Data)
 }
 
-const sqlAppendEvent = `INSERT INTO event_inbox (tenant_id, id, type, resource_id, data) VALUES ($1, $2, $3, $4, $5)`
+const sqlAppendEvent = `INSERT INTO event_inbox (tenant_id, id, type, resource_id, data, request_id) VALUES ($1, $2, $3, $4, $5, $6)`
+
+// appendEventRequestIDArg is the index of request_id among sqlAppendEvent's arguments.
+const appendEventRequestIDArg = 5
 
 // sequenceBatch bounds how many inbox events one numbering statement moves.
 const sequenceBatch = 1000
@@ -69,7 +80,7 @@ WITH picked AS (
      ORDER BY created_at, id LIMIT $2 FOR UPDATE
 ), moved AS (
     DELETE FROM event_inbox WHERE tenant_id = $1 AND id IN (SELECT id FROM picked)
-    RETURNING id, type, resource_id, data, created_at
+    RETURNING id, type, resource_id, data, created_at, request_id
 ), n AS (
     SELECT count(*) AS c FROM moved
 ), counter AS (
@@ -77,8 +88,8 @@ WITH picked AS (
     ON CONFLICT (tenant_id) DO UPDATE SET seq = event_counters.seq + excluded.seq
     RETURNING seq
 )
-INSERT INTO events (tenant_id, seq, id, type, resource_id, data, created_at)
-SELECT $1, counter.seq - n.c + row_number() OVER (ORDER BY m.created_at, m.id), m.id, m.type, m.resource_id, m.data, m.created_at
+INSERT INTO events (tenant_id, seq, id, type, resource_id, data, created_at, request_id)
+SELECT $1, counter.seq - n.c + row_number() OVER (ORDER BY m.created_at, m.id), m.id, m.type, m.resource_id, m.data, m.created_at, m.request_id
   FROM moved m, n, counter`
 
 // SequenceEvents numbers the tenant's events that have committed to the inbox, so that a read
@@ -110,7 +121,7 @@ func ListEvents(ctx context.Context, q Querier, tenantID string, after int64, li
 		return nil, err
 	}
 	return collect(ctx, q, scanEvent,
-		`SELECT tenant_id, seq, id, type, resource_id, data, created_at FROM events
+		`SELECT tenant_id, seq, id, type, resource_id, data, created_at, request_id FROM events
 		  WHERE tenant_id = $1 AND seq > $2 AND ($4 = '' OR resource_id = $4) ORDER BY seq LIMIT $3`,
 		tenantID, after, limit, resourceID)
 }

@@ -194,6 +194,14 @@ func (r *Reads) BookQuota(poolID, tenantID, resource string, booked *bool) {
 	})
 }
 
+// DropExpiredIdempotency queues the delete of a key's expired record: its meaning has lapsed,
+// and a create that drops it first (ReadAhead) only ever inserts the key in its transaction.
+func (r *Reads) DropExpiredIdempotency(tenantID, operation, key string) {
+	r.batch.Queue(`DELETE FROM idempotency_keys WHERE tenant_id = $1 AND operation = $2 AND idem_key = $3 AND expires_at <= now()`,
+		tenantID, operation, key)
+	r.items = append(r.items, func(br pgx.BatchResults) error { _, err := br.Exec(); return err })
+}
+
 // IdempotentLoadBalancer queues the lookup of a create's idempotency key, live or expired, and of
 // the load balancer a live record names.
 func (r *Reads) IdempotentLoadBalancer(tenantID, operation, key string, rec *IdempotencyRecord, recFound *error, lb *LoadBalancer, lbFound *error) {
@@ -277,18 +285,10 @@ func (w *Writes) loadBalancerRow(what string, out *LoadBalancer, sql string, arg
 	}, sql, args...)
 }
 
-// RecordIdempotency queues the idempotency record of a two-trip create that read the key first
-// (Reads.IdempotentLoadBalancer): a key never seen is a plain insert, so that a concurrent twin
-// fails it on idempotency_keys_pkey at the server, before COMMIT; an expired record is replaced
-// (SERIALIZABLE refuses the replacement if another transaction touched it since the read).
-func (w *Writes) RecordIdempotency(rec IdempotencyRecord, expiredSeen bool) {
-	if expiredSeen {
-		w.add("idempotency record", nil, `UPDATE idempotency_keys
-			   SET request_hash = $4, resource_id = $5, expires_at = now() + $6::INTERVAL, created_at = now()
-			 WHERE tenant_id = $1 AND operation = $2 AND idem_key = $3 AND expires_at <= now()`,
-			rec.TenantID, rec.Operation, rec.Key, rec.RequestHash, rec.ResourceID, IdempotencyTTL.String())
-		return
-	}
+// RecordIdempotency queues the idempotency record of a two-trip create that dropped the key's
+// expired record first (Reads.DropExpiredIdempotency): a plain insert, so that a concurrent
+// twin fails it on idempotency_keys_pkey at the server, before COMMIT.
+func (w *Writes) RecordIdempotency(rec IdempotencyRecord) {
 	w.add("idempotency record", nil, `INSERT INTO idempotency_keys (tenant_id, operation, idem_key, request_hash, resource_id, expires_at)
 		 VALUES ($1, $2, $3, $4, $5, now() + $6::INTERVAL)`,
 		rec.TenantID, rec.Operation, rec.Key, rec.RequestHash, rec.ResourceID, IdempotencyTTL.String())

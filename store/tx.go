@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/cockroach-go/v2/crdb"
@@ -57,6 +58,9 @@ func retrying(ctx context.Context, once func(ctx context.Context) error) error {
 			}
 		}
 		attempt++
+		if attempt > 1 {
+			txRetries.Add(1)
+		}
 		err := once(ctx)
 		if isRetryableConnFault(err) && connFaults < maxConnFaultRetries {
 			// The connection broke before COMMIT was sent (a terminated backend, a restarted
@@ -69,6 +73,13 @@ func retrying(ctx context.Context, once func(ctx context.Context) error) error {
 	})
 	return TranslateError(err)
 }
+
+// txRetries counts the attempts after the first, process-wide: a transaction that lost a
+// serialization race or met a safe-to-rerun connection fault. A rising rate is contention.
+var txRetries atomic.Int64
+
+// TransactionRetries reports how many times this process has run a transaction again.
+func TransactionRetries() int64 { return txRetries.Load() }
 
 // maxConnFaultRetries bounds the reruns after a broken connection: enough to get past the
 // dead connections a pool holds after a database restart, few enough that an outage is

@@ -7,6 +7,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"better-compute.dev/compute/requestid"
 )
 
 // Writes collects the last writes of a transaction, those whose answers nothing after them needs
@@ -15,6 +17,9 @@ import (
 type Writes struct {
 	batch pgx.Batch
 	items []writeItem
+	// eventsWithoutRequest are the queued events whose request id is taken from the context
+	// Send is given (the call's), as store.AppendEvent takes it from its own.
+	eventsWithoutRequest []*pgx.QueuedQuery
 }
 
 // writeItem is one queued statement: what names it in errors; read takes its answer (an Exec
@@ -63,6 +68,9 @@ func (w *Writes) send(ctx context.Context, to batchSender) (failed int, err erro
 	if w.batch.Len() == 0 {
 		return failed, nil
 	}
+	for _, q := range w.eventsWithoutRequest {
+		q.Arguments[appendEventRequestIDArg] = requestid.FromContext(ctx)
+	}
 	br := to.SendBatch(ctx, &w.batch)
 	var first error
 	for i, it := range w.items {
@@ -83,7 +91,10 @@ func (w *Writes) AppendEvent(e Event) error {
 	if err != nil {
 		return err
 	}
-	w.add("append event", nil, sqlAppendEvent, e.TenantID, e.ID, e.Type, e.ResourceID, data)
+	w.add("append event", nil, sqlAppendEvent, e.TenantID, e.ID, e.Type, e.ResourceID, data, e.RequestID)
+	if e.RequestID == "" {
+		w.eventsWithoutRequest = append(w.eventsWithoutRequest, w.batch.QueuedQueries[len(w.batch.QueuedQueries)-1])
+	}
 	return nil
 }
 

@@ -129,6 +129,7 @@ func BenchmarkCreate(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
+			retriesBefore := store.TransactionRetries()
 			b.ResetTimer()
 			full, fullWall, err := run(n, c, create)
 			b.StopTimer()
@@ -137,6 +138,7 @@ func BenchmarkCreate(b *testing.B) {
 			}
 			fullRate, baseRate := float64(n)/fullWall.Seconds(), float64(n)/baseWall.Seconds()
 			b.ReportMetric(fullRate, "creates/s")
+			b.ReportMetric(float64(store.TransactionRetries()-retriesBefore)/float64(n), "tx-retries/create")
 			b.ReportMetric(float64(pct(full, 0.5).Microseconds())/1000, "p50-ms")
 			b.ReportMetric(float64(pct(full, 0.99).Microseconds())/1000, "p99-ms")
 			b.ReportMetric(fullRate/baseRate, "throughput-ratio-vs-pgx")

@@ -16,6 +16,7 @@ import (
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
 	"better-compute.dev/compute/provider/digitalocean/sim"
 	"better-compute.dev/compute/store"
+	"better-compute.dev/compute/testwait"
 )
 
 // converge bounds every wait for the reconciler in these tests: generous, since the tests
@@ -66,17 +67,7 @@ func newEnv(t *testing.T, tenantID string, limit int64) *env {
 // converge passes first.
 func eventually(t *testing.T, what string, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(converge)
-	for {
-		ok, why := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not reached within %v: %s", what, converge, why)
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
+	testwait.Until(t, converge, what, cond)
 }
 
 // instance makes an instance through the API and waits until the reconciler gave it a machine.
