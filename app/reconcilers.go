@@ -66,6 +66,8 @@ func (a *App) newRunner(rc ReconcileConfig) (*reconcile.Runner, error) {
 			metalrec.Kind:      metalrec.New(a.DB, a.Service.Keyring, &bmc.Runner{Logger: a.Config.Logger, Outbound: a.Service.Outbound}, a.Config.Logger),
 			substrates.Kind:    subs,
 		},
+		// Metal waits on tenant-named BMCs that may hang: it gets a bounded share, per tenant too.
+		Shares:      map[string]reconcile.Share{metalrec.Kind: metalrec.DefaultShare(rc.Concurrency)},
 		Concurrency: rc.Concurrency, LeaseTTL: rc.LeaseTTL, PollInterval: rc.PollInterval,
 		Backoff:       reconcile.Exponential{Initial: rc.BackoffInitial, Max: rc.BackoffMax, Jitter: 0.2},
 		ShutdownGrace: 5 * time.Second, Logger: a.Config.Logger,

@@ -18,7 +18,8 @@ import (
 )
 
 // MetalReconcileKind is the work-queue kind of the metal reconciler (reconcile/metal); its
-// resource ids are node ids.
+// resource ids are node ids and its fairness group is the node's tenant (store.EnqueueGroup), so
+// a runner's per-tenant bound keeps one tenant's hung BMCs from holding every metal slot.
 const MetalReconcileKind = "metal.nodes"
 
 // Event types of metal nodes. No event carries a credential: their data names states, verbs
@@ -53,12 +54,14 @@ func (s *Service) EnrollNode(ctx context.Context, r *v1.EnrollNodeRequest) (*v1.
 	// The address is a connection the control plane will make on the tenant's behalf. A name
 	// that does not resolve yet (DNS provisioned after enrollment) is accepted: the reconciler
 	// checks it again after resolution, at connect time.
-	if _, err := s.Outbound.Resolve(ctx, b.GetAddress()); err != nil && !errors.Is(err, netguard.ErrUnresolved) {
+	addrs, err := s.Outbound.Resolve(ctx, b.GetAddress())
+	if err != nil && !errors.Is(err, netguard.ErrUnresolved) {
 		return nil, apierr.Invalid("bmc.address", "bmc.address %q is not allowed: %v", b.GetAddress(), err)
 	}
 	row := store.MetalNode{
 		ID: ids.New(ids.MetalNode), TenantID: r.GetTenantId(), Name: r.GetName(), State: string(metal.Enrolled),
-		PendingWork: store.MetalWorkProbe, BMCAddress: b.GetAddress(), BMCPort: effectivePort(b.GetProtocol(), b.GetPort()),
+		PendingWork: store.MetalWorkProbe, BMCAddress: b.GetAddress(), BMCHostKey: netguard.HostKey(addrs, b.GetAddress()),
+		BMCPort:     effectivePort(b.GetProtocol(), b.GetPort()),
 		BMCProtocol: b.GetProtocol(), BMCUsername: b.GetUsername(), BMCInsecureTLS: b.GetInsecureTls(),
 		BMCCACertPEM: b.GetCaCertPem(), BMCLegacyBoot: b.GetLegacyBoot(),
 	}
@@ -75,7 +78,7 @@ func (s *Service) EnrollNode(ctx context.Context, r *v1.EnrollNodeRequest) (*v1.
 		}); err != nil {
 			return err
 		}
-		return store.Enqueue(ctx, tx, MetalReconcileKind, row.ID, nil)
+		return store.EnqueueGroup(ctx, tx, MetalReconcileKind, row.ID, row.TenantID, nil)
 	})
 	if err != nil {
 		return nil, metalStoreErr(err)
@@ -209,7 +212,7 @@ func (s *Service) MoveNode(ctx context.Context, tenantID, nodeID string, verb me
 		}); err != nil {
 			return err
 		}
-		return store.Enqueue(ctx, tx, MetalReconcileKind, out.ID, nil)
+		return store.EnqueueGroup(ctx, tx, MetalReconcileKind, out.ID, out.TenantID, nil)
 	})
 	if err != nil {
 		return nil, metalStoreErr(err)
@@ -250,7 +253,7 @@ func (s *Service) UpdateNodeCredentials(ctx context.Context, r *v1.UpdateNodeCre
 		if err := appendMetalEvent(ctx, tx, out, EventMetalCredentialsUpdated, map[string]any{"state": out.State}); err != nil {
 			return err
 		}
-		return store.Enqueue(ctx, tx, MetalReconcileKind, out.ID, nil)
+		return store.EnqueueGroup(ctx, tx, MetalReconcileKind, out.ID, out.TenantID, nil)
 	})
 	if err != nil {
 		return nil, metalStoreErr(err)
@@ -340,7 +343,7 @@ func effectivePort(protocol string, port int32) int {
 func metalStoreErr(err error) error {
 	if errors.Is(err, store.ErrConflict) && store.ConstraintName(err) == store.MetalNodeBMCKey {
 		return &apierr.Error{Code: apierr.InvalidInput, Field: "bmc.address", Cause: err,
-			Message: "a metal node of this tenant already uses that BMC address and port"}
+			Message: "a metal node of this tenant already uses that BMC (the same host, protocol and port)"}
 	}
 	return storeErr(err, "metal node")
 }

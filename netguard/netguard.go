@@ -142,10 +142,11 @@ func (p Policy) Resolve(ctx context.Context, host string) ([]netip.Addr, error) 
 	return addrs, nil
 }
 
-// Dialer returns a dialer whose every connection is checked at connect time, after resolution:
-// the address actually dialed must be allowed.
+// Dialer returns a dialer whose every connection is checked at connect time, after resolution
+// (through the policy's resolver): the address actually dialed must be allowed, whatever the
+// name resolved to when Resolve checked it.
 func (p Policy) Dialer(timeout time.Duration) *net.Dialer {
-	return &net.Dialer{Timeout: timeout, Control: func(_, address string, _ syscall.RawConn) error {
+	return &net.Dialer{Timeout: timeout, Resolver: p.Resolver, Control: func(_, address string, _ syscall.RawConn) error {
 		ap, err := netip.ParseAddrPort(address)
 		if err != nil {
 			return fmt.Errorf("%w: cannot read the dialed address %q", ErrRefused, address)
@@ -185,17 +186,26 @@ func ownAddrs() (map[netip.Addr]bool, error) {
 }
 
 // HostKey is the form of host that duplicate detection compares: the least of its resolved
-// addresses (IPv4 sorts first), so "localhost", "LOCALHOST" and "127.0.0.1" are one host; the
-// lower-cased name when nothing resolved.
+// addresses (IPv4 sorts first), so "localhost", "LOCALHOST", "127.0.0.1" and "[::1]" are one
+// host; the lower-cased name without brackets or trailing dot when nothing resolved. The IPv6
+// loopback is the IPv4 one: "localhost" names both, and so does a service listening on both.
 func HostKey(addrs []netip.Addr, host string) string {
 	if len(addrs) == 0 {
-		return strings.ToLower(strings.TrimSuffix(host, "."))
+		name := strings.ToLower(strings.TrimSuffix(strings.Trim(host, "[]"), "."))
+		if a, err := netip.ParseAddr(name); err == nil {
+			addrs = []netip.Addr{a}
+		} else {
+			return name
+		}
 	}
-	least := addrs[0]
+	least := addrs[0].Unmap().WithZone("")
 	for _, a := range addrs[1:] {
-		if a.Less(least) {
+		if a = a.Unmap().WithZone(""); a.Less(least) {
 			least = a
 		}
+	}
+	if least == netip.IPv6Loopback() {
+		return "127.0.0.1"
 	}
 	return least.String()
 }

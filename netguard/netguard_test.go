@@ -5,7 +5,12 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"strconv"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	"better-compute.dev/compute/netguard/netguardtest"
 )
 
 func TestCheckAddr(t *testing.T) {
@@ -119,5 +124,50 @@ func TestParseAllowRefusesGarbage(t *testing.T) {
 	t.Parallel()
 	if _, err := ParseAllow("10.0.0.0/8,not-an-address"); err == nil {
 		t.Error("garbage accepted")
+	}
+}
+
+// A name checked by Resolve that resolves to a refused address a moment later (DNS rebinding)
+// is refused at connect time, after resolution: nothing reaches the refused address.
+func TestRebindingRefusedAtConnect(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var accepted atomic.Int32
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			c.Close()
+		}
+	}()
+	dns := netguardtest.NewDNS(t, map[string][]netip.Addr{
+		"rebind.test": {netip.MustParseAddr("192.0.2.10"), netip.MustParseAddr("127.0.0.1")},
+	})
+	p := Policy{Resolver: dns.Resolver()}
+	ctx := context.Background()
+	addrs, err := p.Resolve(ctx, "rebind.test")
+	if err != nil || len(addrs) != 1 || addrs[0] != netip.MustParseAddr("192.0.2.10") {
+		t.Fatalf("first resolution: %v %v, want the allowed 192.0.2.10", addrs, err)
+	}
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	c, err := p.Dialer(time.Second).DialContext(ctx, "tcp", net.JoinHostPort("rebind.test", port))
+	if c != nil {
+		c.Close()
+	}
+	if !errors.Is(err, ErrRefused) {
+		t.Fatalf("dial after rebinding to loopback: %v, want refused", err)
+	}
+	if dns.Asked("rebind.test") < 2 {
+		t.Errorf("the dialer did not resolve again (%d queries)", dns.Asked("rebind.test"))
+	}
+	if n := accepted.Load(); n != 0 {
+		t.Errorf("%d connections reached the rebound loopback address", n)
 	}
 }

@@ -55,6 +55,21 @@ type Options struct {
 	ShutdownGrace time.Duration
 	// Logger receives lease losses and failures to record outcomes (default slog.Default()).
 	Logger *slog.Logger
+	// Shares bound each kind's use of the slots (see Share); a kind absent takes the default
+	// share.
+	Shares map[string]Share
+}
+
+// Share bounds one kind's part of a runner's Concurrency slots, so that one slow kind (hung
+// BMCs) never holds the slots another kind needs, and within a kind one fairness group (a
+// tenant, named by store.EnqueueGroup) never holds every slot of the kind.
+type Share struct {
+	// Slots is the most handlers of the kind that run at once (0: the default share, which is
+	// every slot but one when the runner has more than one kind, so any one kind leaves room
+	// for the others; at most Concurrency).
+	Slots int
+	// PerGroup is the most handlers of one group of the kind that run at once (0: no bound).
+	PerGroup int
 }
 
 // Runner claims work items of its kinds and runs their handlers. Many replicas run one each
@@ -69,6 +84,8 @@ type Runner struct {
 	ensured  bool
 	kinds    []string
 	inFlight sync.WaitGroup
+	// running counts the handlers of each kind in flight (under mu).
+	running map[string]int
 }
 
 // New checks opts and fills in the defaults.
@@ -103,7 +120,12 @@ func New(opts Options) (*Runner, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	r := &Runner{opts: opts, handlers: map[string]Handler{}, periodic: map[string]time.Duration{}}
+	for kind, sh := range opts.Shares {
+		if sh.Slots < 0 || sh.PerGroup < 0 {
+			return nil, fmt.Errorf("reconcile: share of kind %q is negative", kind)
+		}
+	}
+	r := &Runner{opts: opts, handlers: map[string]Handler{}, periodic: map[string]time.Duration{}, running: map[string]int{}}
 	for kind, h := range opts.Handlers {
 		if kind == "" || h == nil {
 			return nil, fmt.Errorf("reconcile: handler for kind %q is missing", kind)
@@ -196,9 +218,11 @@ func (r *Runner) Run(ctx context.Context) error {
 		}
 		for _, l := range leases {
 			r.inFlight.Add(1)
+			r.started1(l.Kind)
 			go func() {
 				defer r.inFlight.Done()
 				defer func() { <-slots }()
+				defer r.finished(l.Kind)
 				r.process(base, l)
 			}()
 		}
@@ -234,8 +258,10 @@ func (r *Runner) RunOnce(ctx context.Context) (int, error) {
 	var wg sync.WaitGroup
 	for _, l := range leases {
 		wg.Add(1)
+		r.started1(l.Kind)
 		go func() {
 			defer wg.Done()
+			defer r.finished(l.Kind)
 			r.process(ctx, l)
 		}()
 	}
@@ -243,15 +269,58 @@ func (r *Runner) RunOnce(ctx context.Context) (int, error) {
 	return len(leases), nil
 }
 
-// claim leases up to n due items of the runner's kinds.
+// claim leases up to n due items of the runner's kinds, each kind within what its share has
+// left and each group within its bound.
 func (r *Runner) claim(ctx context.Context, n int) ([]store.Lease, error) {
+	rooms, groups := r.rooms()
 	leases, err := r.opts.DB.Claim(ctx, store.ClaimParams{
 		Holder: r.opts.Holder, Kinds: r.kinds, Limit: n, LeaseTTL: r.opts.LeaseTTL, Now: r.now(),
+		KindLimits: rooms, GroupLimits: groups,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("reconcile: %w", err)
 	}
 	return leases, nil
+}
+
+// share is kind's share with the defaults filled in.
+func (r *Runner) share(kind string) Share {
+	sh := r.opts.Shares[kind]
+	if sh.Slots == 0 {
+		sh.Slots = r.opts.Concurrency
+		if len(r.kinds) > 1 {
+			sh.Slots = max(1, r.opts.Concurrency-1)
+		}
+	}
+	sh.Slots = min(sh.Slots, r.opts.Concurrency)
+	return sh
+}
+
+// rooms says how many more handlers of each kind may start now, and the group bounds.
+func (r *Runner) rooms() (map[string]int, map[string]int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rooms, groups := make(map[string]int, len(r.kinds)), map[string]int{}
+	for _, kind := range r.kinds {
+		sh := r.share(kind)
+		rooms[kind] = sh.Slots - r.running[kind]
+		if sh.PerGroup > 0 {
+			groups[kind] = sh.PerGroup
+		}
+	}
+	return rooms, groups
+}
+
+func (r *Runner) started1(kind string) {
+	r.mu.Lock()
+	r.running[kind]++
+	r.mu.Unlock()
+}
+
+func (r *Runner) finished(kind string) {
+	r.mu.Lock()
+	r.running[kind]--
+	r.mu.Unlock()
 }
 
 // acquireSlots blocks for one free handler slot, then takes every other free one; 0 means

@@ -11,14 +11,17 @@ import (
 // BMCPasswordSealed is the sealed password (seal.Keyring, bound to ID); nothing in this package
 // ever opens it.
 type MetalNode struct {
-	ID                string
-	TenantID          string
-	Name              string
-	State             string
-	StateEnteredAt    time.Time
-	Version           int64
-	PendingWork       string // MetalWorkNone, MetalWorkProbe or MetalWorkRetire
-	BMCAddress        string
+	ID             string
+	TenantID       string
+	Name           string
+	State          string
+	StateEnteredAt time.Time
+	Version        int64
+	PendingWork    string // MetalWorkNone, MetalWorkProbe or MetalWorkRetire
+	BMCAddress     string
+	// BMCHostKey is the address's normalised form that duplicate detection compares
+	// (netguard.HostKey), set at enrollment.
+	BMCHostKey        string
 	BMCPort           int
 	BMCProtocol       string
 	BMCUsername       string
@@ -49,7 +52,7 @@ const (
 	MetalNodeBMCKey  = "metal_nodes_bmc_key"
 )
 
-const metalNodeCols = `id, tenant_id, name, state, state_entered_at, version, pending_work, bmc_address, bmc_port,
+const metalNodeCols = `id, tenant_id, name, state, state_entered_at, version, pending_work, bmc_address, bmc_host_key, bmc_port,
 	bmc_protocol, bmc_username, bmc_password_sealed, bmc_insecure_tls, bmc_ca_cert_pem, bmc_legacy_boot, image,
 	last_error, failure_reason, last_answer, power_state, inventory, created_at, updated_at`
 
@@ -57,23 +60,26 @@ func scanMetalNode(r pgx.Row) (MetalNode, error) {
 	var n MetalNode
 	var port int64
 	err := r.Scan(&n.ID, &n.TenantID, &n.Name, &n.State, &n.StateEnteredAt, &n.Version, &n.PendingWork,
-		&n.BMCAddress, &port, &n.BMCProtocol, &n.BMCUsername, &n.BMCPasswordSealed, &n.BMCInsecureTLS,
+		&n.BMCAddress, &n.BMCHostKey, &port, &n.BMCProtocol, &n.BMCUsername, &n.BMCPasswordSealed, &n.BMCInsecureTLS,
 		&n.BMCCACertPEM, &n.BMCLegacyBoot, &n.Image, &n.LastError, &n.FailureReason, &n.LastAnswer,
 		&n.PowerState, &n.Inventory, &n.CreatedAt, &n.UpdatedAt)
 	n.BMCPort = int(port)
 	return n, err
 }
 
-// InsertMetalNode adds a node in n.State with n.PendingWork. A duplicate name or BMC within the
-// tenant is ErrConflict on MetalNodeNameKey or MetalNodeBMCKey.
+// InsertMetalNode adds a node in n.State with n.PendingWork. A duplicate name, or a duplicate BMC
+// (protocol, BMCHostKey and port) within the tenant, is ErrConflict on MetalNodeNameKey or
+// MetalNodeBMCKey. An empty BMCHostKey is the address's spelling normalised without resolving
+// (the API always sets it: netguard.HostKey).
 func InsertMetalNode(ctx context.Context, q Querier, n MetalNode) (MetalNode, error) {
 	return one(ctx, q, scanMetalNode,
 		`INSERT INTO metal_nodes (id, tenant_id, name, state, pending_work, bmc_address, bmc_port, bmc_protocol,
-		        bmc_username, bmc_password_sealed, bmc_insecure_tls, bmc_ca_cert_pem, bmc_legacy_boot)
-		 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+		        bmc_username, bmc_password_sealed, bmc_insecure_tls, bmc_ca_cert_pem, bmc_legacy_boot, bmc_host_key)
+		 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,
+		         coalesce(nullif($14, ''), lower(rtrim(btrim($6, '[]'), '.'))))
 		 RETURNING `+metalNodeCols,
 		n.ID, n.TenantID, n.Name, n.State, n.PendingWork, n.BMCAddress, int64(n.BMCPort), n.BMCProtocol,
-		n.BMCUsername, n.BMCPasswordSealed, n.BMCInsecureTLS, n.BMCCACertPEM, n.BMCLegacyBoot)
+		n.BMCUsername, n.BMCPasswordSealed, n.BMCInsecureTLS, n.BMCCACertPEM, n.BMCLegacyBoot, n.BMCHostKey)
 }
 
 // GetMetalNode reads a node by id alone; callers compare its tenant.

@@ -80,6 +80,24 @@ func Enqueue(ctx context.Context, tx pgx.Tx, kind, resourceID string, dueAt *tim
 	return nil
 }
 
+const sqlEnqueueGroup = `INSERT INTO work_items (kind, resource_id, due_at, generation, fair_group, created_at, updated_at)
+VALUES ($1, $2, coalesce($3::timestamptz, now()), 1, $4, now(), now())
+ON CONFLICT (kind, resource_id) DO UPDATE SET
+	due_at = CASE WHEN work_items.due_at IS NULL OR excluded.due_at < work_items.due_at
+		THEN excluded.due_at ELSE work_items.due_at END,
+	generation = work_items.generation + 1,
+	fair_group = excluded.fair_group,
+	updated_at = now()`
+
+// EnqueueGroup is Enqueue for work that belongs to a fairness group (the tenant, for metal
+// nodes): claims bound how many items of one group a runner holds at once (ClaimParams).
+func EnqueueGroup(ctx context.Context, tx pgx.Tx, kind, resourceID, group string, dueAt *time.Time) error {
+	if _, err := tx.Exec(ctx, sqlEnqueueGroup, kind, resourceID, dueAt, group); err != nil {
+		return fmt.Errorf("store: enqueue %s/%s: %w", kind, resourceID, TranslateError(err))
+	}
+	return nil
+}
+
 // ClaimParams selects and leases due work.
 type ClaimParams struct {
 	// Holder names the claiming replica; it is stored on the rows.
@@ -88,21 +106,62 @@ type ClaimParams struct {
 	Kinds []string
 	// Limit is the most rows to claim.
 	Limit int
+	// KindLimits bounds the rows claimed per kind (a kind absent: Limit; 0 or less: none), so
+	// that one kind's backlog cannot take every free slot of the caller.
+	KindLimits map[string]int
+	// GroupLimits bounds, per kind, how many items of one fairness group (EnqueueGroup) the
+	// holder may hold at once, the items it holds already included (a kind absent or 0: no
+	// bound). Items of a group at its bound are skipped, so the next group's get the slots.
+	GroupLimits map[string]int
 	// LeaseTTL is how long the lease lasts without renewal.
 	LeaseTTL time.Duration
 	// Now overrides the database clock (tests); zero means now().
 	Now time.Time
 }
 
-// The CTE is materialised on both engines (it locks), so LIMIT bounds the claim exactly.
-const sqlClaim = `WITH due AS (
-	SELECT kind, resource_id, lease_holder IS NOT NULL AS lapsed FROM work_items
-	WHERE kind = ANY($1::text[])
+// The claim, fair by kind and by group. lim has each kind's room and group bound. A kind
+// without a group bound takes its room of due rows, oldest first, through the due_at index
+// (plain). A kind with one (metal: a few rows) is ranked in full: held counts the items of each
+// (kind, group) this holder holds unexpired; open ranks the free due items within their group
+// after those; fair ranks, per kind, the ones within their group's bound; bounded locks those
+// within the kind's room. Rows another claimer has locked are skipped; the locking CTEs are
+// materialised on both engines, so the final LIMIT bounds the claim exactly.
+const sqlClaim = `WITH lim AS (
+	SELECT * FROM unnest($1::text[], $6::int8[], $7::int8[]) AS l(kind, kind_room, group_cap)
+), plain AS (
+	SELECT c.* FROM lim CROSS JOIN LATERAL (
+		SELECT w.kind, w.resource_id, w.due_at, w.lease_holder IS NOT NULL AS lapsed FROM work_items AS w
+		WHERE w.kind = lim.kind AND lim.group_cap <= 0
+			AND w.due_at <= coalesce($2::timestamptz, now())
+			AND (w.lease_expires_at IS NULL OR w.lease_expires_at <= coalesce($2::timestamptz, now()))
+		ORDER BY w.due_at
+		LIMIT lim.kind_room
+		FOR UPDATE SKIP LOCKED
+	) AS c
+), held AS (
+	SELECT w.kind, w.fair_group, count(*) AS n FROM work_items AS w JOIN lim ON lim.kind = w.kind
+	WHERE lim.group_cap > 0 AND w.lease_holder = $4 AND w.lease_expires_at > coalesce($2::timestamptz, now())
+	GROUP BY w.kind, w.fair_group
+), open AS (
+	SELECT w.kind, w.resource_id, w.due_at, lim.kind_room, lim.group_cap,
+		coalesce(held.n, 0) + row_number() OVER (PARTITION BY w.kind, w.fair_group ORDER BY w.due_at, w.resource_id) AS group_n
+	FROM work_items AS w JOIN lim ON lim.kind = w.kind
+	LEFT JOIN held ON held.kind = w.kind AND held.fair_group = w.fair_group
+	WHERE lim.group_cap > 0 AND w.due_at <= coalesce($2::timestamptz, now())
+		AND (w.lease_expires_at IS NULL OR w.lease_expires_at <= coalesce($2::timestamptz, now()))
+), fair AS (
+	SELECT kind, resource_id, kind_room, row_number() OVER (PARTITION BY kind ORDER BY due_at, resource_id) AS kind_n
+	FROM open WHERE group_n <= group_cap
+), bounded AS (
+	SELECT kind, resource_id, due_at, lease_holder IS NOT NULL AS lapsed FROM work_items
+	WHERE (kind, resource_id) IN (SELECT kind, resource_id FROM fair WHERE kind_n <= kind_room)
 		AND due_at <= coalesce($2::timestamptz, now())
 		AND (lease_expires_at IS NULL OR lease_expires_at <= coalesce($2::timestamptz, now()))
+	FOR UPDATE SKIP LOCKED
+), due AS (
+	SELECT kind, resource_id, lapsed FROM (SELECT * FROM plain UNION ALL SELECT * FROM bounded) AS d
 	ORDER BY due_at
 	LIMIT $3
-	FOR UPDATE SKIP LOCKED
 )
 UPDATE work_items AS w SET
 	lease_holder = $4,
@@ -113,14 +172,30 @@ FROM due
 WHERE w.kind = due.kind AND w.resource_id = due.resource_id
 RETURNING w.kind, w.resource_id, w.epoch, w.generation, w.attempts, w.lease_holder, w.lease_expires_at, due.lapsed`
 
-// Claim leases up to Limit due items of Kinds whose lease is free or expired, skipping rows
-// another claimer has locked, and grows each one's epoch. It runs as one statement (its own
+// Claim leases up to Limit due items of Kinds whose lease is free or expired, within each kind's
+// room and each group's bound, skipping rows another claimer has locked, and grows each one's
+// epoch. It runs as one statement (its own
 // transaction): a lease must be visible to other replicas as soon as it is granted.
 func (db *DB) Claim(ctx context.Context, p ClaimParams) ([]Lease, error) {
 	if p.Holder == "" || len(p.Kinds) == 0 || p.Limit <= 0 || p.LeaseTTL <= 0 {
 		return nil, fmt.Errorf("store: claim needs a holder, kinds, a positive limit and lease TTL")
 	}
-	rows, err := db.pool.Query(ctx, sqlClaim, p.Kinds, nowArg(p.Now), p.Limit, p.Holder, p.LeaseTTL.Microseconds())
+	var kinds []string
+	var rooms, caps []int64
+	for _, k := range p.Kinds {
+		room, ok := p.KindLimits[k]
+		if !ok {
+			room = p.Limit
+		}
+		if room <= 0 {
+			continue
+		}
+		kinds, rooms, caps = append(kinds, k), append(rooms, int64(min(room, p.Limit))), append(caps, int64(p.GroupLimits[k]))
+	}
+	if len(kinds) == 0 {
+		return nil, nil
+	}
+	rows, err := db.pool.Query(ctx, sqlClaim, kinds, nowArg(p.Now), p.Limit, p.Holder, p.LeaseTTL.Microseconds(), rooms, caps)
 	if err != nil {
 		return nil, fmt.Errorf("store: claim: %w", TranslateError(err))
 	}

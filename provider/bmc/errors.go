@@ -62,7 +62,7 @@ var retryableKinds = map[error]bool{ErrUnreachable: true, ErrTimeout: true, ErrB
 // newError classifies raw and builds a scrubbed *Error.
 func newError(step Step, raw error, s scrubber) *Error {
 	kind := classify(raw)
-	return &Error{Step: step, Kind: kind, Retryable: retryableKinds[kind], msg: s.clean(raw.Error())}
+	return &Error{Step: step, Kind: kind, Retryable: retryableKinds[kind], msg: s.clean(foreignSafe(raw))}
 }
 
 // statusPattern finds an HTTP status in a driver's message ("401: {...}" from gofish).

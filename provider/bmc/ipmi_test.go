@@ -1,16 +1,17 @@
 package bmc
 
 import (
+	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"better-compute.dev/compute/metal"
+	"better-compute.dev/compute/provider/bmc/redfishsim"
 )
 
 const (
@@ -174,7 +175,64 @@ func checkMessage(t *testing.T, err error) {
 	}
 }
 
-func (s *ipmiSim) file(name string) string {
-	b, _ := os.ReadFile(filepath.Join(s.dir, name))
-	return strings.TrimSpace(string(b))
+// TestIPMIStopsAtTheCheck: an IPMI run asks the check (the metal reconciler's "has the node
+// moved", which an abort answers) before every ipmitool command; once it refuses, the run stops
+// with ErrStopped and no further command reaches the BMC.
+func TestIPMIStopsAtTheCheck(t *testing.T) {
+	t.Parallel()
+	requireIPMISim(t)
+	sim := startIPMISim(t)
+	sim.setPower(false)
+	sim.resetLogs()
+	var asked atomic.Int32
+	check := func(context.Context) error {
+		if asked.Add(1) > 3 {
+			return errors.New("the node was aborted")
+		}
+		return nil
+	}
+	_, err := sim.runner().RunChecked(testCtx(t), sim.target, metal.WorkflowInspect, check)
+	if !errors.Is(err, ErrStopped) || !Retryable(err) {
+		t.Fatalf("run: %v, want stopped", err)
+	}
+	// Asked before each of the two power reads and between steps; the fourth answer refuses the
+	// power-on, which never goes out.
+	if diff := cmp.Diff(seq(ipStatus, ipStatus), sim.commands(t)); diff != "" {
+		t.Errorf("ipmitool commands after the check refused (-want +got):\n%s", diff)
+	}
+}
+
+// TestProbeEveryKind: the probe (enrollment, new credentials) logs in and reads the power on
+// each kind of BMC: Redfish in both layouts and IPMI, changing nothing.
+func TestProbeEveryKind(t *testing.T) {
+	t.Parallel()
+	for _, layout := range []redfishsim.Layout{redfishsim.LayoutClassic, redfishsim.LayoutNamed} {
+		t.Run("redfish-"+string(layout), func(t *testing.T) {
+			t.Parallel()
+			sim, target := newSimWith(t, redfishsim.Config{Layout: layout, PowerState: redfishsim.PowerOn, Username: "operator", Password: testPassword})
+			rep, err := (&Runner{Outbound: testOutbound}).Probe(testCtx(t), target)
+			if err != nil || rep.PowerAfter != PowerOn {
+				t.Fatalf("probe: %v, power %q", err, rep.PowerAfter)
+			}
+			if got := sim.Actions(); len(got) != 0 {
+				t.Errorf("the probe changed the machine: %v", got)
+			}
+		})
+	}
+	t.Run("ipmi", func(t *testing.T) {
+		t.Parallel()
+		requireIPMISim(t)
+		sim := startIPMISim(t)
+		sim.setPower(true)
+		sim.resetLogs()
+		rep, err := sim.runner().Probe(testCtx(t), sim.target)
+		if err != nil || rep.PowerAfter != PowerOn {
+			t.Fatalf("probe: %v, power %q", err, rep.PowerAfter)
+		}
+		for _, c := range sim.commands(t) {
+			if c != ipStatus {
+				t.Errorf("the probe sent %q", c)
+			}
+		}
+	})
 }

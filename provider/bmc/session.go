@@ -6,13 +6,17 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"os"
+	"strconv"
+	"strings"
 	"time"
 
 	bmclib "github.com/bmc-toolbox/bmclib/v2"
 	"github.com/go-logr/logr"
+	gfcommon "github.com/stmcginnis/gofish/common"
 )
 
 // conn is one run's connection to a BMC, used by that run on one goroutine. Redfish goes
@@ -148,7 +152,7 @@ func (s *session) answer(call, answer string, err error) {
 		s.report.Provider = p
 	}
 	if err != nil {
-		answer = err.Error()
+		answer = foreignSafe(err)
 	}
 	s.report.LastAnswer = s.scrub.clean(call + ": " + answer)
 }
@@ -170,14 +174,125 @@ func guardedHTTPClient(g *gate, t timeouts, tlsCfg *tls.Config) *http.Client {
 		tlsCfg = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // WithSecureTLS turns verification on unless the target says InsecureTLS
 	}
 	return &http.Client{
-		Timeout: t.step,
+		// Each request, its body included, is bounded on its own. bmclib replaces this with what
+		// is left of its call's context for the requests it sends; idleBounded below bounds
+		// those by the request timeout without progress.
+		Timeout: t.request,
 		Jar:     jar,
 		Transport: &http.Transport{
 			TLSClientConfig:       tlsCfg,
 			DisableKeepAlives:     true,
-			DialContext:           g.dialContext(g.outbound.Dialer(t.request).DialContext),
+			DialContext:           idleBounded(g.dialContext(g.outbound.Dialer(t.request).DialContext), t.request),
 			TLSHandshakeTimeout:   t.request,
 			ResponseHeaderTimeout: t.request,
 		},
 	}
+}
+
+// idleBounded makes every read and write on a dialed connection fail once it has waited a
+// request timeout without progress. bmclib sets the HTTP client's overall timeout to what is left
+// of the call's context (a step), so without this a BMC that sends its headers and then stalls
+// the body would hold the slot for a step.
+func idleBounded(dial func(ctx context.Context, network, addr string) (net.Conn, error), d time.Duration) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return &idleConn{Conn: c, idle: d}, nil
+	}
+}
+
+// idleConn is a connection whose every read and write has a deadline idle from now.
+type idleConn struct {
+	net.Conn
+	idle time.Duration
+}
+
+func (c *idleConn) Read(b []byte) (int, error) {
+	if err := c.Conn.SetReadDeadline(time.Now().Add(c.idle)); err != nil {
+		return 0, err
+	}
+	return c.Conn.Read(b)
+}
+
+func (c *idleConn) Write(b []byte) (int, error) {
+	if err := c.Conn.SetWriteDeadline(time.Now().Add(c.idle)); err != nil {
+		return 0, err
+	}
+	return c.Conn.Write(b)
+}
+
+// foreignSafe is err's text with the body of every refused request replaced: the Redfish
+// client quotes a refused request's answer in its error ("401: <the body>"), which becomes the
+// node's lastError and last answer, shown to the tenant. A BMC address is named by the tenant,
+// so what answers there may be any service (an internal admin page, a metadata service): only
+// the code and messages of a Redfish error object are kept, each cut short; any other body is
+// described by its size.
+func foreignSafe(err error) string {
+	msg := err.Error()
+	for _, ge := range gofishErrors(err, nil, 0) {
+		msg = strings.ReplaceAll(msg, ge.Error(), strconv.Itoa(ge.HTTPReturnedStatusCode)+": "+redfishErrorSummary(ge))
+	}
+	return msg
+}
+
+// gofishErrors collects the gofish HTTP errors in err's tree (bmclib joins the drivers' errors
+// in a multierror and wraps them with messages).
+func gofishErrors(err error, out []*gfcommon.Error, depth int) []*gfcommon.Error {
+	if err == nil || depth > 32 {
+		return out
+	}
+	if ge, ok := err.(*gfcommon.Error); ok && ge.HTTPReturnedStatusCode != 0 {
+		out = append(out, ge)
+	}
+	switch u := err.(type) {
+	case interface{ WrappedErrors() []error }:
+		for _, e := range u.WrappedErrors() {
+			out = gofishErrors(e, out, depth+1)
+		}
+	case interface{ Unwrap() []error }:
+		for _, e := range u.Unwrap() {
+			out = gofishErrors(e, out, depth+1)
+		}
+	case interface{ Unwrap() error }:
+		out = gofishErrors(u.Unwrap(), out, depth+1)
+	case interface{ Cause() error }:
+		out = gofishErrors(u.Cause(), out, depth+1)
+	}
+	return out
+}
+
+// redfishErrorSummary is the code and messages of a Redfish error object (DSP0266's "error"
+// with "@Message.ExtendedInfo"), or a description of a body that is not one.
+func redfishErrorSummary(ge *gfcommon.Error) string {
+	if ge.Code == "" {
+		// gofish could not read a Redfish error: its Message is the raw body.
+		return fmt.Sprintf("(an answer that is not a Redfish error, %d bytes)", len(ge.Message))
+	}
+	parts := []string{short(ge.Code)}
+	if ge.Message != "" {
+		parts = append(parts, short(ge.Message))
+	}
+	for i, e := range ge.ExtendedInfos {
+		if i == 3 {
+			break
+		}
+		parts = append(parts, strings.TrimSpace(short(e.MessageID)+" "+short(e.Message)))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// short cuts a message field to 200 bytes of printable text.
+func short(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, s)
+	if len(s) > 200 {
+		s = strings.ToValidUTF8(s[:200], "") + "..."
+	}
+	return s
 }

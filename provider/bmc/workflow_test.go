@@ -61,45 +61,49 @@ func TestWorkflowsAgainstSimulator(t *testing.T) {
 		{"retire an off node sends nothing", metal.WorkflowRetire, off, false,
 			nil, nil, PowerOff, [2]string{"None", "Disabled"}},
 	} {
-		t.Run(tc.reason, func(t *testing.T) {
-			t.Parallel()
-			sim, target := newSim(t, tc.power, testPassword)
-			target.LegacyBoot = tc.legacy
-			rep, err := (&Runner{Outbound: testOutbound}).Run(testCtx(t), target, tc.workflow)
-			if err != nil {
-				t.Fatalf("Run: %v (report %+v)", err, rep)
-			}
-			if diff := cmp.Diff(tc.actions, sim.Actions()); diff != "" {
-				t.Errorf("BMC actions (-want +got):\n%s", diff)
-			}
-			if diff := cmp.Diff(tc.boots, sim.Boots()); diff != "" {
-				t.Errorf("boots (-want +got):\n%s", diff)
-			}
-			wantSteps := append([]Step{StepOpen, StepPowerState}, Plan(tc.workflow)...)
-			if diff := cmp.Diff(wantSteps, stepNames(rep)); diff != "" {
-				t.Errorf("report steps (-want +got):\n%s", diff)
-			}
-			if rep.Provider != DriverGofish || rep.FailedStep != "" || rep.LastAnswer == "" {
-				t.Errorf("report provider %q failed %q last answer %q", rep.Provider, rep.FailedStep, rep.LastAnswer)
-			}
-			wantBefore := PowerOff
-			if tc.power == on {
-				wantBefore = PowerOn
-			}
-			if rep.PowerBefore != wantBefore || rep.PowerAfter != tc.powerAfter {
-				t.Errorf("power before/after = %s/%s, want %s/%s", rep.PowerBefore, rep.PowerAfter, wantBefore, tc.powerAfter)
-			}
-			if target, enabled, _ := sim.Boot(); [2]string{target, enabled} != tc.bootAfter {
-				t.Errorf("boot override at the end = %s/%s, want %v", target, enabled, tc.bootAfter)
-			}
-			if n := sim.SessionCount(); n != 0 {
-				t.Errorf("%d sessions left open: the run must log out", n)
-			}
-			hasInventory := tc.workflow == metal.WorkflowInspect || tc.workflow == metal.WorkflowCommission
-			if (rep.Inventory != nil) != hasInventory {
-				t.Errorf("inventory = %+v, want present=%v", rep.Inventory, hasInventory)
-			}
-		})
+		// Every workflow on both layouts: the classic ids bmclib's vendor paths know, and the
+		// DMTF-mockup-like layout (Systems/node-a7) found only through the collections.
+		for _, layout := range []redfishsim.Layout{redfishsim.LayoutClassic, redfishsim.LayoutNamed} {
+			t.Run(string(layout)+"/"+tc.reason, func(t *testing.T) {
+				t.Parallel()
+				sim, target := newSimWith(t, redfishsim.Config{Layout: layout, PowerState: tc.power, Username: "operator", Password: testPassword})
+				target.LegacyBoot = tc.legacy
+				rep, err := (&Runner{Outbound: testOutbound}).Run(testCtx(t), target, tc.workflow)
+				if err != nil {
+					t.Fatalf("Run: %v (report %+v)", err, rep)
+				}
+				if diff := cmp.Diff(tc.actions, sim.Actions()); diff != "" {
+					t.Errorf("BMC actions (-want +got):\n%s", diff)
+				}
+				if diff := cmp.Diff(tc.boots, sim.Boots()); diff != "" {
+					t.Errorf("boots (-want +got):\n%s", diff)
+				}
+				wantSteps := append([]Step{StepOpen, StepPowerState}, Plan(tc.workflow)...)
+				if diff := cmp.Diff(wantSteps, stepNames(rep)); diff != "" {
+					t.Errorf("report steps (-want +got):\n%s", diff)
+				}
+				if rep.Provider != DriverGofish || rep.FailedStep != "" || rep.LastAnswer == "" {
+					t.Errorf("report provider %q failed %q last answer %q", rep.Provider, rep.FailedStep, rep.LastAnswer)
+				}
+				wantBefore := PowerOff
+				if tc.power == on {
+					wantBefore = PowerOn
+				}
+				if rep.PowerBefore != wantBefore || rep.PowerAfter != tc.powerAfter {
+					t.Errorf("power before/after = %s/%s, want %s/%s", rep.PowerBefore, rep.PowerAfter, wantBefore, tc.powerAfter)
+				}
+				if target, enabled, _ := sim.Boot(); [2]string{target, enabled} != tc.bootAfter {
+					t.Errorf("boot override at the end = %s/%s, want %v", target, enabled, tc.bootAfter)
+				}
+				if n := sim.SessionCount(); n != 0 {
+					t.Errorf("%d sessions left open: the run must log out", n)
+				}
+				hasInventory := tc.workflow == metal.WorkflowInspect || tc.workflow == metal.WorkflowCommission
+				if (rep.Inventory != nil) != hasInventory {
+					t.Errorf("inventory = %+v, want present=%v", rep.Inventory, hasInventory)
+				}
+			})
+		}
 	}
 }
 

@@ -46,6 +46,7 @@ type envOptions struct {
 	logger      *slog.Logger     // every component logs here (default discard)
 	runnerHook  *slog.Logger     // the BMC runner's logger, when a test hooks it
 	reconcilerO metalrec.Options // MaxAttempts, Now
+	ipmiTool    string           // the ipmitool the BMC runner calls (default: on PATH)
 }
 
 func newEnv(t *testing.T, o envOptions) *env {
@@ -94,7 +95,7 @@ func (e *env) runner(t *testing.T, o envOptions) *reconcile.Runner {
 	}
 	ro := o.reconcilerO
 	ro.DB, ro.Keyring, ro.Logger = e.db, e.ring, o.logger
-	ro.Runner = &bmc.Runner{Logger: o.logger, Outbound: netguard.Policy{Allow: netguard.AllowLoopback()}}
+	ro.Runner = &bmc.Runner{Logger: o.logger, Outbound: netguard.Policy{Allow: netguard.AllowLoopback()}, IPMITool: o.ipmiTool}
 	if o.runnerHook != nil {
 		ro.Runner.Logger = o.runnerHook
 	}

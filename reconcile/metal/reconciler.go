@@ -39,6 +39,19 @@ const Kind = "metal.nodes"
 // that, a BMC that is gone does not.
 const DefaultMaxAttempts = 8
 
+// DefaultShare is the metal kind's share of a runner with concurrency slots (0: the runner's
+// default): half of them, and one tenant at most half of those (each at least one). A BMC that
+// accepts connections and never answers holds its slot for a request timeout (provider/bmc),
+// and up to its step's retries after that; the share keeps such BMCs from holding the slots the
+// other kinds (load balancers) and the other tenants' nodes need.
+func DefaultShare(concurrency int) reconcile.Share {
+	if concurrency <= 0 {
+		concurrency = reconcile.DefaultConcurrency
+	}
+	slots := max(1, concurrency/2)
+	return reconcile.Share{Slots: slots, PerGroup: max(1, slots/2)}
+}
+
 // Options configure a Reconciler. DB, Keyring and Runner are required.
 type Options struct {
 	DB      *store.DB
