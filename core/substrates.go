@@ -7,6 +7,7 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 
@@ -17,6 +18,7 @@ import (
 	"better-compute.dev/compute/authz"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
 	"better-compute.dev/compute/ids"
+	"better-compute.dev/compute/lifecycle"
 	"better-compute.dev/compute/seal"
 	"better-compute.dev/compute/store"
 )
@@ -34,15 +36,15 @@ const SubstrateNodePrefix = "snode_"
 // alone.
 const (
 	// The pool's policy named a substrate (first time, or again after a teardown).
-	EventSubstrateCreated = "poolSubstrate.created"
+	EventSubstrateCreated = lifecycle.EventSubstrateCreated
 	// The cluster is running, its node pools match the flavors and bcd's DaemonSet is applied.
-	EventSubstrateReady = "poolSubstrate.ready"
+	EventSubstrateReady = lifecycle.EventSubstrateReady
 	// The substrate is in error (data.error says why).
-	EventSubstrateError = "poolSubstrate.error"
+	EventSubstrateError = lifecycle.EventSubstrateError
 	// While ready, the cluster or its node pools changed (a resize, a flavor added or removed).
-	EventSubstrateUpdated = "poolSubstrate.updated"
+	EventSubstrateUpdated = lifecycle.EventSubstrateUpdated
 	// The teardown finished: what the substrate made is gone.
-	EventSubstrateDeleted = "poolSubstrate.deleted"
+	EventSubstrateDeleted = lifecycle.EventSubstrateDeleted
 )
 
 // AppendSubstrateEvent writes an event of a substrate in the caller's transaction, with the
@@ -62,8 +64,11 @@ func AppendSubstrateEvent(ctx context.Context, tx pgx.Tx, sub store.Substrate, t
 	if typ == EventSubstrateError {
 		data["error"] = sub.LastError
 	}
-	_, err := store.AppendEvent(ctx, tx, store.Event{TenantID: sub.TenantID, ID: ids.New(ids.Event), Type: typ, ResourceID: sub.ID, Data: data})
-	return err
+	t, ok := lifecycle.Substrate.TransitionOf(typ)
+	if !ok {
+		return fmt.Errorf("core: %s is no event of a substrate's lifecycle", typ)
+	}
+	return lifecycle.Substrate.Apply(ctx, tx, t, lifecycle.Subject{TenantID: sub.TenantID, PoolID: sub.PoolID, ID: sub.ID}, data)
 }
 
 // joinTokenPrefix marks join tokens, so one found in a log or a paste is recognisable.

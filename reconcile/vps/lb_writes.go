@@ -3,8 +3,7 @@ package vps
 import (
 	"slices"
 
-	"better-compute.dev/compute/core"
-	"better-compute.dev/compute/ids"
+	"better-compute.dev/compute/lifecycle"
 	"better-compute.dev/compute/provider"
 	"better-compute.dev/compute/redact"
 	"better-compute.dev/compute/store"
@@ -63,7 +62,7 @@ func (w *writer) forgetLB(read store.LoadBalancer) error {
 
 // observeLB records what the provider holds: its id, addresses, the applied version and what
 // it reaches; with ready it also moves the row to ready, publishing providerLoadBalancer.ready
-// and opening the usage when it was not ready before.
+// and opening the usage when it was not ready before (lifecycle.LoadBalancer's Ready).
 func (w *writer) observeLB(read store.LoadBalancer, obs *provider.LoadBalancer, want desiredLB, applied int64, ready bool) error {
 	cur, changed, err := w.currentLB(read)
 	if err != nil {
@@ -102,12 +101,7 @@ func (w *writer) observeLB(read store.LoadBalancer, obs *provider.LoadBalancer, 
 	if o.State != "ready" || cur.State == "ready" {
 		return nil
 	}
-	if err := store.StartUsage(w.ctx, w.tx, store.UsageRecord{
-		ID: ids.New(ids.UsageRecord), TenantID: cur.TenantID, Meter: core.MeterLoadBalancerHours, ResourceID: cur.ID,
-	}); err != nil {
-		return err
-	}
-	return w.event(cur.TenantID, core.EventLBReady, cur.ID, map[string]any{"address": o.Address, "addressV6": o.AddressV6})
+	return w.lb(lifecycle.Ready, cur, map[string]any{"address": o.Address, "addressV6": o.AddressV6})
 }
 
 // sameObservation reports whether writing o would change nothing (steady periodic passes then
@@ -142,7 +136,7 @@ func (w *writer) errorLB(read store.LoadBalancer, obs *provider.LoadBalancer, ms
 	if _, err := store.RecordLoadBalancerObservation(w.ctx, w.tx, o); err != nil {
 		return err
 	}
-	return w.event(cur.TenantID, core.EventLBError, cur.ID, map[string]any{"error": msg})
+	return w.lb(lifecycle.Error, cur, map[string]any{"error": msg})
 }
 
 // lbLastError shows a retryable failure on the row without changing its state.
@@ -156,7 +150,8 @@ func (w *writer) lbLastError(read store.LoadBalancer, msg string) error {
 }
 
 // deletedLB records the load balancer deleted, closes its usage, refunds its quota and
-// publishes providerLoadBalancer.deleted: once, since only a deleting row moves to deleted.
+// publishes providerLoadBalancer.deleted (lifecycle.LoadBalancer's Deleted): once, since only a
+// deleting row moves to deleted.
 func (w *writer) deletedLB(read store.LoadBalancer) error {
 	cur, _, err := w.currentLB(read)
 	if err != nil {
@@ -171,11 +166,5 @@ func (w *writer) deletedLB(read store.LoadBalancer) error {
 	if _, err := store.RecordLoadBalancerObservation(w.ctx, w.tx, o); err != nil {
 		return err
 	}
-	if err := store.StopUsage(w.ctx, w.tx, core.MeterLoadBalancerHours, cur.ID); err != nil {
-		return err
-	}
-	if err := store.RefundQuota(w.ctx, w.tx, cur.PoolID, cur.TenantID, core.QuotaLoadBalancers); err != nil {
-		return err
-	}
-	return w.event(cur.TenantID, core.EventLBDeleted, cur.ID, map[string]any{"name": cur.Name})
+	return w.lb(lifecycle.Deleted, cur, map[string]any{"name": cur.Name})
 }
