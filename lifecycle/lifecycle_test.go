@@ -3,8 +3,10 @@ package lifecycle_test
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -302,5 +304,50 @@ func readSeed(t *testing.T) string {
 			t.Log("the seed is not beside this checkout: its statements are checked against the table only")
 			return ""
 		}
+	}
+}
+
+// TestNoRuleOutsideTheTable: outside store (which runs the statements) and this package, no
+// production code books or refunds quota, opens or closes a meter, or appends an event: every
+// one of those is a lifecycle transition, so a new one gets its row in a table.
+func TestNoRuleOutsideTheTable(t *testing.T) {
+	direct := regexp.MustCompile(`\.(AppendEvent|StartUsage|StopUsage|RefundQuota|BookQuota|ReserveQuota)\(`)
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	skip := map[string]bool{"gen": true, "store": true, "lifecycle": true, "sdk": true, "web": true, "node_modules": true}
+	files := 0
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		if d.IsDir() {
+			if skip[rel] || strings.HasPrefix(d.Name(), ".") && rel != "." {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		files++
+		for i, line := range strings.Split(string(raw), "\n") {
+			if code, _, _ := strings.Cut(line, "//"); direct.MatchString(code) {
+				t.Errorf("%s:%d writes a lifecycle effect directly (call lifecycle): %s", rel, i+1, strings.TrimSpace(line))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if files < 50 {
+		t.Fatalf("looked at %d Go files only", files)
 	}
 }
