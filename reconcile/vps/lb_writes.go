@@ -62,7 +62,7 @@ func (w *writer) forgetLB(read store.LoadBalancer) error {
 
 // observeLB records what the provider holds: its id, addresses, the applied version and what
 // it reaches; with ready it also moves the row to ready, publishing providerLoadBalancer.ready
-// and opening the usage when it was not ready before (lifecycle.LoadBalancer's Ready).
+// and opening the usage when it was not ready before.
 func (w *writer) observeLB(read store.LoadBalancer, obs *provider.LoadBalancer, want desiredLB, applied int64, ready bool) error {
 	cur, changed, err := w.currentLB(read)
 	if err != nil {
@@ -150,8 +150,7 @@ func (w *writer) lbLastError(read store.LoadBalancer, msg string) error {
 }
 
 // deletedLB records the load balancer deleted, closes its usage, refunds its quota and
-// publishes providerLoadBalancer.deleted (lifecycle.LoadBalancer's Deleted): once, since only a
-// deleting row moves to deleted.
+// publishes providerLoadBalancer.deleted: once, since only a deleting row moves to deleted.
 func (w *writer) deletedLB(read store.LoadBalancer) error {
 	cur, _, err := w.currentLB(read)
 	if err != nil {
