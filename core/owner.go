@@ -8,7 +8,9 @@ import (
 	"better-compute.dev/compute/store"
 )
 
-// tableOf maps an authorization object type to the table that records its tenant.
+// tableOf maps an authorization object type to the table that records its tenant: the one list
+// of the owned tables (store.OwnerOf reads whichever it is given; TestOwnedTables checks each
+// answers).
 var tableOf = map[string]string{
 	authz.TypeProviderLoadBalancer: "load_balancers",
 	authz.TypeInstance:             "instances",

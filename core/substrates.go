@@ -47,6 +47,38 @@ const (
 	EventSubstrateDeleted = lifecycle.EventSubstrateDeleted
 )
 
+// Event types of a substrate's node pools (one bc-<pool>-<flavor> per flavor). The resource id
+// is the substrate's, so following the substrate follows its node pools too; data carries the
+// pool id, the cluster id and the node pool (name, flavor, size, count, id, ready).
+const (
+	// The node pool was made on the cluster (or found there by name) and recorded.
+	EventSubstrateNodePoolCreated = "poolSubstrate.nodePool.created"
+	// Every node of the node pool is running (after it was made or resized).
+	EventSubstrateNodePoolReady = "poolSubstrate.nodePool.ready"
+	// The provider refused to make or resize the node pool (data.error says why); the
+	// substrate is in error with the same reason.
+	EventSubstrateNodePoolError = "poolSubstrate.nodePool.error"
+	// The node pool's count, size or provider id changed (a resize, or made again at a new size).
+	EventSubstrateNodePoolUpdated = "poolSubstrate.nodePool.updated"
+	// The node pool is gone: no flavor wants it any more, or the substrate was torn down.
+	EventSubstrateNodePoolDeleted = "poolSubstrate.nodePool.deleted"
+)
+
+// AppendSubstrateNodePoolEvent writes an event of one of a substrate's node pools in the
+// caller's transaction; errMsg is the refusal of a nodePool.error, "" otherwise.
+func AppendSubstrateNodePoolEvent(ctx context.Context, tx pgx.Tx, sub store.Substrate, np store.SubstrateNodePool, typ, errMsg string) error {
+	data := map[string]any{"poolId": sub.PoolID, "clusterId": sub.ClusterID, "nodePool": nodePoolData(np)}
+	if errMsg != "" {
+		data["error"] = errMsg
+	}
+	_, err := store.AppendEvent(ctx, tx, store.Event{TenantID: sub.TenantID, ID: ids.New(ids.Event), Type: typ, ResourceID: sub.ID, Data: data})
+	return err
+}
+
+func nodePoolData(np store.SubstrateNodePool) map[string]any {
+	return map[string]any{"name": np.Name, "flavor": np.Flavor, "size": np.Size, "count": float64(np.Count), "id": np.ProviderID, "ready": np.Ready}
+}
+
 // AppendSubstrateEvent writes an event of a substrate in the caller's transaction, with the
 // pool id and, for every type but created and deleted, the cluster and its node pools.
 func AppendSubstrateEvent(ctx context.Context, tx pgx.Tx, sub store.Substrate, typ string) error {
@@ -57,7 +89,7 @@ func AppendSubstrateEvent(ctx context.Context, tx pgx.Tx, sub store.Substrate, t
 		data["clusterOrigin"] = clusterOrigin(sub)
 		pools := make([]any, 0, len(sub.NodePools))
 		for _, np := range sub.NodePools {
-			pools = append(pools, map[string]any{"name": np.Name, "flavor": np.Flavor, "size": np.Size, "count": float64(np.Count), "id": np.ProviderID})
+			pools = append(pools, nodePoolData(np))
 		}
 		data["nodePools"] = pools
 	}

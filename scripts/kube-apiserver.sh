@@ -1,57 +1,219 @@
 #!/usr/bin/env bash
-# Builds (once) a kube-apiserver and etcd for the real-API-server test tier and prints the
-# directory that holds both binaries. The build is cached under $HOME/.cache/better-compute,
-# so only the first run pays for it (minutes on two cores).
+# The real-API-server test tier: builds (once) a kube-apiserver and links etcd, and starts or
+# stops the pair on 127.0.0.1 for a test run.
 #
 # kube-apiserver comes from the k8s.io/kubernetes module source: its go.mod replaces the
 # k8s.io staging modules with local paths and ships a go.work and vendor/, so the script points
 # those modules at their published v0.X.Y versions (same minor and patch as the v1.X.Y tag)
-# and builds in module mode. etcd comes from Debian's etcd-server package.
+# and builds in module mode. etcd comes from Debian's etcd-server package. The build is cached
+# under $HOME/.cache/better-compute, so only the first run pays for it (minutes on two cores).
 #
-# Usage: scripts/kube-apiserver.sh            build or reuse, print the bin dir
-#        KUBE_VERSION=v1.37.2 scripts/kube-apiserver.sh
+# Usage:
+#   scripts/kube-apiserver.sh [build]   build or reuse; print the bin dir
+#   scripts/kube-apiserver.sh bin       print the bin dir if both binaries are there, else exit 3
+#   scripts/kube-apiserver.sh start DIR start etcd + kube-apiserver with state, certificates and
+#                                       logs in DIR; print DIR/kubeconfig (cluster-admin by a
+#                                       client certificate) once /readyz answers ok. Exit 3 when
+#                                       the binaries are not built. Ports: ETCD_PORT, ETCD_PEER_PORT,
+#                                       APISERVER_PORT (defaults 23790, 23800, 26443); with
+#                                       WATCH_PID set, both stop when that process exits.
+#   scripts/kube-apiserver.sh stop DIR  stop what start DIR started
+# KUBE_VERSION (default v1.37.2) picks the tag.
 set -euo pipefail
 version="${KUBE_VERSION:-v1.37.2}"
 cache="${HOME}/.cache/better-compute/kube-apiserver-${version}"
 bin="${cache}/bin"
-if [ -x "${bin}/kube-apiserver" ] && [ -x "${bin}/etcd" ]; then
-  echo "${bin}"
-  exit 0
-fi
-mkdir -p "${bin}"
+mode="${1:-build}"
 
-# etcd: Debian's package, linked into the cache dir so the test finds both in one place.
-if ! command -v etcd >/dev/null; then
-  if [ "$(id -u)" = 0 ]; then
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq etcd-server >/dev/null 2>&1 ||
-      { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq etcd-server >/dev/null; }
-  else
-    echo "kube-apiserver.sh: etcd is not installed (apt-get install -y etcd-server)" >&2
-    exit 1
+built() { [ -x "${bin}/kube-apiserver" ] && [ -x "${bin}/etcd" ]; }
+
+build() {
+  if built; then
+    return 0
   fi
-fi
-ln -sf "$(command -v etcd)" "${bin}/etcd"
+  mkdir -p "${bin}"
+  # etcd: Debian's package, linked into the cache dir so the test finds both in one place.
+  if ! command -v etcd >/dev/null; then
+    if [ "$(id -u)" = 0 ]; then
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq etcd-server >/dev/null 2>&1 ||
+        { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq etcd-server >/dev/null; }
+    else
+      echo "kube-apiserver.sh: etcd is not installed (apt-get install -y etcd-server)" >&2
+      exit 1
+    fi
+  fi
+  ln -sf "$(command -v etcd)" "${bin}/etcd"
 
-if [ ! -x "${bin}/kube-apiserver" ]; then
-  export GOFLAGS=-mod=mod GOWORK=off
-  src_dir=$(go mod download -json "k8s.io/kubernetes@${version}" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
-  [ -n "${src_dir}" ] || { echo "kube-apiserver.sh: cannot download k8s.io/kubernetes@${version}" >&2; exit 1; }
-  work="${cache}/src"
-  rm -rf "${work}"
-  cp -r "${src_dir}" "${work}"
-  chmod -R u+w "${work}"
-  cd "${work}"
-  rm -rf vendor go.work go.work.sum
-  staging_version="v0${version#v1}"
-  # Every replace onto ./staging/... becomes a require of the published module.
-  edits=()
-  while read -r mod; do
-    edits+=("-dropreplace=${mod}" "-require=${mod}@${staging_version}")
-  done < <(sed -n 's#^[[:space:]]*\(k8s\.io/[^ ]*\) => \./staging/.*#\1#p' go.mod)
-  [ "${#edits[@]}" -gt 0 ] || { echo "kube-apiserver.sh: no staging replaces found in go.mod" >&2; exit 1; }
-  go mod edit "${edits[@]}"
-  go build -trimpath -o "${bin}/kube-apiserver.tmp" ./cmd/kube-apiserver
-  mv "${bin}/kube-apiserver.tmp" "${bin}/kube-apiserver"
-  cd / && rm -rf "${work}"
-fi
-echo "${bin}"
+  if [ ! -x "${bin}/kube-apiserver" ]; then
+    (
+      export GOFLAGS=-mod=mod GOWORK=off
+      src_dir=$(go mod download -json "k8s.io/kubernetes@${version}" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+      [ -n "${src_dir}" ] || { echo "kube-apiserver.sh: cannot download k8s.io/kubernetes@${version}" >&2; exit 1; }
+      work="${cache}/src"
+      rm -rf "${work}"
+      cp -r "${src_dir}" "${work}"
+      chmod -R u+w "${work}"
+      cd "${work}"
+      rm -rf vendor go.work go.work.sum
+      staging_version="v0${version#v1}"
+      # Every replace onto ./staging/... becomes a require of the published module.
+      edits=()
+      while read -r mod; do
+        edits+=("-dropreplace=${mod}" "-require=${mod}@${staging_version}")
+      done < <(sed -n 's#^[[:space:]]*\(k8s\.io/[^ ]*\) => \./staging/.*#\1#p' go.mod)
+      [ "${#edits[@]}" -gt 0 ] || { echo "kube-apiserver.sh: no staging replaces found in go.mod" >&2; exit 1; }
+      go mod edit "${edits[@]}"
+      go build -trimpath -ldflags "-X k8s.io/component-base/version.gitVersion=${version}" \
+        -o "${bin}/kube-apiserver.tmp" ./cmd/kube-apiserver
+      mv "${bin}/kube-apiserver.tmp" "${bin}/kube-apiserver"
+      cd / && rm -rf "${work}"
+    )
+  fi
+}
+
+# certs DIR: a CA, the API server's serving certificate for 127.0.0.1, a cluster-admin client
+# certificate (group system:masters) and the service account signing key pair.
+certs() {
+  local d="$1/pki"
+  mkdir -p "${d}"
+  (
+    cd "${d}"
+    openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=bc-test-ca" \
+      -keyout ca.key -out ca.crt 2>/dev/null
+    openssl req -newkey rsa:2048 -nodes -subj "/CN=kube-apiserver" -keyout apiserver.key -out apiserver.csr 2>/dev/null
+    printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n' >apiserver.ext
+    openssl x509 -req -in apiserver.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 \
+      -extfile apiserver.ext -out apiserver.crt 2>/dev/null
+    openssl req -newkey rsa:2048 -nodes -subj "/O=system:masters/CN=bc-test-admin" -keyout admin.key -out admin.csr 2>/dev/null
+    printf 'extendedKeyUsage=clientAuth\n' >admin.ext
+    openssl x509 -req -in admin.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 \
+      -extfile admin.ext -out admin.crt 2>/dev/null
+    openssl genrsa -out sa.key 2048 2>/dev/null
+    openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null
+  )
+}
+
+start() {
+  local dir="$1"
+  if ! built; then
+    echo "kube-apiserver.sh: ${bin} has no kube-apiserver and etcd: run scripts/kube-apiserver.sh build" >&2
+    exit 3
+  fi
+  local etcd_port="${ETCD_PORT:-23790}" peer_port="${ETCD_PEER_PORT:-23800}" api_port="${APISERVER_PORT:-26443}"
+  mkdir -p "${dir}"
+  dir=$(cd "${dir}" && pwd)
+  certs "${dir}"
+  local pki="${dir}/pki"
+  setsid "${bin}/etcd" --name bc-test --data-dir "${dir}/etcd" \
+    --listen-client-urls "http://127.0.0.1:${etcd_port}" --advertise-client-urls "http://127.0.0.1:${etcd_port}" \
+    --listen-peer-urls "http://127.0.0.1:${peer_port}" --initial-advertise-peer-urls "http://127.0.0.1:${peer_port}" \
+    --initial-cluster "bc-test=http://127.0.0.1:${peer_port}" \
+    --quota-backend-bytes 1073741824 >"${dir}/etcd.log" 2>&1 </dev/null &
+  echo $! >"${dir}/etcd.pid"
+  # No controller manager or scheduler runs: the API server alone is what the tests drive.
+  setsid "${bin}/kube-apiserver" \
+    --etcd-servers "http://127.0.0.1:${etcd_port}" \
+    --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "${api_port}" \
+    --endpoint-reconciler-type=none \
+    --tls-cert-file "${pki}/apiserver.crt" --tls-private-key-file "${pki}/apiserver.key" \
+    --client-ca-file "${pki}/ca.crt" \
+    --service-account-issuer "https://127.0.0.1:${api_port}" \
+    --service-account-key-file "${pki}/sa.pub" --service-account-signing-key-file "${pki}/sa.key" \
+    --service-cluster-ip-range 10.96.0.0/16 \
+    --authorization-mode RBAC \
+    --cert-dir "${dir}/certs" --profiling=false --enable-priority-and-fairness=false \
+    >"${dir}/kube-apiserver.log" 2>&1 </dev/null &
+  echo $! >"${dir}/kube-apiserver.pid"
+  # WATCH_PID (the test process): when it exits without calling stop (killed by a timeout),
+  # the pair is stopped anyway.
+  if [ -n "${WATCH_PID:-}" ]; then
+    setsid bash -c 'while kill -0 "$1" 2>/dev/null; do sleep 1; done; "$2" stop "$3"' _ \
+      "${WATCH_PID}" "$(cd "$(dirname "$0")" && pwd)/$(basename "$0")" "${dir}" >/dev/null 2>&1 </dev/null &
+  fi
+
+  local ca crt key
+  ca=$(base64 -w0 <"${pki}/ca.crt")
+  crt=$(base64 -w0 <"${pki}/admin.crt")
+  key=$(base64 -w0 <"${pki}/admin.key")
+  cat >"${dir}/kubeconfig" <<EOF
+apiVersion: v1
+kind: Config
+current-context: bc-test
+clusters:
+- name: bc-test
+  cluster:
+    server: https://127.0.0.1:${api_port}
+    certificate-authority-data: ${ca}
+users:
+- name: bc-test-admin
+  user:
+    client-certificate-data: ${crt}
+    client-key-data: ${key}
+contexts:
+- name: bc-test
+  context:
+    cluster: bc-test
+    user: bc-test-admin
+EOF
+  # Ready when /readyz says ok (the RBAC bootstrap roles are in by then); a dead process ends it.
+  local deadline=$((SECONDS + ${KUBE_START_TIMEOUT:-180}))
+  while [ "${SECONDS}" -lt "${deadline}" ]; do
+    if curl -fsS --cacert "${pki}/ca.crt" --cert "${pki}/admin.crt" --key "${pki}/admin.key" \
+      "https://127.0.0.1:${api_port}/readyz" >/dev/null 2>&1; then
+      echo "${dir}/kubeconfig"
+      return 0
+    fi
+    for p in etcd kube-apiserver; do
+      if ! kill -0 "$(cat "${dir}/${p}.pid")" 2>/dev/null; then
+        echo "kube-apiserver.sh: ${p} exited; last lines of ${dir}/${p}.log:" >&2
+        tail -n 20 "${dir}/${p}.log" >&2
+        stop "${dir}"
+        exit 1
+      fi
+    done
+    sleep 0.5
+  done
+  echo "kube-apiserver.sh: not ready within ${KUBE_START_TIMEOUT:-180} s; last lines of ${dir}/kube-apiserver.log:" >&2
+  tail -n 20 "${dir}/kube-apiserver.log" >&2
+  stop "${dir}"
+  exit 1
+}
+
+# stop DIR: the API server first, then etcd; each by the pid start recorded.
+stop() {
+  local dir="$1" pid
+  for p in kube-apiserver etcd; do
+    [ -f "${dir}/${p}.pid" ] || continue
+    pid=$(cat "${dir}/${p}.pid")
+    kill "${pid}" 2>/dev/null || true
+    for _ in $(seq 50); do
+      kill -0 "${pid}" 2>/dev/null || break
+      sleep 0.1
+    done
+    kill -9 "${pid}" 2>/dev/null || true
+    rm -f "${dir}/${p}.pid"
+  done
+}
+
+case "${mode}" in
+build)
+  build
+  echo "${bin}"
+  ;;
+bin)
+  built || exit 3
+  echo "${bin}"
+  ;;
+start)
+  [ $# -ge 2 ] || { echo "usage: $0 start DIR" >&2; exit 2; }
+  start "$2"
+  ;;
+stop)
+  [ $# -ge 2 ] || { echo "usage: $0 stop DIR" >&2; exit 2; }
+  stop "$2"
+  ;;
+*)
+  echo "usage: $0 [build | bin | start DIR | stop DIR]" >&2
+  exit 2
+  ;;
+esac

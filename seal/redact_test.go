@@ -29,10 +29,10 @@ func TestSecretIsRedactedEverywhere(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	//lint:ignore S1025 the test is about what each verb prints, %s among them
 	outputs := map[string]string{
-		"%v":         fmt.Sprintf("%v", s),
+		//lint:ignore S1025 the test is about what each verb prints, %s among them
 		"%s":         fmt.Sprintf("%s", s),
+		"%v":         fmt.Sprintf("%v", s),
 		"%q":         fmt.Sprintf("%q", s),
 		"%x":         fmt.Sprintf("%x", s),
 		"%#v":        fmt.Sprintf("%#v", s),

@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 	"better-compute.dev/compute/gen/go/bettercompute/compute/v1/computev1connect"
 	"better-compute.dev/compute/seal"
 	"better-compute.dev/compute/store/storetest"
+	"better-compute.dev/compute/testwait"
 )
 
 type probe struct {
@@ -92,10 +94,10 @@ func TestReadinessThroughDatabaseOutage(t *testing.T) {
 	ready(http.StatusServiceUnavailable, "database unreachable")
 	srv.Start()
 	// The pool's dead connections are replaced on use; readiness returns without a restart.
-	deadline := time.Now().Add(30 * time.Second)
-	for get(t, a.URL+"/readyz").code != http.StatusOK && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
+	testwait.Until(t, 30*time.Second, "ready after the database restarted", func() (bool, string) {
+		p := get(t, a.URL+"/readyz")
+		return p.code == http.StatusOK, fmt.Sprintf("%+v", p)
+	})
 	ready(http.StatusOK, "")
 
 	// A schema missing this binary's last migration: not ready until migrated.
@@ -133,11 +135,11 @@ func TestReadinessWhileDraining(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	closed := make(chan struct{})
 	go func() { defer close(closed); a.Close(ctx) }()
-	deadline := time.Now().Add(30 * time.Second)
 	var p probe
-	for p = get(t, a.URL+"/readyz"); p.code == http.StatusOK && time.Now().Before(deadline); p = get(t, a.URL+"/readyz") {
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.Until(t, 30*time.Second, "not ready while draining", func() (bool, string) {
+		p = get(t, a.URL+"/readyz")
+		return p.code != http.StatusOK, fmt.Sprintf("%+v", p)
+	})
 	if p.code != http.StatusServiceUnavailable || p.reason != "draining" {
 		t.Errorf("readyz while draining = %+v, want 503 draining", p)
 	}

@@ -23,77 +23,26 @@ import (
 // JSONPrefix is where the JSON mapping lives: POST /api/compute/<group>/<method>.
 const JSONPrefix = "/api/compute/"
 
-// jsonRoutes maps the seed's paths onto Connect procedures. Every unary method is here; streams
-// (events/watch) are served over Connect, gRPC and gRPC-Web only.
-var jsonRoutes = map[string]string{
-	"loadBalancers/create": c.LoadBalancerServiceCreateLoadBalancerProcedure,
-	"loadBalancers/list":   c.LoadBalancerServiceListLoadBalancersProcedure,
-	"loadBalancers/get":    c.LoadBalancerServiceGetLoadBalancerProcedure,
-	"loadBalancers/update": c.LoadBalancerServiceUpdateLoadBalancerProcedure,
-	"loadBalancers/delete": c.LoadBalancerServiceDeleteLoadBalancerProcedure,
+// jsonRoutes maps the seed's paths onto Connect procedures: every unary method's (access)
+// json_route option (proto/bettercompute/compute/v1/options.proto). Streams (events/watch) have
+// none: they are served over Connect, gRPC and gRPC-Web only.
+var jsonRoutes = routesOf(Procedures())
 
-	"tenants/create":    c.TenantServiceCreateTenantProcedure,
-	"tenants/get":       c.TenantServiceGetTenantProcedure,
-	"tenants/list":      c.TenantServiceListTenantsProcedure,
-	"principals/create": c.TenantServiceCreatePrincipalProcedure,
-	"principals/list":   c.TenantServiceListPrincipalsProcedure,
-	"tokens/create":     c.TenantServiceCreateTokenProcedure,
-	"tokens/revoke":     c.TenantServiceRevokeTokenProcedure,
-	"roles/grant":       c.TenantServiceGrantRoleProcedure,
-	"roles/revoke":      c.TenantServiceRevokeRoleProcedure,
-
-	"projects/create": c.ProjectServiceCreateProjectProcedure,
-	"projects/get":    c.ProjectServiceGetProjectProcedure,
-	"projects/list":   c.ProjectServiceListProjectsProcedure,
-
-	"providerAccounts/create": c.ProviderAccountServiceCreateProviderAccountProcedure,
-	"providerAccounts/get":    c.ProviderAccountServiceGetProviderAccountProcedure,
-	"providerAccounts/list":   c.ProviderAccountServiceListProviderAccountsProcedure,
-
-	"pools/create":  c.PoolServiceCreatePoolProcedure,
-	"pools/get":     c.PoolServiceGetPoolProcedure,
-	"pools/list":    c.PoolServiceListPoolsProcedure,
-	"pools/update":  c.PoolServiceUpdatePoolProcedure,
-	"pools/archive": c.PoolServiceArchivePoolProcedure,
-	"quotas/set":    c.PoolServiceSetQuotaProcedure,
-	"quotas/list":   c.PoolServiceListQuotasProcedure,
-
-	"networks/create": c.NetworkServiceCreateNetworkProcedure,
-	"networks/get":    c.NetworkServiceGetNetworkProcedure,
-	"networks/list":   c.NetworkServiceListNetworksProcedure,
-	"subnets/create":  c.NetworkServiceCreateSubnetProcedure,
-	"subnets/get":     c.NetworkServiceGetSubnetProcedure,
-	"subnets/list":    c.NetworkServiceListSubnetsProcedure,
-	"subnets/delete":  c.NetworkServiceDeleteSubnetProcedure,
-
-	"certificates/create": c.CertificateServiceCreateCertificateProcedure,
-	"certificates/get":    c.CertificateServiceGetCertificateProcedure,
-	"certificates/list":   c.CertificateServiceListCertificatesProcedure,
-	"certificates/delete": c.CertificateServiceDeleteCertificateProcedure,
-
-	"instances/create": c.InstanceServiceCreateInstanceProcedure,
-	"instances/get":    c.InstanceServiceGetInstanceProcedure,
-	"instances/list":   c.InstanceServiceListInstancesProcedure,
-	"instances/delete": c.InstanceServiceDeleteInstanceProcedure,
-
-	"events/list": c.EventServiceListEventsProcedure,
-	"usage/list":  c.UsageServiceListUsageProcedure,
-
-	"metal/enroll":            c.MetalServiceEnrollNodeProcedure,
-	"metal/get":               c.MetalServiceGetNodeProcedure,
-	"metal/list":              c.MetalServiceListNodesProcedure,
-	"metal/inspect":           c.MetalServiceInspectNodeProcedure,
-	"metal/commission":        c.MetalServiceCommissionNodeProcedure,
-	"metal/deploy":            c.MetalServiceDeployNodeProcedure,
-	"metal/rescue":            c.MetalServiceRescueNodeProcedure,
-	"metal/unrescue":          c.MetalServiceUnrescueNodeProcedure,
-	"metal/release":           c.MetalServiceReleaseNodeProcedure,
-	"metal/retire":            c.MetalServiceRetireNodeProcedure,
-	"metal/abort":             c.MetalServiceAbortNodeProcedure,
-	"metal/updateCredentials": c.MetalServiceUpdateNodeCredentialsProcedure,
-
-	"substrates/get":  c.SubstrateServiceGetSubstrateProcedure,
-	"substrates/list": c.SubstrateServiceListSubstratesProcedure,
+// routesOf maps each procedure's JSON route to it. Two procedures claiming one route is a schema
+// mistake, refused when the package loads.
+func routesOf(procs []Procedure) map[string]string {
+	routes := map[string]string{}
+	for _, p := range procs {
+		route := p.Access.GetJsonRoute()
+		if route == "" {
+			continue
+		}
+		if prev, dup := routes[route]; dup {
+			panic("server: JSON route " + route + " is claimed by " + prev + " and " + p.Name)
+		}
+		routes[route] = p.Name
+	}
+	return routes
 }
 
 // JSONMapping describes the JSON mapping for its OpenAPI document: the prefix, every route

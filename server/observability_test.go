@@ -3,6 +3,7 @@ package server_test
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -18,6 +19,7 @@ import (
 	"better-compute.dev/compute/app/apptest"
 	"better-compute.dev/compute/provider/digitalocean/sim"
 	"better-compute.dev/compute/store"
+	"better-compute.dev/compute/testwait"
 )
 
 // scrape is one /metrics answer: every sample by name and its labels.
@@ -190,18 +192,11 @@ func TestMetricsExplainTheSystem(t *testing.T) {
 
 	// The reconciler creates the load balancer at the simulator.
 	var after scrape
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	testwait.Until(t, 20*time.Second, "a load balancer POST counted", func() (bool, string) {
 		after = getMetrics(t, s.App.MetricsURL)
 		n, _ := after.sum("bc_provider_requests_total", map[string]string{"provider": "digitalocean", "endpoint": "/v2/load_balancers", "method": "POST"})
-		if n >= 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no load balancer POST counted: %v", after.samples["bc_provider_requests_total"])
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return n >= 1, fmt.Sprint(after.samples["bc_provider_requests_total"])
+	})
 
 	for _, family := range []string{
 		"go_goroutines", "go_memstats_heap_alloc_bytes", "process_cpu_seconds_total", "process_resident_memory_bytes",

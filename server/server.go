@@ -43,14 +43,9 @@ type Options struct {
 	TracerProvider trace.TracerProvider
 }
 
-// ServiceNames lists every service, for health and reflection.
-var ServiceNames = []string{
-	c.LoadBalancerServiceName, c.TenantServiceName, c.ProjectServiceName, c.ProviderAccountServiceName,
-	c.PoolServiceName, c.NetworkServiceName, c.CertificateServiceName, c.InstanceServiceName,
-	c.EventServiceName, c.UsageServiceName,
-	c.MetalServiceName,
-	c.SubstrateServiceName, c.SubstrateJoinServiceName,
-}
+// ServiceNames lists every service, for health and reflection: the services of the generated
+// descriptors (Procedures), so a new service needs only its handler mounted in New.
+var ServiceNames = serviceNames()
 
 // New builds the whole HTTP handler.
 func New(opts Options) (http.Handler, error) {

@@ -84,3 +84,106 @@ func TestBudgetSharedAcrossPools(t *testing.T) {
 		t.Errorf("a lease took %d round trips, want 1", n)
 	}
 }
+
+// TestProviderListsShared: one claim per interval across pools (replicas); a recorded list
+// writes only the rows that changed and drops those gone; a list older than the recorded one
+// is refused; a reader sees the last recorded list and whether it speaks for a row.
+func TestProviderListsShared(t *testing.T) {
+	ctx := context.Background()
+	schema := storetest.NewSchema(t)
+	a := schema.DB
+	b, err := store.Open(ctx, schema.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if _, err := a.Pool().Exec(ctx, `INSERT INTO tenants (id) VALUES ('t1')`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Pool().Exec(ctx, `INSERT INTO provider_accounts (id, tenant_id, kind, name, token_sealed) VALUES ('acct1', 't1', 'digitalocean', 'main', '\x00')`); err != nil {
+		t.Fatal(err)
+	}
+
+	// Six replicas race for the claim: one wins.
+	var mu sync.Mutex
+	var wins []time.Time
+	var wg sync.WaitGroup
+	for _, db := range []*store.DB{a, b, a, b, a, b} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			began, ok, err := db.ClaimProviderList(ctx, "acct1", "load_balancers", 10*time.Second)
+			if err != nil {
+				t.Error(err)
+			}
+			if ok {
+				mu.Lock()
+				wins = append(wins, began)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if len(wins) != 1 {
+		t.Fatalf("%d replicas claimed one list, want 1", len(wins))
+	}
+	began := wins[0]
+	items := []store.Listed{{ProviderID: "p1", Body: []byte(`{"s":"new"}`)}, {ProviderID: "p2", Body: []byte(`{"s":"new"}`)}}
+	if ok, err := b.RecordProviderList(ctx, "acct1", "load_balancers", began, time.Second, items); err != nil || !ok {
+		t.Fatalf("record: %v %v", ok, err)
+	}
+	if _, ok, _ := a.ClaimProviderList(ctx, "acct1", "load_balancers", 10*time.Second); ok {
+		t.Error("claimed again within the interval")
+	}
+	o, err := a.ProviderObservation(ctx, "acct1", "load_balancers", "p1")
+	if err != nil || string(o.Body) != `{"s":"new"}` || !o.Began.Equal(began) {
+		t.Errorf("observation of p1: %+v %v", o, err)
+	}
+
+	time.Sleep(1100 * time.Millisecond) // past the interval, with room for a loaded machine between the record and the claim above
+	next, ok, err := b.ClaimProviderList(ctx, "acct1", "load_balancers", 10*time.Second)
+	if err != nil || !ok {
+		t.Fatalf("no claim after the interval: %v %v", ok, err)
+	}
+	items = []store.Listed{{ProviderID: "p1", Body: []byte(`{"s":"active"}`)}}
+	if ok, err := a.RecordProviderList(ctx, "acct1", "load_balancers", next, time.Second, items); err != nil || !ok {
+		t.Fatalf("record: %v %v", ok, err)
+	}
+	if ok, err := a.RecordProviderList(ctx, "acct1", "load_balancers", began, time.Second, items[:0]); err != nil || ok {
+		t.Errorf("an older list was recorded over a newer one: %v %v", ok, err)
+	}
+	if o, _ := b.ProviderObservation(ctx, "acct1", "load_balancers", "p1"); string(o.Body) != `{"s":"active"}` {
+		t.Errorf("p1 after the second list: %q", o.Body)
+	}
+	if o, _ := b.ProviderObservation(ctx, "acct1", "load_balancers", "p2"); o.Body != nil || !o.Began.Equal(next) {
+		t.Errorf("p2, gone from the second list: %+v", o)
+	}
+	if o, _ := b.ProviderObservation(ctx, "acct1", "load_balancers", "p9"); o.Body != nil || o.Age <= 0 {
+		t.Errorf("p9, never listed: %+v", o)
+	}
+
+	// A row whose body did not change is not rewritten (its row version stays).
+	version := func(id string) string {
+		var x string
+		if err := a.Pool().QueryRow(ctx, `SELECT xmin::text FROM provider_observations WHERE provider_id = $1`, id).Scan(&x); err != nil {
+			t.Fatal(err)
+		}
+		return x
+	}
+	before := version("p1")
+	time.Sleep(1100 * time.Millisecond)
+	third, ok, err := a.ClaimProviderList(ctx, "acct1", "load_balancers", 10*time.Second)
+	if err != nil || !ok {
+		t.Fatalf("no third claim: %v %v", ok, err)
+	}
+	items = append(items, store.Listed{ProviderID: "p3", Body: []byte(`{"s":"new"}`)})
+	if ok, err := b.RecordProviderList(ctx, "acct1", "load_balancers", third, time.Second, items); err != nil || !ok {
+		t.Fatalf("record: %v %v", ok, err)
+	}
+	if after := version("p1"); after != before {
+		t.Errorf("unchanged p1 was rewritten (xmin %s -> %s)", before, after)
+	}
+	if o, _ := a.ProviderObservation(ctx, "acct1", "load_balancers", "p3"); string(o.Body) != `{"s":"new"}` {
+		t.Errorf("p3 after the third list: %q", o.Body)
+	}
+}

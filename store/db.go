@@ -23,6 +23,9 @@ import (
 // package. It is safe for concurrent use.
 type DB struct {
 	pool *pgxpool.Pool
+	// cockroach: the server is CockroachDB (read once at open); the few statements that only
+	// one engine runs choose by it.
+	cockroach bool
 }
 
 // Pool settings applied when the connection string does not set them itself.
@@ -80,7 +83,12 @@ func OpenConfig(ctx context.Context, cfg *pgxpool.Config) (*DB, error) {
 		pool.Close()
 		return nil, fmt.Errorf("store: ping database: %w", err)
 	}
-	return &DB{pool: pool}, nil
+	var version string
+	if err := pool.QueryRow(pingCtx, `SELECT version()`).Scan(&version); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("store: read server version: %w", err)
+	}
+	return &DB{pool: pool, cockroach: strings.Contains(version, "CockroachDB")}, nil
 }
 
 // applyPoolDefaults sizes the pool for a server replica unless the connection string chose.

@@ -192,7 +192,8 @@ var serverKeys = []string{
 	"certificates_pkey", "event_counters_pkey", "event_inbox_pkey", "events_id_key", "events_pkey", "instances_pkey",
 	"load_balancer_certificates_pkey", "load_balancer_instance_targets_pkey", "load_balancer_lb_targets_pkey",
 	"load_balancers_pkey", "metal_nodes_pkey", "networks_pkey", "platform_bootstrap_pkey", "pools_pkey", "principals_pkey",
-	"projects_pkey", "provider_accounts_pkey", "provider_budgets_pkey", "quota_reservations_pkey", "quotas_pkey", "subnets_pkey", "substrate_nodes_pkey",
+	"projects_pkey", "provider_accounts_pkey", "provider_budgets_pkey", "provider_lists_pkey", "provider_observations_pkey",
+	"quota_reservations_pkey", "quotas_pkey", "subnets_pkey", "substrate_nodes_pkey",
 	"substrates_pkey", "substrates_pool_id_key", "tokens_pkey", "tokens_secret_hash_key", "usage_records_meter_resource_id_key",
 	"usage_records_pkey", "work_items_pkey",
 }

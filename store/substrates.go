@@ -15,6 +15,8 @@ type SubstrateNodePool struct {
 	Size       string `json:"size"`
 	Count      int    `json:"count"`
 	ProviderID string `json:"providerId,omitempty"`
+	// Ready: the provider reports as many nodes as Count, every one running.
+	Ready bool `json:"ready,omitempty"`
 }
 
 // SubstrateObject is a Kubernetes object a substrate applied (JSON in substrates.objects). UID

@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -89,13 +90,15 @@ func benchConverge(b *testing.B, n, replicas, ratePerMinute int) {
 			}
 		}
 		simulator.ResetRequests()
+		start, stop := startReplicas(b, s, replicas, ratePerMinute)
 		b.StartTimer()
 		began := time.Now()
-		stop := startReplicas(b, s, replicas, ratePerMinute)
-		waitReady(b, s.App.DB, tn.ID, n)
+		start()
+		timeline := waitReady(b, s.App.DB, tn.ID, n, simulator, began)
 		total += time.Since(began)
 		b.StopTimer()
 		stop()
+		b.Logf("timeline (s: creates sent, lists sent, ready): %s", timeline)
 		byRoute := simulator.Requests()
 		for _, c := range byRoute {
 			requests += c
@@ -109,13 +112,15 @@ func benchConverge(b *testing.B, n, replicas, ratePerMinute int) {
 	b.ReportMetric(float64(requests)/float64(b.N)/float64(n), "requests/lb")
 }
 
-// startReplicas runs replicas reconcile runners, each with its own database pool and its own
-// limiter registry (as separate processes have), drawing on one rate budget kept in the
-// database (as replicas sharing a token at the provider must); stop ends them.
-func startReplicas(b *testing.B, s *apptest.Stack, replicas, ratePerMinute int) (stop func()) {
+// startReplicas prepares replicas reconcile runners, each with its own database pool and its
+// own limiter registry (as separate processes have), drawing on one rate budget kept in the
+// database (as replicas sharing a token at the provider must); start runs them (the
+// measurement begins there, not with opening the pools), stop ends them.
+func startReplicas(b *testing.B, s *apptest.Stack, replicas, ratePerMinute int) (start, stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	var dbs []*store.DB
+	var runners []*reconcile.Runner
 	for r := range replicas {
 		db, err := store.Open(ctx, s.Schema.URL)
 		if err != nil {
@@ -128,7 +133,7 @@ func startReplicas(b *testing.B, s *apptest.Stack, replicas, ratePerMinute int) 
 				RequestsPerMinute: ratePerMinute, Limiters: digitalocean.NewLimiters(), Budget: vps.Budget{DB: db},
 				Transport: vps.DeadlineTransport(nil),
 			}),
-			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+			Logger: benchLogger(),
 		})
 		if err != nil {
 			b.Fatal(err)
@@ -137,7 +142,7 @@ func startReplicas(b *testing.B, s *apptest.Stack, replicas, ratePerMinute int) 
 			DB: db, Holder: "bench-" + strconv.Itoa(r), Handlers: map[string]reconcile.Handler{core.ReconcileKind: rec},
 			Concurrency: 8, PollInterval: 20 * time.Millisecond,
 			Backoff: reconcile.Exponential{Initial: 100 * time.Millisecond, Max: 2 * time.Second, Jitter: 0.2},
-			Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
+			Logger:  benchLogger(),
 		})
 		if err != nil {
 			b.Fatal(err)
@@ -145,13 +150,18 @@ func startReplicas(b *testing.B, s *apptest.Stack, replicas, ratePerMinute int) 
 		if err := runner.Every(vps.PeriodicKind, time.Minute, rec.Periodic()); err != nil {
 			b.Fatal(err)
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_ = runner.Run(ctx)
-		}()
+		runners = append(runners, runner)
 	}
-	return func() {
+	start = func() {
+		for _, runner := range runners {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_ = runner.Run(ctx)
+			}()
+		}
+	}
+	return start, func() {
 		cancel()
 		wg.Wait()
 		for _, db := range dbs {
@@ -160,9 +170,12 @@ func startReplicas(b *testing.B, s *apptest.Stack, replicas, ratePerMinute int) 
 	}
 }
 
-// waitReady polls until the tenant has n ready load balancers.
-func waitReady(b *testing.B, db *store.DB, tenantID string, n int) {
+// waitReady polls until the tenant has n ready load balancers; it returns a timeline of the
+// creates and lists the simulator counted and the ready rows, every half second.
+func waitReady(b *testing.B, db *store.DB, tenantID string, n int, simulator *sim.Server, began time.Time) string {
 	deadline := time.Now().Add(30 * time.Minute)
+	var timeline strings.Builder
+	next := began
 	for {
 		rows, err := store.ListLoadBalancers(context.Background(), db.Q(), store.ListLoadBalancersParams{TenantID: tenantID, Limit: 1000})
 		if err != nil {
@@ -174,12 +187,26 @@ func waitReady(b *testing.B, db *store.DB, tenantID string, n int) {
 				ready++
 			}
 		}
+		if now := time.Now(); ready == n || now.After(next) {
+			got := simulator.Requests()
+			fmt.Fprintf(&timeline, " %.1f:%d/%d/%d", now.Sub(began).Seconds(), got["POST /v2/load_balancers"], got["GET /v2/load_balancers"], ready)
+			next = next.Add(500 * time.Millisecond)
+		}
 		if ready == n {
-			return
+			return timeline.String()
 		}
 		if time.Now().After(deadline) {
 			b.Fatalf("%d of %d load balancers ready", ready, n)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// benchLogger discards the replicas' logs unless BC_BENCH_LOG is set (then warnings go to
+// standard error).
+func benchLogger() *slog.Logger {
+	if os.Getenv("BC_BENCH_LOG") == "" {
+		return slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }

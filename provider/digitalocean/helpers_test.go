@@ -11,6 +11,7 @@ import (
 
 	"better-compute.dev/compute/provider"
 	"better-compute.dev/compute/provider/digitalocean/sim"
+	"better-compute.dev/compute/testwait"
 )
 
 // testEnv is a simulator over real HTTP and a provider for one of its accounts.
@@ -81,17 +82,13 @@ func (e *testEnv) droplet(t *testing.T, name, region, vpc string) string {
 // outcome, never on how long it took.
 func poll(t *testing.T, what string, check func() (bool, error)) {
 	t.Helper()
-	for range 500 {
+	testwait.Until(t, 2500*time.Millisecond, what, func() (bool, string) {
 		done, err := check()
 		if err != nil {
 			t.Fatalf("%s: %v", what, err)
 		}
-		if done {
-			return
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	t.Fatalf("%s: never happened", what)
+		return done, "never happened"
+	})
 }
 
 // wantKind asserts err matches the sentinel (or is a RateLimitedError when want is nil).

@@ -52,8 +52,20 @@ func eachPage[T any](ctx context.Context, pageSize int,
 		if len(items) == 0 || resp == nil || resp.Links == nil || resp.Links.IsLastPage() {
 			return nil
 		}
-		ctx = provider.WithNormalPriority(ctx)
+		if provider.LowPriority(ctx) {
+			ctx = context.WithValue(provider.WithNormalPriority(ctx), continuedPollKey{}, true)
+		}
 		opt.Page++
 	}
 	return nil
+}
+
+type continuedPollKey struct{}
+
+// continuedPoll reports whether ctx reads a later page of a list whose first page went out as a
+// status poll: the page is sent at normal priority (a half-read list is wasted) but charged to
+// the polls' share of the budget.
+func continuedPoll(ctx context.Context) bool {
+	v, _ := ctx.Value(continuedPollKey{}).(bool)
+	return v
 }

@@ -65,12 +65,16 @@ type SharedBudget interface {
 // nearly full; while creates wait it stays near empty and polls are deferred.
 const pollReserve = 0.8
 
-// leaseTTL bounds how long leased requests stay usable: a process that leased more than it
-// sent lets the rest lapse, so leases never add up to more than the bucket allows in a window.
-const leaseTTL = time.Second
+// pollShare is the share of the request rate status polls may still take while creates wait
+// for the budget (the first page of a list, and the pages that follow it). Without it a long
+// run of creates would defer every poll, and everything created would be observed ready only
+// after the last create; with it the reconciler keeps recording what is ready as it goes.
+const pollShare = 0.05
 
-// sharedBucket leases requests from a SharedBudget in small batches (one database round trip
-// serves several requests) and hands them out in this process.
+// sharedBucket leases requests from a SharedBudget for this process: one lease in flight at a
+// time asks for as many requests as wait here (up to batch) and hands them out in arrival
+// order, so a lease is one database round trip for several requests and nothing leased lapses
+// unused.
 type sharedBucket struct {
 	budget    SharedBudget
 	key       string
@@ -79,10 +83,15 @@ type sharedBucket struct {
 	batch     int
 	reserve   float64
 
-	mu        sync.Mutex
-	held      int
-	heldUntil time.Time
-	waiting   int
+	mu      sync.Mutex
+	queue   []*bucketWaiter // normal-priority requests waiting, oldest first
+	leasing bool            // the lease loop runs
+	short   bool            // the last lease left the bucket without a request to spare
+}
+
+type bucketWaiter struct {
+	done chan error // receives the outcome once
+	gone bool       // the caller stopped waiting
 }
 
 func newSharedBucket(b SharedBudget, key string, perMinute, burst int) *sharedBucket {
@@ -93,53 +102,138 @@ func newSharedBucket(b SharedBudget, key string, perMinute, burst int) *sharedBu
 		batch: min(max(perMinute/600, 1), 10), reserve: pollReserve * float64(burst)}
 }
 
-// take waits for one request from the shared bucket. A low-priority caller asks for one and
-// leaves the reserve, and is told ErrDeferred at once instead of waiting.
-func (s *sharedBucket) take(ctx context.Context, low bool, maxWait time.Duration) error {
-	for {
-		now := time.Now()
-		s.mu.Lock()
-		if s.held > 0 && now.Before(s.heldUntil) {
-			s.held--
+// busy reports whether requests wait here for the budget (so a poll should not go first).
+func (s *sharedBucket) busy() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.queue) > 0 || s.short
+}
+
+// poll asks for one low-priority request, leaving the reserve in the bucket; false means the
+// budget has no room to spare.
+func (s *sharedBucket) poll(ctx context.Context) (bool, error) {
+	granted, _, _, err := s.budget.Take(ctx, s.key, s.capacity, s.perSecond, 1, s.reserve)
+	if err != nil {
+		return false, fmt.Errorf("digitalocean: shared request budget: %w", errors.Join(provider.ErrTransient, err))
+	}
+	return granted > 0, nil
+}
+
+// take waits for one request from the shared bucket, in arrival order with the other waiters
+// of this process (first: before them). A wait that would outlast maxWait or ctx's deadline is
+// refused at once.
+func (s *sharedBucket) take(ctx context.Context, maxWait time.Duration, first bool) error {
+	now := time.Now()
+	s.mu.Lock()
+	ahead := len(s.queue)
+	if first {
+		ahead = 0
+	}
+	if ahead > 0 {
+		d := time.Duration(float64(ahead) / s.perSecond * float64(time.Second))
+		if !mayWait(ctx, now, d, maxWait) {
 			s.mu.Unlock()
-			return nil
+			return &provider.RateLimitedError{RetryAfter: now.Add(d)}
 		}
-		s.held = 0
-		s.waiting++
-		want := min(s.waiting, s.batch)
-		s.mu.Unlock()
-		reserve := 0.0
-		if low {
-			want, reserve = 1, s.reserve
-		}
-		granted, left, blocked, err := s.budget.Take(ctx, s.key, s.capacity, s.perSecond, want, reserve)
+	}
+	w := &bucketWaiter{done: make(chan error, 1)}
+	if first {
+		// A list the poll credit paid for is read before the creates waiting here: its pages
+		// then show one moment, so it speaks for every row written before it began.
+		s.queue = append([]*bucketWaiter{w}, s.queue...)
+	} else {
+		s.queue = append(s.queue, w)
+	}
+	if !s.leasing {
+		s.leasing = true
+		go s.lease(maxWait)
+	}
+	s.mu.Unlock()
+	select {
+	case err := <-w.done:
+		return err
+	case <-ctx.Done():
 		s.mu.Lock()
-		s.waiting--
-		if err == nil && granted > 0 {
-			s.held += granted - 1
-			s.heldUntil = now.Add(leaseTTL)
-		}
+		w.gone = true
 		s.mu.Unlock()
-		switch {
-		case err != nil:
-			return fmt.Errorf("digitalocean: shared request budget: %w", errors.Join(provider.ErrTransient, err))
-		case granted > 0:
-			return nil
-		case low:
-			return fmt.Errorf("digitalocean: status poll: %w", provider.ErrDeferred)
+		select {
+		case err := <-w.done:
+			if err == nil {
+				// Granted just as the caller left: the request is not sent (a lapse of one).
+				return ctx.Err()
+			}
+		default:
 		}
-		need := 1 - left
-		until := now.Add(time.Duration(need / s.perSecond * float64(time.Second)))
+		return ctx.Err()
+	}
+}
+
+// lease runs while requests wait: it leases up to batch of them at a time and hands them out,
+// sleeping until the bucket refills when it is short.
+func (s *sharedBucket) lease(maxWait time.Duration) {
+	for {
+		s.mu.Lock()
+		live := s.queue[:0]
+		for _, w := range s.queue {
+			if !w.gone {
+				live = append(live, w)
+			}
+		}
+		s.queue = live
+		if len(s.queue) == 0 {
+			s.leasing, s.short = false, false
+			s.mu.Unlock()
+			return
+		}
+		want := min(len(s.queue), s.batch)
+		s.mu.Unlock()
+
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		granted, left, blocked, err := s.budget.Take(ctx, s.key, s.capacity, s.perSecond, want, 0)
+		cancel()
+		now := time.Now()
+
+		s.mu.Lock()
+		if err != nil {
+			err = fmt.Errorf("digitalocean: shared request budget: %w", errors.Join(provider.ErrTransient, err))
+			for _, w := range s.queue {
+				w.done <- err
+			}
+			s.queue, s.leasing, s.short = nil, false, false
+			s.mu.Unlock()
+			return
+		}
+		got := granted
+		for granted > 0 && len(s.queue) > 0 {
+			w := s.queue[0]
+			s.queue = s.queue[1:]
+			if !w.gone {
+				w.done <- nil
+				granted--
+			}
+		}
+		s.short = left < 1 || got == 0
+		if !s.short || len(s.queue) == 0 {
+			s.mu.Unlock()
+			continue
+		}
+		until := now.Add(time.Duration(max(1-left, 0) / s.perSecond * float64(time.Second)))
 		if blocked.After(until) {
 			until = blocked
 		}
 		d := max(until.Sub(now), time.Millisecond)
-		if !mayWait(ctx, now, d, maxWait) {
-			return &provider.RateLimitedError{RetryAfter: now.Add(d)}
+		if maxWait >= 0 && d > maxWait {
+			// The provider said the budget is spent for longer than a call may wait.
+			rl := &provider.RateLimitedError{RetryAfter: until}
+			for _, w := range s.queue {
+				w.done <- rl
+			}
+			s.queue, s.leasing, s.short = nil, false, false
+			s.mu.Unlock()
+			return
 		}
-		if err := sleep(ctx, d); err != nil {
-			return err
-		}
+		s.mu.Unlock()
+		time.Sleep(d)
 	}
 }
 
@@ -149,9 +243,38 @@ func (s *sharedBucket) take(ctx context.Context, low bool, maxWait time.Duration
 type tokenLimiter struct {
 	bucket *rate.Limiter
 	shared *sharedBucket // when set, the bucket is in the database and bucket is unused
+	// credit meters the polls let through while the budget is short (pollShare of the rate),
+	// per process; with a shared budget it is kept in the database beside the bucket.
+	credit *rate.Limiter
 
 	mu           sync.Mutex
 	blockedUntil time.Time
+	pages        int // the pages of the last (or current) list that began as a poll
+}
+
+// maxCreditPages bounds what one list is charged to the poll credit.
+const maxCreditPages = 20
+
+// pollCredit charges a list that begins while the budget is short to the polls' share of the
+// rate: the whole list (as many pages as the last one had) at once, or nothing.
+func (l *tokenLimiter) pollCredit(ctx context.Context, now time.Time) (bool, error) {
+	l.mu.Lock()
+	pages := min(max(l.pages, 1), maxCreditPages)
+	l.mu.Unlock()
+	if l.shared == nil {
+		return l.credit.AllowN(now, pages), nil
+	}
+	s := l.shared
+	key, c, r := "polls-"+s.key, float64(pages), pollShare*s.perSecond
+	// Granted only while the credit holds every page (one is taken), then the rest is taken.
+	granted, _, _, err := s.budget.Take(ctx, key, c, r, 1, c-1)
+	if err == nil && granted > 0 && pages > 1 {
+		_, _, _, err = s.budget.Take(ctx, key, c, r, pages-1, 0)
+	}
+	if err != nil {
+		return false, fmt.Errorf("digitalocean: shared request budget: %w", errors.Join(provider.ErrTransient, err))
+	}
+	return granted > 0, nil
 }
 
 // newTokenLimiter: a bucket of burst b refilled at r per second lets at most b + 60r requests
@@ -161,7 +284,8 @@ func newTokenLimiter(perMinute, burst int) *tokenLimiter {
 		burst = max(perMinute/4, 1)
 	}
 	perSecond := float64(perMinute-burst) / 60
-	return &tokenLimiter{bucket: rate.NewLimiter(rate.Limit(perSecond), burst)}
+	return &tokenLimiter{bucket: rate.NewLimiter(rate.Limit(perSecond), burst),
+		credit: rate.NewLimiter(rate.Limit(pollShare*perSecond), maxCreditPages)}
 }
 
 // wait blocks until a request may go out. A wait longer than maxWait, or one that would end
@@ -185,15 +309,31 @@ func (l *tokenLimiter) wait(ctx context.Context, maxWait time.Duration) error {
 		}
 		now = time.Now()
 	}
-	if l.shared != nil {
-		return l.shared.take(ctx, low, maxWait)
-	}
 	if low {
-		// A poll goes out only while the bucket holds the reserve beyond it.
-		if l.bucket.TokensAt(now) < 1+pollReserve*float64(l.bucket.Burst()) || !l.bucket.AllowN(now, 1) {
-			return fmt.Errorf("digitalocean: status poll: %w", provider.ErrDeferred)
+		sent, err := l.poll(ctx, now)
+		if err == nil && !sent {
+			var credited bool
+			if credited, err = l.pollCredit(ctx, now); err == nil && !credited {
+				return fmt.Errorf("digitalocean: status poll: %w", provider.ErrDeferred)
+			}
 		}
-		return nil
+		if err != nil {
+			return err
+		}
+		l.mu.Lock()
+		l.pages = 1
+		l.mu.Unlock()
+		if sent {
+			return nil
+		}
+		// The budget is short but polls have credit: this one waits its turn like a create.
+	} else if continuedPoll(ctx) {
+		l.mu.Lock()
+		l.pages++
+		l.mu.Unlock()
+	}
+	if l.shared != nil {
+		return l.shared.take(ctx, maxWait, low || continuedPoll(ctx))
 	}
 	res := l.bucket.ReserveN(now, 1)
 	d := res.DelayFrom(now)
@@ -209,6 +349,21 @@ func (l *tokenLimiter) wait(ctx context.Context, maxWait time.Duration) error {
 		return err
 	}
 	return nil
+}
+
+// poll lets a low-priority request through at once when the budget has room to spare: nothing
+// waits for it here and the bucket holds the reserve beyond it.
+func (l *tokenLimiter) poll(ctx context.Context, now time.Time) (bool, error) {
+	if l.shared != nil {
+		if l.shared.busy() {
+			return false, nil
+		}
+		return l.shared.poll(ctx)
+	}
+	if l.bucket.TokensAt(now) < 1+pollReserve*float64(l.bucket.Burst()) || !l.bucket.AllowN(now, 1) {
+		return false, nil
+	}
+	return true, nil
 }
 
 func mayWait(ctx context.Context, now time.Time, d, maxWait time.Duration) bool {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -149,5 +150,82 @@ func TestRetryAfterParsing(t *testing.T) {
 		if got := retryAfter(c.header, now); !got.Equal(c.want) {
 			t.Errorf("%s: %s, want %s", c.reason, got, c.want)
 		}
+	}
+}
+
+// memBudget is a SharedBudget in memory with the statement's semantics (a bucket refilled from
+// a clock, grants up to want leaving reserve), counting what it granted.
+type memBudget struct {
+	mu      sync.Mutex
+	tokens  map[string]float64
+	at      map[string]time.Time
+	granted map[string]int
+}
+
+func newMemBudget() *memBudget {
+	return &memBudget{tokens: map[string]float64{}, at: map[string]time.Time{}, granted: map[string]int{}}
+}
+
+func (m *memBudget) Take(_ context.Context, key string, capacity, perSecond float64, want int, reserve float64) (int, float64, time.Time, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := time.Now()
+	tok, seen := m.tokens[key]
+	if !seen {
+		tok = capacity
+	} else {
+		tok = min(capacity, tok+perSecond*now.Sub(m.at[key]).Seconds())
+	}
+	g := min(want, max(int(tok-reserve), 0))
+	m.tokens[key], m.at[key] = tok-float64(g), now
+	m.granted[key] += g
+	return g, tok - float64(g), time.Time{}, nil
+}
+
+func (m *memBudget) Block(context.Context, string, time.Time) error { return nil }
+
+// TestSharedBucketLeasesInOrder: requests waiting in one process are served by one lease at a
+// time, every leased request is used (the budget granted exactly what was sent), and a poll is
+// deferred while creates wait unless the polls' credit pays for it.
+func TestSharedBucketLeasesInOrder(t *testing.T) {
+	t.Parallel()
+	budget := newMemBudget()
+	l := newTokenLimiter(3000, 10)
+	l.shared = newSharedBucket(budget, "k", 3000, 10)
+	const n = 60
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- l.wait(context.Background(), 10*time.Second)
+		}()
+	}
+	// While the creates wait, the first poll is paid by the credit, the next is deferred.
+	for !l.shared.busy() {
+		time.Sleep(time.Millisecond)
+	}
+	polled := make(chan error, 1)
+	go func() { polled <- l.wait(provider.WithLowPriority(context.Background()), 10*time.Second) }()
+	time.Sleep(5 * time.Millisecond)
+	if err := l.wait(provider.WithLowPriority(context.Background()), 10*time.Second); !errors.Is(err, provider.ErrDeferred) {
+		t.Errorf("a second poll while creates wait: %v, want it deferred (the credit is spent)", err)
+	}
+	if err := <-polled; err != nil {
+		t.Errorf("the first poll while creates wait: %v, want it paid by the credit", err)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatalf("a waiting request failed: %v", err)
+		}
+	}
+	wg.Wait()
+	budget.mu.Lock()
+	defer budget.mu.Unlock()
+	if got := budget.granted["k"]; got != n+1 {
+		t.Errorf("the budget granted %d requests for %d sent: leased requests lapsed", got, n+1)
 	}
 }

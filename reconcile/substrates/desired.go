@@ -98,6 +98,8 @@ type pass struct {
 	spec    provider.ClusterSpec
 	nodeIDs []string // the node and machine ids of our node pools, for pruning joined nodes
 	blocked string   // why bcd cannot run, "" when it can
+	// failedPool is the node pool the provider refused to make or resize, for its error event.
+	failedPool *store.SubstrateNodePool
 }
 
 // actsOnWanted reports whether what the substrate recorded (account, mode, cluster) is what the
@@ -120,7 +122,22 @@ func (p *pass) save(ctx context.Context, extra func(tx pgx.Tx) error) error {
 		if err := store.SaveSubstrate(ctx, tx, p.sub); err != nil {
 			return err
 		}
-		if typ := eventOf(p.saved, p.sub); typ != "" {
+		typ := eventOf(p.saved, p.sub)
+		for _, ev := range nodePoolEvents(p.saved, p.sub) {
+			on := p.sub
+			if on.ClusterID == "" { // torn down: the node pool was on the cluster last recorded
+				on.ClusterID = p.saved.ClusterID
+			}
+			if err := core.AppendSubstrateNodePoolEvent(ctx, tx, on, ev.pool, ev.typ, ""); err != nil {
+				return err
+			}
+		}
+		if p.failedPool != nil && typ == core.EventSubstrateError {
+			if err := core.AppendSubstrateNodePoolEvent(ctx, tx, p.sub, *p.failedPool, core.EventSubstrateNodePoolError, p.sub.LastError); err != nil {
+				return err
+			}
+		}
+		if typ != "" {
 			if err := core.AppendSubstrateEvent(ctx, tx, p.sub, typ); err != nil {
 				return err
 			}
@@ -144,7 +161,7 @@ func (p *pass) save(ctx context.Context, extra func(tx pgx.Tx) error) error {
 func eventOf(prev, cur store.Substrate) string {
 	switch {
 	case cur.State == prev.State && cur.State == "ready":
-		if cur.ClusterID != prev.ClusterID || !slices.Equal(cur.NodePools, prev.NodePools) {
+		if cur.ClusterID != prev.ClusterID || !slices.EqualFunc(cur.NodePools, prev.NodePools, sameNodePool) {
 			return core.EventSubstrateUpdated
 		}
 	case cur.State == prev.State && cur.State == "error":
@@ -160,6 +177,42 @@ func eventOf(prev, cur store.Substrate) string {
 		return core.EventSubstrateDeleted
 	}
 	return ""
+}
+
+// sameNodePool compares what a node pool is (its readiness aside: that has events of its own).
+func sameNodePool(a, b store.SubstrateNodePool) bool {
+	a.Ready, b.Ready = false, false
+	return a == b
+}
+
+type nodePoolEvent struct {
+	typ  string
+	pool store.SubstrateNodePool
+}
+
+// nodePoolEvents are the node pool events a save from prev to cur publishes, by name: created
+// when a node pool is first recorded, updated when its count, size or provider id changes,
+// ready when every node of it becomes running, deleted when it is no longer recorded.
+func nodePoolEvents(prev, cur store.Substrate) []nodePoolEvent {
+	var out []nodePoolEvent
+	for _, np := range cur.NodePools {
+		i := slices.IndexFunc(prev.NodePools, func(o store.SubstrateNodePool) bool { return o.Name == np.Name })
+		switch {
+		case i < 0:
+			out = append(out, nodePoolEvent{core.EventSubstrateNodePoolCreated, np})
+		case !sameNodePool(prev.NodePools[i], np):
+			out = append(out, nodePoolEvent{core.EventSubstrateNodePoolUpdated, np})
+		}
+		if np.Ready && (i < 0 || !prev.NodePools[i].Ready) {
+			out = append(out, nodePoolEvent{core.EventSubstrateNodePoolReady, np})
+		}
+	}
+	for _, np := range prev.NodePools {
+		if !slices.ContainsFunc(cur.NodePools, func(o store.SubstrateNodePool) bool { return o.Name == np.Name }) {
+			out = append(out, nodePoolEvent{core.EventSubstrateNodePoolDeleted, np})
+		}
+	}
+	return out
 }
 
 // Failing records a failure the tenant should see as the substrate's last error (retryable

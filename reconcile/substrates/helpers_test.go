@@ -78,8 +78,18 @@ func newEnv(t *testing.T, tenantID string) *env {
 // newEnvWith is newEnv with the reconciler's options changed by tune.
 func newEnvWith(t *testing.T, tenantID string, tune func(*substrates.Options)) *env {
 	t.Helper()
+	return newEnvSim(t, tenantID, nil, tune)
+}
+
+// newEnvSim is newEnvWith with the simulator's options changed by simTune.
+func newEnvSim(t *testing.T, tenantID string, simTune func(*sim.Options), tune func(*substrates.Options)) *env {
+	t.Helper()
 	simNow := sim.NewManualClock(time.Now())
-	simulator := sim.New(sim.Options{AcceptAnyToken: true, RequestsPerMinute: -1, RequestsPerHour: -1, Now: simNow.Now})
+	simOpts := sim.Options{AcceptAnyToken: true, RequestsPerMinute: -1, RequestsPerHour: -1, Now: simNow.Now}
+	if simTune != nil {
+		simTune(&simOpts)
+	}
+	simulator := sim.New(simOpts)
 	url, err := simulator.Start()
 	if err != nil {
 		t.Fatal(err)

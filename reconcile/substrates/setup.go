@@ -152,6 +152,10 @@ func (p *pass) Record(ctx context.Context) (reconcile.Result, error) {
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+	// A node pool whose nodes are still coming up is looked at again soon, for its ready event.
+	if slices.ContainsFunc(p.sub.NodePools, func(np store.SubstrateNodePool) bool { return !np.Ready }) {
+		return reconcile.Result{RequeueAfter: p.r.opts.ProviderPoll}, nil
+	}
 	return reconcile.Result{RequeueAfter: p.r.opts.Resync}, nil
 }
 
@@ -174,6 +178,7 @@ func (p *pass) ensureNodePools(ctx context.Context, k provider.Clusters) ([]stri
 		switch {
 		case i < 0:
 			if got, err = k.CreateNodePool(ctx, clusterID, nodePoolSpec(p.pool.ID, want)); err != nil {
+				p.failedPool = &want
 				return nil, err
 			}
 		case have[i].Size != want.Size:
@@ -183,12 +188,14 @@ func (p *pass) ensureNodePools(ctx context.Context, k provider.Clusters) ([]stri
 			continue
 		case have[i].Count != want.Count:
 			if got, err = k.ResizeNodePool(ctx, clusterID, have[i].ID, want.Count); err != nil {
+				p.failedPool = &want
 				return nil, err
 			}
 		default:
 			got = &have[i]
 		}
 		want.ProviderID = got.ID
+		want.Ready = len(got.Nodes) >= want.Count && !slices.ContainsFunc(got.Nodes, func(n provider.ClusterNode) bool { return n.Status != "running" })
 		kept = append(kept, want)
 		for _, n := range got.Nodes {
 			nodeIDs = append(nodeIDs, n.ID, n.MachineID)

@@ -328,7 +328,8 @@ func TestAdoptForeignNamespace(t *testing.T) {
 	}
 }
 
-// substrateEvents lists the types of a substrate's events, oldest first.
+// substrateEvents lists the types of a substrate's own events (its node pools' aside: see
+// TestEventsFollowTheCluster), oldest first.
 func substrateEvents(t *testing.T, e *env, substrateID string) []string {
 	t.Helper()
 	evs, err := store.ListEvents(e.ctx, e.s.App.DB.Q(), e.tn.ID, 0, 1000, substrateID)
@@ -337,7 +338,9 @@ func substrateEvents(t *testing.T, e *env, substrateID string) []string {
 	}
 	var out []string
 	for _, ev := range evs {
-		out = append(out, ev.Type)
+		if !strings.HasPrefix(ev.Type, "poolSubstrate.nodePool.") {
+			out = append(out, ev.Type)
+		}
 	}
 	return out
 }

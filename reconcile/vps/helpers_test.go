@@ -16,6 +16,7 @@ import (
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
 	"better-compute.dev/compute/provider/digitalocean/sim"
 	"better-compute.dev/compute/store"
+	"better-compute.dev/compute/testwait"
 )
 
 // converge bounds every wait for the reconciler in these tests: generous, since the tests
@@ -37,12 +38,21 @@ type env struct {
 // makes a tenant with a pool quota of limit load balancers and instances.
 func newEnv(t *testing.T, tenantID string, limit int64) *env {
 	t.Helper()
+	return newEnvWith(t, tenantID, limit, nil)
+}
+
+// newEnvWith is newEnv with a change to the reconcilers' configuration after the short one.
+func newEnvWith(t *testing.T, tenantID string, limit int64, change func(*app.Config)) *env {
+	t.Helper()
 	short := func(c *app.Config) {
 		r := &c.Reconcilers
 		r.LeaseTTL, r.PollInterval, r.PeriodicInterval = 5*time.Second, 20*time.Millisecond, time.Second
 		r.ProviderPoll, r.DependencyPoll = 100*time.Millisecond, 200*time.Millisecond
 		r.BackoffInitial, r.BackoffMax = 50*time.Millisecond, 500*time.Millisecond
 		r.DigitalOcean.RequestsPerMinute, r.DigitalOcean.Burst, r.Concurrency = 30000, 100, 8
+		if change != nil {
+			change(c)
+		}
 	}
 	simulator := sim.New(sim.Options{
 		AcceptAnyToken: true, RequestsPerMinute: 100000, RequestsPerHour: 1000000,
@@ -66,17 +76,7 @@ func newEnv(t *testing.T, tenantID string, limit int64) *env {
 // converge passes first.
 func eventually(t *testing.T, what string, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(converge)
-	for {
-		ok, why := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not reached within %v: %s", what, converge, why)
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
+	testwait.Until(t, converge, what, cond)
 }
 
 // instance makes an instance through the API and waits until the reconciler gave it a machine.

@@ -2,6 +2,7 @@ package vps
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -15,36 +16,36 @@ import (
 )
 
 // Polling many load balancers costs one list request per page (up to 200 load balancers)
-// instead of one get each. Each replica keeps, per provider account, the last list it read (a
-// snapshot); a pass that must observe a load balancer answers from a snapshot younger than
-// ProviderPoll that began after the row was last written, and lists anew otherwise (one list
-// at a time, shared by the passes that wait for it). Lists are low-priority requests: while
-// creates wait for the request budget they are deferred, and the pass parks.
+// instead of one get each, and one list serves every replica: the right to list an account is
+// claimed in the database (provider_lists) at most once a ProviderPoll, and the replica that
+// lists records what it showed (provider_observations, only the rows that changed). A pass that
+// must observe a load balancer answers from the last recorded list when it began after the row
+// was last written and is younger than listFresh (this replica's own last list first, without
+// a round trip), and claims a list otherwise. Lists are low-priority requests: while creates
+// wait for the request budget they are deferred, and the pass parks.
 //
 // A parked load balancer (one still being built at the provider, or whose poll was deferred)
-// comes back only after a long backstop; meanwhile the account's watcher lists every
-// ProviderPoll while anything is parked, and queues each parked load balancer the moment the
-// list shows it ready to move on (active with an address, or errored), so its next pass
-// answers from that same list.
+// comes back only after a long backstop; meanwhile the account's watcher in the replica that
+// parked it claims a list every ProviderPoll while anything is parked (at most one replica
+// wins each interval) and reads the recorded list, queueing each parked load balancer the list
+// shows ready to move on (active with an address, errored, or gone), so its next pass, on any
+// replica, answers from that same list.
 
-// lbWatch is one account's snapshot and parked load balancers in this replica.
+// listKind names the load balancer lists in provider_lists.
+const listKind = "load_balancers"
+
+// lbWatch is one account's parked load balancers in this replica and the last list it made.
 type lbWatch struct {
 	r         *Reconciler
 	accountID string
 
-	mu      sync.Mutex
-	snap    map[string]*provider.LoadBalancer // by provider id
-	snapAt  time.Time                         // when the list that made snap began
-	lastTry time.Time                         // when a list was last begun
-	listing chan struct{}                     // closed when the list in flight ends
-	parked  map[string]parkedLB               // by row id
-	running bool                              // the watcher goroutine is on
-}
-
-type parkedLB struct {
-	providerID string
-	since      time.Time // a list must begin after this to speak for it
-	until      time.Time // the backstop: the pass comes back by itself then
+	mu        sync.Mutex
+	snap      map[string]*provider.LoadBalancer // by provider id: the last list this replica made
+	snapBegan time.Time                         // when it began (database clock)
+	snapAt    time.Time                         // when it began (this replica's clock)
+	listing   chan struct{}                     // closed when the list in flight ends
+	parked    map[string]time.Time              // row id -> backstop: the pass comes back by itself then
+	running   bool                              // the watcher goroutine is on
 }
 
 // watchFor returns the account's watch, making it on first use.
@@ -53,7 +54,7 @@ func (r *Reconciler) watchFor(accountID string) *lbWatch {
 	defer r.mu.Unlock()
 	w := r.watches[accountID]
 	if w == nil {
-		w = &lbWatch{r: r, accountID: accountID, parked: map[string]parkedLB{}}
+		w = &lbWatch{r: r, accountID: accountID, parked: map[string]time.Time{}}
 		r.watches[accountID] = w
 	}
 	return w
@@ -64,13 +65,21 @@ func (r *Reconciler) parkBackstop() time.Duration {
 	return max(r.opts.DependencyPoll, 4*r.opts.ProviderPoll)
 }
 
-// pollLB observes a recorded load balancer from a snapshot, listing when none speaks for it.
-// It returns provider.ErrDeferred when the list was deferred (the budget is short) or one was
-// begun too recently to begin another.
+// listFresh is how old a recorded list may be and still answer a pass.
+func (r *Reconciler) listFresh() time.Duration {
+	return 4 * r.opts.ProviderPoll
+}
+
+// pollLB observes a recorded load balancer from a list, claiming one when none speaks for it.
+// It returns provider.ErrDeferred when the list was deferred (the budget is short) or another
+// replica lists in this interval.
 func (r *Reconciler) pollLB(ctx context.Context, p provider.Provider, row store.LoadBalancer) (*provider.LoadBalancer, error) {
 	w := r.watchFor(row.AccountID)
 	for range 2 {
-		obs, usable := w.lookup(row.ProviderID, row.UpdatedAt)
+		obs, usable, err := w.lookup(ctx, row)
+		if err != nil {
+			return nil, err
+		}
 		if usable {
 			if obs != nil {
 				return obs, nil
@@ -86,19 +95,42 @@ func (r *Reconciler) pollLB(ctx context.Context, p provider.Provider, row store.
 	return nil, fmt.Errorf("vps: no list speaks for load balancer %s yet: %w", row.ID, provider.ErrDeferred)
 }
 
-// lookup answers from the snapshot when it is fresh and began after notBefore; obs is nil when
-// the load balancer is not in it.
-func (w *lbWatch) lookup(providerID string, notBefore time.Time) (obs *provider.LoadBalancer, usable bool) {
+// lookup answers from this replica's last list, else from the last recorded one, when it is
+// fresh and began after the row was last written; obs is nil when the list did not show it.
+func (w *lbWatch) lookup(ctx context.Context, row store.LoadBalancer) (obs *provider.LoadBalancer, usable bool, err error) {
+	fresh := w.r.listFresh()
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.snap == nil || !w.snapAt.After(notBefore) || time.Since(w.snapAt) >= w.r.opts.ProviderPoll {
-		return nil, false
+	if w.snap != nil && w.snapBegan.After(row.UpdatedAt) && time.Since(w.snapAt) < fresh {
+		obs = w.snap[row.ProviderID]
+		w.mu.Unlock()
+		return obs, true, nil
 	}
-	return w.snap[providerID], true
+	w.mu.Unlock()
+	o, err := w.r.opts.DB.ProviderObservation(ctx, w.accountID, listKind, row.ProviderID)
+	if err != nil {
+		return nil, false, fmt.Errorf("vps: %w", err)
+	}
+	if !o.Began.After(row.UpdatedAt) || o.Age >= fresh {
+		return nil, false, nil
+	}
+	if o.Body == nil {
+		return nil, true, nil
+	}
+	obs, err = decodeListed(o.Body)
+	return obs, err == nil, err
 }
 
-// refresh lists the account's load balancers into the snapshot, or waits for the list in
-// flight. A list is begun at most once a ProviderPoll; a pass that finds none fresh parks.
+func decodeListed(body []byte) (*provider.LoadBalancer, error) {
+	var lb provider.LoadBalancer
+	if err := json.Unmarshal(body, &lb); err != nil {
+		return nil, fmt.Errorf("vps: a recorded load balancer list row: %w", err)
+	}
+	return &lb, nil
+}
+
+// refresh claims and makes a list of the account's load balancers, or waits for the one this
+// replica has in flight. It returns provider.ErrDeferred when another replica holds the claim
+// (it listed within the interval, or lists now) or the budget is kept for creates.
 func (w *lbWatch) refresh(ctx context.Context, p provider.Provider) error {
 	w.mu.Lock()
 	if ch := w.listing; ch != nil {
@@ -110,38 +142,94 @@ func (w *lbWatch) refresh(ctx context.Context, p provider.Provider) error {
 			return ctx.Err()
 		}
 	}
-	if time.Since(w.lastTry) < w.r.opts.ProviderPoll {
-		w.mu.Unlock()
-		return fmt.Errorf("vps: a list of account %s was begun moments ago: %w", w.accountID, provider.ErrDeferred)
-	}
-	began := time.Now()
-	w.lastTry = began
 	done := make(chan struct{})
 	w.listing = done
 	w.mu.Unlock()
 
-	lbs, err := p.LoadBalancers().List(provider.WithLowPriority(ctx))
+	err := w.list(ctx, p)
 
 	w.mu.Lock()
-	if err == nil {
-		w.snap = make(map[string]*provider.LoadBalancer, len(lbs))
-		for _, lb := range lbs {
-			w.snap[lb.ID] = lb
-		}
-		w.snapAt = began
-	}
 	w.listing = nil
 	close(done)
 	w.mu.Unlock()
 	return err
 }
 
-// park records that row waits on the provider and makes sure the watcher runs.
-func (r *Reconciler) park(p provider.Provider, row store.LoadBalancer, providerID string) {
-	w := r.watchFor(row.AccountID)
-	now := time.Now()
+// list makes one claimed list and records it for every replica.
+func (w *lbWatch) list(ctx context.Context, p provider.Provider) error {
+	db := w.r.opts.DB
+	began, claimed, err := db.ClaimProviderList(ctx, w.accountID, listKind, w.r.opts.CreateWindow)
+	if err != nil {
+		return fmt.Errorf("vps: %w", err)
+	}
+	if !claimed {
+		return fmt.Errorf("vps: account %s was listed moments ago or is being listed: %w", w.accountID, provider.ErrDeferred)
+	}
+	at := time.Now()
+	lbs, err := p.LoadBalancers().List(provider.WithLowPriority(ctx))
+	if err != nil {
+		// Let another claim be taken after a poll interval; the claim lapses by itself otherwise.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		_ = db.ReleaseProviderList(rctx, w.accountID, listKind, began, w.r.opts.ProviderPoll)
+		cancel()
+		return err
+	}
+	snap := make(map[string]*provider.LoadBalancer, len(lbs))
+	items := make([]store.Listed, 0, len(lbs))
+	for _, lb := range lbs {
+		body, err := json.Marshal(lb)
+		if err != nil {
+			return fmt.Errorf("vps: encode listed load balancer: %w", err)
+		}
+		snap[lb.ID] = lb
+		items = append(items, store.Listed{ProviderID: lb.ID, Body: body})
+	}
 	w.mu.Lock()
-	w.parked[row.ID] = parkedLB{providerID: providerID, since: now, until: now.Add(r.parkBackstop())}
+	if began.After(w.snapBegan) {
+		w.snap, w.snapBegan, w.snapAt = snap, began, at
+	}
+	w.mu.Unlock()
+	if _, err := db.RecordProviderList(ctx, w.accountID, listKind, began, w.r.opts.ProviderPoll, items); err != nil {
+		return fmt.Errorf("vps: %w", err)
+	}
+	return w.wakeListed(ctx, began, lbs)
+}
+
+// wakeListed queues the rows, parked in any replica, that wait on a load balancer the list shows
+// ready to move on (active with an address, or errored), so no replica waits for its own
+// watcher to read the list.
+func (w *lbWatch) wakeListed(ctx context.Context, began time.Time, lbs []*provider.LoadBalancer) error {
+	var moved []string
+	for _, lb := range lbs {
+		if movedOn(lb) {
+			moved = append(moved, lb.ID)
+		}
+	}
+	if len(moved) == 0 {
+		return nil
+	}
+	waiting, err := w.r.opts.DB.LoadBalancersWaitingOn(ctx, w.accountID, moved, began)
+	if err != nil {
+		return fmt.Errorf("vps: %w", err)
+	}
+	ids := make([]string, 0, len(waiting))
+	due := make([]time.Time, 0, len(waiting))
+	for _, row := range waiting {
+		ids, due = append(ids, row.ID), append(due, row.CreatedAt)
+	}
+	return w.enqueue(ctx, ids, due)
+}
+
+// movedOn reports whether a listed load balancer lets a pass waiting on it move on.
+func movedOn(lb *provider.LoadBalancer) bool {
+	return lb.Status == provider.LoadBalancerErrored || (lb.Status == provider.LoadBalancerActive && lb.Address != "")
+}
+
+// park records that row waits on the provider and makes sure the watcher runs.
+func (r *Reconciler) park(p provider.Provider, row store.LoadBalancer) {
+	w := r.watchFor(row.AccountID)
+	w.mu.Lock()
+	w.parked[row.ID] = time.Now().Add(r.parkBackstop())
 	start := !w.running
 	w.running = true
 	w.mu.Unlock()
@@ -150,16 +238,17 @@ func (r *Reconciler) park(p provider.Provider, row store.LoadBalancer, providerI
 	}
 }
 
-// watch lists every ProviderPoll while anything is parked and wakes what moved on. It ends
-// by itself once nothing is parked (every entry lapses at its backstop).
+// watch lists (when its claim wins) every ProviderPoll while anything is parked and wakes what
+// the last recorded list shows moved on. It ends by itself once nothing is parked (every entry
+// lapses at its backstop).
 func (w *lbWatch) watch(p provider.Provider) {
 	poll := w.r.opts.ProviderPoll
 	for {
 		time.Sleep(poll)
 		now := time.Now()
 		w.mu.Lock()
-		for id, pk := range w.parked {
-			if now.After(pk.until) {
+		for id, until := range w.parked {
+			if now.After(until) {
 				delete(w.parked, id)
 			}
 		}
@@ -171,40 +260,66 @@ func (w *lbWatch) watch(p provider.Provider) {
 		w.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), w.r.opts.CreateWindow)
 		err := w.refresh(ctx, p)
-		if err == nil {
-			err = w.wake(ctx)
+		if errors.Is(err, provider.ErrDeferred) {
+			err = nil
 		}
+		err = errors.Join(err, w.wake(ctx))
 		cancel()
-		if err != nil && !errors.Is(err, provider.ErrDeferred) {
+		if err != nil {
 			w.r.opts.Logger.Warn("vps: load balancer watch", "account", w.accountID, "err", err.Error())
 		}
 	}
 }
 
-// wake queues the parked load balancers the snapshot shows ready to move on.
+// wake queues the parked load balancers the last recorded list shows ready to move on.
 func (w *lbWatch) wake(ctx context.Context) error {
-	var ids []string
 	w.mu.Lock()
-	for id, pk := range w.parked {
-		if !w.snapAt.After(pk.since) {
-			continue
-		}
-		lb := w.snap[pk.providerID]
-		if lb == nil || lb.Status == provider.LoadBalancerErrored || (lb.Status == provider.LoadBalancerActive && lb.Address != "") {
-			ids = append(ids, id)
-			delete(w.parked, id)
-		}
+	rowIDs := make([]string, 0, len(w.parked))
+	for id := range w.parked {
+		rowIDs = append(rowIDs, id)
 	}
 	w.mu.Unlock()
+	listed, err := w.r.opts.DB.ListedLoadBalancers(ctx, w.accountID, listKind, rowIDs)
+	if err != nil {
+		return fmt.Errorf("vps: %w", err)
+	}
+	var ids []string
+	var due []time.Time
+	for _, l := range listed {
+		if !l.Speaks {
+			continue
+		}
+		if l.Body != nil {
+			lb, err := decodeListed(l.Body)
+			if err != nil {
+				return err
+			}
+			if !movedOn(lb) {
+				continue
+			}
+		}
+		ids, due = append(ids, l.ID), append(due, l.CreatedAt)
+	}
+	return w.enqueue(ctx, ids, due)
+}
+
+// enqueue queues the woken rows and stops watching them here.
+func (w *lbWatch) enqueue(ctx context.Context, ids []string, due []time.Time) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	return store.ExecuteTx(ctx, w.r.opts.DB, func(tx pgx.Tx) error {
-		for _, id := range ids {
-			if err := store.Enqueue(ctx, tx, core.ReconcileKind, id, nil); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	// A woken load balancer is due from when it was recorded: its pass needs no provider
+	// request (the list answers it), and it must not wait behind the creates of load
+	// balancers recorded after it, which the request budget holds back.
+	if err := store.ExecuteTx(ctx, w.r.opts.DB, func(tx pgx.Tx) error {
+		return store.EnqueueMany(ctx, tx, core.ReconcileKind, ids, due)
+	}); err != nil {
+		return err
+	}
+	w.mu.Lock()
+	for _, id := range ids {
+		delete(w.parked, id)
+	}
+	w.mu.Unlock()
+	return nil
 }

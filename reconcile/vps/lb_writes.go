@@ -63,7 +63,7 @@ func (w *writer) forgetLB(read store.LoadBalancer) error {
 // observeLB records what the provider holds: its id, addresses, the applied version and what
 // it reaches; with ready it also moves the row to ready, publishing providerLoadBalancer.ready
 // and opening the usage when it was not ready before.
-func (w *writer) observeLB(read store.LoadBalancer, obs *provider.LoadBalancer, want desiredLB, applied int64, ready bool) error {
+func (w *writer) observeLB(read store.LoadBalancer, obs *provider.LoadBalancer, want desiredLB, applied int64, ready bool, globals []string) error {
 	cur, changed, err := w.currentLB(read)
 	if err != nil {
 		return err
@@ -90,10 +90,6 @@ func (w *writer) observeLB(read store.LoadBalancer, obs *provider.LoadBalancer, 
 	}
 	if cur.ProviderID == "" && cur.Scope == string(provider.ScopeRegional) {
 		// Global load balancers that target this one waited for its provider id.
-		globals, err := store.GlobalsTargeting(w.ctx, w.tx, cur.ID)
-		if err != nil {
-			return err
-		}
 		if err := w.enqueueAll(globals); err != nil {
 			return err
 		}

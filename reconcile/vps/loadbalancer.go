@@ -89,7 +89,7 @@ func (l *lbPass) Observe(ctx context.Context) (managed.Observation, error) {
 
 // deferred parks a pass whose list could not be read now (the budget is kept for creates).
 func (l *lbPass) deferred() managed.Observation {
-	l.r.park(l.p, l.row, l.row.ProviderID)
+	l.r.park(l.p, l.row)
 	return managed.After(l.r.parkBackstop())
 }
 
@@ -173,13 +173,24 @@ func (l *lbPass) parkLB(ctx context.Context) (reconcile.Result, error) {
 	if err := l.record(ctx, false); err != nil {
 		return reconcile.Result{}, err
 	}
-	l.r.park(l.p, l.row, l.obs.ID)
+	l.r.park(l.p, l.row)
 	return reconcile.Result{RequeueAfter: l.r.parkBackstop()}, nil
 }
 
 // record writes what the provider holds; with ready it moves the row to ready.
 func (l *lbPass) record(ctx context.Context, ready bool) error {
-	return write(ctx, l.f, func(w *writer) error { return w.observeLB(l.row, l.obs, l.want, l.applied, ready) })
+	// The global load balancers that wait for this one's provider id are read before the
+	// transaction, not in it: under SERIALIZABLE that join reads load_balancers widely enough
+	// to make concurrent writes of other load balancers fail. One made meanwhile is not missed:
+	// a global waiting on a target comes back by itself (DependencyPoll).
+	var globals []string
+	if l.row.ProviderID == "" && l.row.Scope == string(provider.ScopeRegional) {
+		var err error
+		if globals, err = store.GlobalsTargeting(ctx, l.r.opts.DB.Q(), l.row.ID); err != nil {
+			return fmt.Errorf("vps: %w", err)
+		}
+	}
+	return write(ctx, l.f, func(w *writer) error { return w.observeLB(l.row, l.obs, l.want, l.applied, ready, globals) })
 }
 
 // Delete deletes the load balancer at the provider (and any other of its name a lost create

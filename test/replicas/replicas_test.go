@@ -23,6 +23,7 @@ import (
 	"better-compute.dev/compute/seal"
 	"better-compute.dev/compute/store"
 	"better-compute.dev/compute/store/storetest"
+	"better-compute.dev/compute/testwait"
 )
 
 // Knobs of the test: short leases and polls so the whole run takes about a minute.
@@ -90,7 +91,7 @@ func TestReplicasConvergeWithKillAndPause(t *testing.T) {
 		})
 		instanceIDs = append(instanceIDs, in.GetInstance().GetId())
 	}
-	waitFor(t, "every instance running", func() (bool, string) {
+	testwait.Until(t, time.Minute, "every instance running", func() (bool, string) {
 		machineIDs = machineIDs[:0]
 		for _, id := range instanceIDs {
 			row, err := store.GetInstance(ctx, schema.DB.Q(), id)
@@ -141,7 +142,7 @@ func TestReplicasConvergeWithKillAndPause(t *testing.T) {
 	}
 	createRange(0, loadBalancers/2, []api{newAPI(r1.url), newAPI(r2.url), survivor})
 
-	waitFor(t, "r1 holding leases", func() (bool, string) {
+	testwait.Until(t, time.Minute, "r1 holding leases", func() (bool, string) {
 		return len(leasesHeldBy(t, schema.DB, "r1")) > 0, "r1 holds no lease"
 	})
 	t.Logf("killing r1 at %s (audit seq %d)", time.Now().UTC().Format(time.RFC3339Nano), auditHead(t, schema.DB))
@@ -150,7 +151,7 @@ func TestReplicasConvergeWithKillAndPause(t *testing.T) {
 	t.Logf("r1 killed while holding %d leases", len(leasesHeldBy(t, schema.DB, "r1")))
 
 	createRange(loadBalancers/2, loadBalancers*3/4, []api{survivor})
-	waitFor(t, "r2 holding leases", func() (bool, string) {
+	testwait.Until(t, time.Minute, "r2 holding leases", func() (bool, string) {
 		return len(leasesHeldBy(t, schema.DB, "r2")) > 0, "r2 holds no lease"
 	})
 	r2.signal(t, syscall.SIGSTOP)
@@ -254,20 +255,4 @@ func TestReplicasConvergeWithKillAndPause(t *testing.T) {
 		t.Logf("r2 reported %d lost leases", lost)
 	}
 	t.Logf("faults injected: %d; writes since the pause: %s", simulator.FaultsInjected(), describe(writes))
-}
-
-// waitFor polls cond until it holds or a minute passes.
-func waitFor(t *testing.T, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		ok, why := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within a minute: %s", what, why)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }

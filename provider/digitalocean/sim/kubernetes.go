@@ -233,6 +233,9 @@ func (k *kube) createCluster(c *call) reply {
 			ClusterSubnet: "10.244.0.0/16", ServiceSubnet: "10.245.0.0/16", Endpoint: "https://" + id + ".k8s.ondigitalocean.com",
 			CreatedAt: c.now.UTC(), UpdatedAt: c.now.UTC(),
 		}}
+	if real := k.s.opts.KubeAPIServer; real != nil {
+		rec.c.Endpoint = real.Server
+	}
 	if vpc != nil {
 		rec.c.VPCUUID = vpc.vpc.ID
 	}
@@ -283,11 +286,21 @@ func (k *kube) kubeconfig(c *call) reply {
 	}
 	name := "do-" + r.c.RegionSlug + "-" + r.c.Name
 	ca := base64.StdEncoding.EncodeToString([]byte(r.caPEM))
+	user := map[string]any{"token": r.credential}
+	if real := k.s.opts.KubeAPIServer; real != nil {
+		ca = base64.StdEncoding.EncodeToString(real.CAPEM)
+		user = map[string]any{"token": real.Token}
+		if real.Token == "" {
+			user = map[string]any{
+				"client-certificate-data": base64.StdEncoding.EncodeToString(real.ClientCertPEM),
+				"client-key-data":         base64.StdEncoding.EncodeToString(real.ClientKeyPEM)}
+		}
+	}
 	return ok(http.StatusOK, map[string]any{
 		"apiVersion": "v1", "kind": "Config", "current-context": name,
 		"clusters": []any{map[string]any{"name": name, "cluster": map[string]any{
 			"server": r.c.Endpoint, "certificate-authority-data": ca}}},
-		"users": []any{map[string]any{"name": name + "-admin", "user": map[string]any{"token": r.credential}}},
+		"users": []any{map[string]any{"name": name + "-admin", "user": user}},
 		"contexts": []any{map[string]any{"name": name, "context": map[string]any{
 			"cluster": name, "user": name + "-admin"}}},
 	})

@@ -43,9 +43,24 @@ type Options struct {
 	// CertificateVerifyDelay is how long a lets_encrypt certificate stays "pending".
 	CertificateVerifyDelay time.Duration
 
+	// KubeAPIServer, when set, is a real Kubernetes API server that stands in for every
+	// cluster: a cluster's endpoint and kubeconfig are its (the real-API-server test tier).
+	// Nil: each cluster gets an endpoint of its own that nothing answers.
+	KubeAPIServer *KubeAPIServer
+
 	// Now is the clock; nil means time.Now. Asynchronous transitions and rate windows are
 	// computed from it lazily, so a test can move time with a ManualClock instead of sleeping.
 	Now func() time.Time
+}
+
+// KubeAPIServer is where a cluster's kubeconfig points and the credential it carries: a
+// client certificate, or a bearer token when Token is set.
+type KubeAPIServer struct {
+	Server        string // https://host:port
+	CAPEM         []byte // the server certificate's CA
+	ClientCertPEM []byte
+	ClientKeyPEM  []byte
+	Token         string
 }
 
 // withDefaults fills zero fields; negative delays collapse to zero.

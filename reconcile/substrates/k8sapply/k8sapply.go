@@ -3,17 +3,15 @@
 // taken over or deleted.
 //
 // An object is ours when it carries the label PoolLabel with our pool's id and our field
-// manager appears in its managed fields. The first write of a name is a Create (which fails
-// when someone else made it meanwhile, so a race never merges our fields into another's
-// object); every later write is a server-side apply with force, which only ever runs on an
-// object already ours. Deletes run only on our objects and are preconditioned on the uid
-// observed, so an object replaced under the same name in between is left alone.
-//
-// The Create leaves an Update entry of our manager in managedFields that owns every field of
-// the first manifest; as long as it is there, a field a later manifest stops setting is never
-// removed (server-side apply only drops fields no manager owns any more). So after an apply
-// that entry is cleared by a JSON patch guarded on the resourceVersion the apply returned,
-// leaving our Apply entry as the only owner of our fields.
+// manager appears in its managed fields. Every write is a server-side apply under that manager,
+// the first one included, so our Apply entry is the only managedFields entry of ours and owns
+// exactly the fields of the latest manifest: a field a later manifest stops setting is
+// removed. The first write of a name found free is an apply without force; when someone made
+// the name in between, it fails on their differing fields or merges into their object, and a
+// merge is undone at once (see firstApply), so a race never takes their object over. Every
+// later write is an apply with force, which only ever runs on an object already ours. Deletes
+// run only on our objects and are preconditioned on the uid observed, so an object replaced
+// under the same name in between is left alone.
 package k8sapply
 
 import (
@@ -21,9 +19,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // FieldManager is the server-side apply field manager of everything the control plane applies.
@@ -69,29 +69,43 @@ func Owned(obj metav1.Object, poolID string) (bool, string) {
 	return false, "its fields are not managed by " + FieldManager + ": another party made it"
 }
 
-// kind is the typed client of one kind, reduced to what Ensure and Remove need. cfg is the
-// kind's apply configuration; typed is a fresh empty object of the kind.
+// kind is the typed client of one kind, reduced to what Ensure and Remove need. C is the
+// kind's apply configuration, T its object; gvk and namespace say what release applies.
 type kind[C any, T metav1.Object] struct {
+	apiVersion, kind, namespace string
+
 	get    func(ctx context.Context, name string) (T, error)
-	create func(ctx context.Context, obj T) (T, error)
-	apply  func(ctx context.Context, cfg C) (T, error)
-	patch  func(ctx context.Context, name string, jsonPatch []byte) (T, error)
+	apply  func(ctx context.Context, cfg C, force bool) (T, error)
+	patch  func(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions) (T, error)
 	delete func(ctx context.Context, name string, opts metav1.DeleteOptions) error
-	typed  func() T
 }
 
-// ensure creates the object when the name is free and applies it when it is ours.
+// release applies an empty configuration of the object under our field manager: we give up
+// every field we own, and those no other manager owns are removed.
+func (k kind[C, T]) release(ctx context.Context, name string) (T, error) {
+	meta := map[string]any{"name": name}
+	if k.namespace != "" {
+		meta["namespace"] = k.namespace
+	}
+	body, err := json.Marshal(map[string]any{"apiVersion": k.apiVersion, "kind": k.kind, "metadata": meta})
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return k.patch(ctx, name, types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: FieldManager})
+}
+
+// ensure writes the object by server-side apply when the name is free (its first write) or
+// when it is ours, and reports it as a conflict otherwise.
 func ensure[C any, T metav1.Object](ctx context.Context, k kind[C, T], ref Ref, poolID string, cfg C) (Outcome, error) {
 	out := Outcome{Ref: ref}
 	cur, err := k.get(ctx, ref.Name)
 	if apierrors.IsNotFound(err) {
-		obj := k.typed()
-		if err := convert(cfg, obj); err != nil {
-			return out, fmt.Errorf("k8sapply: %s: %w", ref, err)
-		}
-		cur, err = k.create(ctx, obj)
-		if apierrors.IsAlreadyExists(err) {
-			cur, err = k.get(ctx, ref.Name)
+		var created bool
+		cur, created, err = firstApply(ctx, k, ref, cfg)
+		if err == nil && created {
+			out.Applied, out.UID = true, string(cur.GetUID())
+			return out, nil
 		}
 	}
 	if err != nil {
@@ -101,7 +115,7 @@ func ensure[C any, T metav1.Object](ctx context.Context, k kind[C, T], ref Ref, 
 		out.Conflict = why
 		return out, nil
 	}
-	applied, err := k.apply(ctx, cfg)
+	applied, err := k.apply(ctx, cfg, true)
 	if err != nil {
 		return out, fmt.Errorf("k8sapply: apply %s: %w", ref, err)
 	}
@@ -112,8 +126,36 @@ func ensure[C any, T metav1.Object](ctx context.Context, k kind[C, T], ref Ref, 
 	return out, nil
 }
 
-// dropUpdateEntry removes our manager's Update entries (left by the Create) from obj's
-// managedFields, keeping every other entry as it is. The patch tests the resourceVersion, so
+// firstApply writes a name found free: a server-side apply without force, so the object it
+// makes has our Apply entry as its only managedFields entry. Someone may have made the name
+// between the read and the apply; then the apply either fails on a field they set differently
+// (a conflict), or merges into their object, which its answer shows as another manager's
+// entry. Either way the object is theirs: a merge is undone by applying an empty
+// configuration under our manager, which gives up every field we set (fields only we set go,
+// fields they set stay). It returns the object as it is and whether we made it.
+func firstApply[C any, T metav1.Object](ctx context.Context, k kind[C, T], ref Ref, cfg C) (T, bool, error) {
+	var zero T
+	obj, err := k.apply(ctx, cfg, false)
+	if apierrors.IsConflict(err) {
+		obj, err = k.get(ctx, ref.Name)
+		return obj, false, err
+	}
+	if err != nil {
+		return zero, false, err
+	}
+	if !slices.ContainsFunc(obj.GetManagedFields(), func(mf metav1.ManagedFieldsEntry) bool { return mf.Manager != FieldManager }) {
+		return obj, true, nil
+	}
+	if obj, err = k.release(ctx, ref.Name); err != nil {
+		return zero, false, fmt.Errorf("give up the fields merged into another's object: %w", err)
+	}
+	return obj, false, nil
+}
+
+// dropUpdateEntry removes our manager's Update entries from obj's managedFields, keeping every
+// other entry as it is. Objects written first by apply have none; an object first written by
+// an earlier version of this package (a Create with our field manager) has one, which owns
+// every field of that first manifest and so would keep a field a later manifest drops. The patch tests the resourceVersion, so
 // it never rewrites the ownership of an object changed in between; such a conflict is left
 // for the next pass, which applies and tries again.
 func dropUpdateEntry[C any, T metav1.Object](ctx context.Context, k kind[C, T], ref Ref, obj T) error {
@@ -138,7 +180,7 @@ func dropUpdateEntry[C any, T metav1.Object](ctx context.Context, k kind[C, T], 
 	if err != nil {
 		return fmt.Errorf("k8sapply: %s: encode managedFields patch: %w", ref, err)
 	}
-	_, err = k.patch(ctx, ref.Name, patch)
+	_, err = k.patch(ctx, ref.Name, types.JSONPatchType, patch, patchOpts)
 	if err != nil && !apierrors.IsConflict(err) && !apierrors.IsInvalid(err) && !apierrors.IsNotFound(err) &&
 		!isUnprocessable(err) { // a failed test op (the object changed since the apply)
 		return fmt.Errorf("k8sapply: %s: clear the create's managedFields entry: %w", ref, err)
@@ -177,19 +219,6 @@ func remove[C any, T metav1.Object](ctx context.Context, k kind[C, T], ref Ref, 
 		return false, "it was replaced while being deleted", nil
 	}
 	return false, "", fmt.Errorf("k8sapply: delete %s: %w", ref, err)
-}
-
-// convert turns an apply configuration into the typed object a Create sends (both share the
-// object's JSON form).
-func convert(cfg any, obj any) error {
-	raw, err := json.Marshal(cfg)
-	if err != nil {
-		return fmt.Errorf("encode: %w", err)
-	}
-	if err := json.Unmarshal(raw, obj); err != nil {
-		return fmt.Errorf("decode: %w", err)
-	}
-	return nil
 }
 
 func errUnknownKind(ref Ref) error { return fmt.Errorf("k8sapply: %s: kind not handled", ref) }

@@ -17,7 +17,8 @@ func ourNamespace(name string) *corev1ac.NamespaceApplyConfiguration {
 	return corev1ac.Namespace(name).WithLabels(map[string]string{k8sapply.PoolLabel: pool, "app": "bcd"})
 }
 
-// TestEnsureCreatesThenApplies: a free name is created, then applied under our field manager.
+// TestEnsureCreatesThenApplies: a free name is made by an apply under our field manager, then
+// applied again.
 func TestEnsureCreatesThenApplies(t *testing.T) {
 	t.Parallel()
 	cs := fake.NewClientset()
@@ -127,8 +128,8 @@ func TestRemoveDeletesOnlyOurs(t *testing.T) {
 	}
 }
 
-// TestDroppedFieldIsRemoved: a label the manifest stops setting is removed by the next apply,
-// because the Create's Update entry no longer holds on to the first manifest's fields.
+// TestDroppedFieldIsRemoved: a label the manifest stops setting is removed by the next apply:
+// the first write is an apply too, so no Update entry of ours holds on to the first manifest.
 func TestDroppedFieldIsRemoved(t *testing.T) {
 	t.Parallel()
 	cs := fake.NewClientset()

@@ -20,133 +20,115 @@ type Applier struct {
 	PoolID string
 }
 
-var (
-	createOpts = metav1.CreateOptions{FieldManager: FieldManager}
-	// Force is safe: an apply only ever runs on an object that is already ours, and takes back
-	// fields someone else edited on it.
-	applyOpts = metav1.ApplyOptions{FieldManager: FieldManager, Force: true}
-	// The managedFields patch changes only metadata.managedFields, which the server does not
-	// record as a manager's field.
-	patchOpts = metav1.PatchOptions{FieldManager: FieldManager}
-)
+// applyOpts is every apply's options: force only on an object that is already ours (it takes
+// back fields someone else edited on it), never on a first write.
+func applyOpts(force bool) metav1.ApplyOptions {
+	return metav1.ApplyOptions{FieldManager: FieldManager, Force: force}
+}
+
+// The managedFields patch changes only metadata.managedFields, which the server does not
+// record as a manager's field.
+var patchOpts = metav1.PatchOptions{FieldManager: FieldManager}
 
 func (a Applier) namespaces() kind[*corev1ac.NamespaceApplyConfiguration, *corev1.Namespace] {
 	c := a.Client.CoreV1().Namespaces()
 	return kind[*corev1ac.NamespaceApplyConfiguration, *corev1.Namespace]{
+		apiVersion: "v1", kind: "Namespace", namespace: "",
 		get: func(ctx context.Context, name string) (*corev1.Namespace, error) {
 			return c.Get(ctx, name, metav1.GetOptions{})
 		},
-		create: func(ctx context.Context, o *corev1.Namespace) (*corev1.Namespace, error) {
-			return c.Create(ctx, o, createOpts)
+		apply: func(ctx context.Context, cfg *corev1ac.NamespaceApplyConfiguration, force bool) (*corev1.Namespace, error) {
+			return c.Apply(ctx, cfg, applyOpts(force))
 		},
-		apply: func(ctx context.Context, cfg *corev1ac.NamespaceApplyConfiguration) (*corev1.Namespace, error) {
-			return c.Apply(ctx, cfg, applyOpts)
-		},
-		patch: func(ctx context.Context, name string, p []byte) (*corev1.Namespace, error) {
-			return c.Patch(ctx, name, types.JSONPatchType, p, patchOpts)
+		patch: func(ctx context.Context, name string, pt types.PatchType, p []byte, o metav1.PatchOptions) (*corev1.Namespace, error) {
+			return c.Patch(ctx, name, pt, p, o)
 		},
 		delete: func(ctx context.Context, name string, o metav1.DeleteOptions) error { return c.Delete(ctx, name, o) },
-		typed:  func() *corev1.Namespace { return &corev1.Namespace{} },
 	}
 }
 
 func (a Applier) secrets(ns string) kind[*corev1ac.SecretApplyConfiguration, *corev1.Secret] {
 	c := a.Client.CoreV1().Secrets(ns)
 	return kind[*corev1ac.SecretApplyConfiguration, *corev1.Secret]{
+		apiVersion: "v1", kind: "Secret", namespace: ns,
 		get: func(ctx context.Context, name string) (*corev1.Secret, error) {
 			return c.Get(ctx, name, metav1.GetOptions{})
 		},
-		create: func(ctx context.Context, o *corev1.Secret) (*corev1.Secret, error) {
-			return c.Create(ctx, o, createOpts)
+		apply: func(ctx context.Context, cfg *corev1ac.SecretApplyConfiguration, force bool) (*corev1.Secret, error) {
+			return c.Apply(ctx, cfg, applyOpts(force))
 		},
-		apply: func(ctx context.Context, cfg *corev1ac.SecretApplyConfiguration) (*corev1.Secret, error) {
-			return c.Apply(ctx, cfg, applyOpts)
-		},
-		patch: func(ctx context.Context, name string, p []byte) (*corev1.Secret, error) {
-			return c.Patch(ctx, name, types.JSONPatchType, p, patchOpts)
+		patch: func(ctx context.Context, name string, pt types.PatchType, p []byte, o metav1.PatchOptions) (*corev1.Secret, error) {
+			return c.Patch(ctx, name, pt, p, o)
 		},
 		delete: func(ctx context.Context, name string, o metav1.DeleteOptions) error { return c.Delete(ctx, name, o) },
-		typed:  func() *corev1.Secret { return &corev1.Secret{} },
 	}
 }
 
 func (a Applier) daemonSets(ns string) kind[*appsv1ac.DaemonSetApplyConfiguration, *appsv1.DaemonSet] {
 	c := a.Client.AppsV1().DaemonSets(ns)
 	return kind[*appsv1ac.DaemonSetApplyConfiguration, *appsv1.DaemonSet]{
+		apiVersion: "apps/v1", kind: "DaemonSet", namespace: ns,
 		get: func(ctx context.Context, name string) (*appsv1.DaemonSet, error) {
 			return c.Get(ctx, name, metav1.GetOptions{})
 		},
-		create: func(ctx context.Context, o *appsv1.DaemonSet) (*appsv1.DaemonSet, error) {
-			return c.Create(ctx, o, createOpts)
+		apply: func(ctx context.Context, cfg *appsv1ac.DaemonSetApplyConfiguration, force bool) (*appsv1.DaemonSet, error) {
+			return c.Apply(ctx, cfg, applyOpts(force))
 		},
-		apply: func(ctx context.Context, cfg *appsv1ac.DaemonSetApplyConfiguration) (*appsv1.DaemonSet, error) {
-			return c.Apply(ctx, cfg, applyOpts)
-		},
-		patch: func(ctx context.Context, name string, p []byte) (*appsv1.DaemonSet, error) {
-			return c.Patch(ctx, name, types.JSONPatchType, p, patchOpts)
+		patch: func(ctx context.Context, name string, pt types.PatchType, p []byte, o metav1.PatchOptions) (*appsv1.DaemonSet, error) {
+			return c.Patch(ctx, name, pt, p, o)
 		},
 		delete: func(ctx context.Context, name string, o metav1.DeleteOptions) error { return c.Delete(ctx, name, o) },
-		typed:  func() *appsv1.DaemonSet { return &appsv1.DaemonSet{} },
 	}
 }
 
 func (a Applier) serviceAccounts(ns string) kind[*corev1ac.ServiceAccountApplyConfiguration, *corev1.ServiceAccount] {
 	c := a.Client.CoreV1().ServiceAccounts(ns)
 	return kind[*corev1ac.ServiceAccountApplyConfiguration, *corev1.ServiceAccount]{
+		apiVersion: "v1", kind: "ServiceAccount", namespace: ns,
 		get: func(ctx context.Context, name string) (*corev1.ServiceAccount, error) {
 			return c.Get(ctx, name, metav1.GetOptions{})
 		},
-		create: func(ctx context.Context, o *corev1.ServiceAccount) (*corev1.ServiceAccount, error) {
-			return c.Create(ctx, o, createOpts)
+		apply: func(ctx context.Context, cfg *corev1ac.ServiceAccountApplyConfiguration, force bool) (*corev1.ServiceAccount, error) {
+			return c.Apply(ctx, cfg, applyOpts(force))
 		},
-		apply: func(ctx context.Context, cfg *corev1ac.ServiceAccountApplyConfiguration) (*corev1.ServiceAccount, error) {
-			return c.Apply(ctx, cfg, applyOpts)
-		},
-		patch: func(ctx context.Context, name string, p []byte) (*corev1.ServiceAccount, error) {
-			return c.Patch(ctx, name, types.JSONPatchType, p, patchOpts)
+		patch: func(ctx context.Context, name string, pt types.PatchType, p []byte, o metav1.PatchOptions) (*corev1.ServiceAccount, error) {
+			return c.Patch(ctx, name, pt, p, o)
 		},
 		delete: func(ctx context.Context, name string, o metav1.DeleteOptions) error { return c.Delete(ctx, name, o) },
-		typed:  func() *corev1.ServiceAccount { return &corev1.ServiceAccount{} },
 	}
 }
 
 func (a Applier) clusterRoles() kind[*rbacv1ac.ClusterRoleApplyConfiguration, *rbacv1.ClusterRole] {
 	c := a.Client.RbacV1().ClusterRoles()
 	return kind[*rbacv1ac.ClusterRoleApplyConfiguration, *rbacv1.ClusterRole]{
+		apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRole", namespace: "",
 		get: func(ctx context.Context, name string) (*rbacv1.ClusterRole, error) {
 			return c.Get(ctx, name, metav1.GetOptions{})
 		},
-		create: func(ctx context.Context, o *rbacv1.ClusterRole) (*rbacv1.ClusterRole, error) {
-			return c.Create(ctx, o, createOpts)
+		apply: func(ctx context.Context, cfg *rbacv1ac.ClusterRoleApplyConfiguration, force bool) (*rbacv1.ClusterRole, error) {
+			return c.Apply(ctx, cfg, applyOpts(force))
 		},
-		apply: func(ctx context.Context, cfg *rbacv1ac.ClusterRoleApplyConfiguration) (*rbacv1.ClusterRole, error) {
-			return c.Apply(ctx, cfg, applyOpts)
-		},
-		patch: func(ctx context.Context, name string, p []byte) (*rbacv1.ClusterRole, error) {
-			return c.Patch(ctx, name, types.JSONPatchType, p, patchOpts)
+		patch: func(ctx context.Context, name string, pt types.PatchType, p []byte, o metav1.PatchOptions) (*rbacv1.ClusterRole, error) {
+			return c.Patch(ctx, name, pt, p, o)
 		},
 		delete: func(ctx context.Context, name string, o metav1.DeleteOptions) error { return c.Delete(ctx, name, o) },
-		typed:  func() *rbacv1.ClusterRole { return &rbacv1.ClusterRole{} },
 	}
 }
 
 func (a Applier) clusterRoleBindings() kind[*rbacv1ac.ClusterRoleBindingApplyConfiguration, *rbacv1.ClusterRoleBinding] {
 	c := a.Client.RbacV1().ClusterRoleBindings()
 	return kind[*rbacv1ac.ClusterRoleBindingApplyConfiguration, *rbacv1.ClusterRoleBinding]{
+		apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRoleBinding", namespace: "",
 		get: func(ctx context.Context, name string) (*rbacv1.ClusterRoleBinding, error) {
 			return c.Get(ctx, name, metav1.GetOptions{})
 		},
-		create: func(ctx context.Context, o *rbacv1.ClusterRoleBinding) (*rbacv1.ClusterRoleBinding, error) {
-			return c.Create(ctx, o, createOpts)
+		apply: func(ctx context.Context, cfg *rbacv1ac.ClusterRoleBindingApplyConfiguration, force bool) (*rbacv1.ClusterRoleBinding, error) {
+			return c.Apply(ctx, cfg, applyOpts(force))
 		},
-		apply: func(ctx context.Context, cfg *rbacv1ac.ClusterRoleBindingApplyConfiguration) (*rbacv1.ClusterRoleBinding, error) {
-			return c.Apply(ctx, cfg, applyOpts)
-		},
-		patch: func(ctx context.Context, name string, p []byte) (*rbacv1.ClusterRoleBinding, error) {
-			return c.Patch(ctx, name, types.JSONPatchType, p, patchOpts)
+		patch: func(ctx context.Context, name string, pt types.PatchType, p []byte, o metav1.PatchOptions) (*rbacv1.ClusterRoleBinding, error) {
+			return c.Patch(ctx, name, pt, p, o)
 		},
 		delete: func(ctx context.Context, name string, o metav1.DeleteOptions) error { return c.Delete(ctx, name, o) },
-		typed:  func() *rbacv1.ClusterRoleBinding { return &rbacv1.ClusterRoleBinding{} },
 	}
 }
 

@@ -738,7 +738,7 @@ var File_bettercompute_compute_v1_certificates_proto protoreflect.FileDescriptor
 
 const file_bettercompute_compute_v1_certificates_proto_rawDesc = "" +
 	"\n" +
-	"+bettercompute/compute/v1/certificates.proto\x12\x18bettercompute.compute.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x90\x02\n" +
+	"+bettercompute/compute/v1/certificates.proto\x12\x18bettercompute.compute.v1\x1a&bettercompute/compute/v1/options.proto\x1a\x1bbuf/validate/validate.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x90\x02\n" +
 	"\vCertificate\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\ttenant_id\x18\x02 \x01(\tR\btenantId\x12\x1d\n" +
@@ -787,12 +787,16 @@ const file_bettercompute_compute_v1_certificates_proto_rawDesc = "" +
 	"\ttenant_id\x18\x01 \x01(\tB\"\xbaH\x1fr\x1d\x18\x80\x012\x18^[A-Za-z0-9._:-]{1,128}$R\btenantId\x12Q\n" +
 	"\x0ecertificate_id\x18\x02 \x01(\tB*\xbaH'r%\x18:2!^pcert_[0-9a-hjkmnp-tv-z]{26,52}$R\rcertificateId\"d\n" +
 	"\x19DeleteCertificateResponse\x12G\n" +
-	"\vcertificate\x18\x01 \x01(\v2%.bettercompute.compute.v1.CertificateR\vcertificate2\x8a\x04\n" +
-	"\x12CertificateService\x12|\n" +
-	"\x11CreateCertificate\x122.bettercompute.compute.v1.CreateCertificateRequest\x1a3.bettercompute.compute.v1.CreateCertificateResponse\x12x\n" +
-	"\x0eGetCertificate\x12/.bettercompute.compute.v1.GetCertificateRequest\x1a0.bettercompute.compute.v1.GetCertificateResponse\"\x03\x90\x02\x01\x12~\n" +
-	"\x10ListCertificates\x121.bettercompute.compute.v1.ListCertificatesRequest\x1a2.bettercompute.compute.v1.ListCertificatesResponse\"\x03\x90\x02\x01\x12|\n" +
-	"\x11DeleteCertificate\x122.bettercompute.compute.v1.DeleteCertificateRequest\x1a3.bettercompute.compute.v1.DeleteCertificateResponseB\xf9\x01\n" +
+	"\vcertificate\x18\x01 \x01(\v2%.bettercompute.compute.v1.CertificateR\vcertificate2\xe1\x05\n" +
+	"\x12CertificateService\x12\xb4\x01\n" +
+	"\x11CreateCertificate\x122.bettercompute.compute.v1.CreateCertificateRequest\x1a3.bettercompute.compute.v1.CreateCertificateResponse\"6\xaa\xbb\x182\n" +
+	"\x13certificates/create\x12\x1bcompute:certificates:manage\x12\xa9\x01\n" +
+	"\x0eGetCertificate\x12/.bettercompute.compute.v1.GetCertificateRequest\x1a0.bettercompute.compute.v1.GetCertificateResponse\"4\xaa\xbb\x18-\n" +
+	"\x10certificates/get\x12\x19compute:certificates:read\x90\x02\x01\x12\xb0\x01\n" +
+	"\x10ListCertificates\x121.bettercompute.compute.v1.ListCertificatesRequest\x1a2.bettercompute.compute.v1.ListCertificatesResponse\"5\xaa\xbb\x18.\n" +
+	"\x11certificates/list\x12\x19compute:certificates:read\x90\x02\x01\x12\xb4\x01\n" +
+	"\x11DeleteCertificate\x122.bettercompute.compute.v1.DeleteCertificateRequest\x1a3.bettercompute.compute.v1.DeleteCertificateResponse\"6\xaa\xbb\x182\n" +
+	"\x13certificates/delete\x12\x1bcompute:certificates:manageB\xf9\x01\n" +
 	"\x1ccom.bettercompute.compute.v1B\x11CertificatesProtoP\x01ZDbetter-compute.dev/compute/gen/go/bettercompute/compute/v1;computev1\xa2\x02\x03BCX\xaa\x02\x18Bettercompute.Compute.V1\xca\x02\x18Bettercompute\\Compute\\V1\xe2\x02$Bettercompute\\Compute\\V1\\GPBMetadata\xea\x02\x1aBettercompute::Compute::V1b\x06proto3"
 
 var (
@@ -850,6 +854,7 @@ func file_bettercompute_compute_v1_certificates_proto_init() {
 	if File_bettercompute_compute_v1_certificates_proto != nil {
 		return
 	}
+	file_bettercompute_compute_v1_options_proto_init()
 	file_bettercompute_compute_v1_certificates_proto_msgTypes[3].OneofWrappers = []any{
 		(*CreateCertificateRequest_Custom)(nil),
 		(*CreateCertificateRequest_Managed)(nil),

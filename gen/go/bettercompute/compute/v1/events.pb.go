@@ -358,7 +358,7 @@ var File_bettercompute_compute_v1_events_proto protoreflect.FileDescriptor
 
 const file_bettercompute_compute_v1_events_proto_rawDesc = "" +
 	"\n" +
-	"%bettercompute/compute/v1/events.proto\x12\x18bettercompute.compute.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xfa\x01\n" +
+	"%bettercompute/compute/v1/events.proto\x12\x18bettercompute.compute.v1\x1a&bettercompute/compute/v1/options.proto\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xfa\x01\n" +
 	"\x05Event\x12\x16\n" +
 	"\x06cursor\x18\x01 \x01(\x03R\x06cursor\x12\x1b\n" +
 	"\ttenant_id\x18\x02 \x01(\tR\btenantId\x12\x12\n" +
@@ -385,11 +385,12 @@ const file_bettercompute_compute_v1_events_proto_rawDesc = "" +
 	"\ttenant_id\x18\x01 \x01(\tB\"\xbaH\x1fr\x1d\x18\x80\x012\x18^[A-Za-z0-9._:-]{1,128}$R\btenantId\x12\x1d\n" +
 	"\x05after\x18\x02 \x01(\x03B\a\xbaH\x04\"\x02(\x00R\x05after\"L\n" +
 	"\x13WatchEventsResponse\x125\n" +
-	"\x05event\x18\x01 \x01(\v2\x1f.bettercompute.compute.v1.EventR\x05event2\xef\x01\n" +
-	"\fEventService\x12l\n" +
+	"\x05event\x18\x01 \x01(\v2\x1f.bettercompute.compute.v1.EventR\x05event2\xb0\x02\n" +
+	"\fEventService\x12\x92\x01\n" +
 	"\n" +
-	"ListEvents\x12+.bettercompute.compute.v1.ListEventsRequest\x1a,.bettercompute.compute.v1.ListEventsResponse\"\x03\x90\x02\x01\x12q\n" +
-	"\vWatchEvents\x12,.bettercompute.compute.v1.WatchEventsRequest\x1a-.bettercompute.compute.v1.WatchEventsResponse\"\x03\x90\x02\x010\x01B\xf3\x01\n" +
+	"ListEvents\x12+.bettercompute.compute.v1.ListEventsRequest\x1a,.bettercompute.compute.v1.ListEventsResponse\")\xaa\xbb\x18\"\n" +
+	"\vevents/list\x12\x13compute:events:read\x90\x02\x01\x12\x8a\x01\n" +
+	"\vWatchEvents\x12,.bettercompute.compute.v1.WatchEventsRequest\x1a-.bettercompute.compute.v1.WatchEventsResponse\"\x1c\xaa\xbb\x18\x15\x12\x13compute:events:read\x90\x02\x010\x01B\xf3\x01\n" +
 	"\x1ccom.bettercompute.compute.v1B\vEventsProtoP\x01ZDbetter-compute.dev/compute/gen/go/bettercompute/compute/v1;computev1\xa2\x02\x03BCX\xaa\x02\x18Bettercompute.Compute.V1\xca\x02\x18Bettercompute\\Compute\\V1\xe2\x02$Bettercompute\\Compute\\V1\\GPBMetadata\xea\x02\x1aBettercompute::Compute::V1b\x06proto3"
 
 var (
@@ -435,6 +436,7 @@ func file_bettercompute_compute_v1_events_proto_init() {
 	if File_bettercompute_compute_v1_events_proto != nil {
 		return
 	}
+	file_bettercompute_compute_v1_options_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

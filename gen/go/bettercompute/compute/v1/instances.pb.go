@@ -668,7 +668,7 @@ var File_bettercompute_compute_v1_instances_proto protoreflect.FileDescriptor
 
 const file_bettercompute_compute_v1_instances_proto_rawDesc = "" +
 	"\n" +
-	"(bettercompute/compute/v1/instances.proto\x12\x18bettercompute.compute.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x80\x03\n" +
+	"(bettercompute/compute/v1/instances.proto\x12\x18bettercompute.compute.v1\x1a&bettercompute/compute/v1/options.proto\x1a\x1bbuf/validate/validate.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x80\x03\n" +
 	"\bInstance\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\ttenant_id\x18\x02 \x01(\tR\btenantId\x12\x1d\n" +
@@ -722,12 +722,16 @@ const file_bettercompute_compute_v1_instances_proto_rawDesc = "" +
 	"\vinstance_id\x18\x02 \x01(\tB)\xbaH&r$\x1892 ^inst_[0-9a-hjkmnp-tv-z]{26,52}$R\n" +
 	"instanceId\"X\n" +
 	"\x16DeleteInstanceResponse\x12>\n" +
-	"\binstance\x18\x01 \x01(\v2\".bettercompute.compute.v1.InstanceR\binstance2\xe3\x03\n" +
-	"\x0fInstanceService\x12s\n" +
-	"\x0eCreateInstance\x12/.bettercompute.compute.v1.CreateInstanceRequest\x1a0.bettercompute.compute.v1.CreateInstanceResponse\x12o\n" +
-	"\vGetInstance\x12,.bettercompute.compute.v1.GetInstanceRequest\x1a-.bettercompute.compute.v1.GetInstanceResponse\"\x03\x90\x02\x01\x12u\n" +
-	"\rListInstances\x12..bettercompute.compute.v1.ListInstancesRequest\x1a/.bettercompute.compute.v1.ListInstancesResponse\"\x03\x90\x02\x01\x12s\n" +
-	"\x0eDeleteInstance\x12/.bettercompute.compute.v1.DeleteInstanceRequest\x1a0.bettercompute.compute.v1.DeleteInstanceResponseB\xf6\x01\n" +
+	"\binstance\x18\x01 \x01(\v2\".bettercompute.compute.v1.InstanceR\binstance2\xa2\x05\n" +
+	"\x0fInstanceService\x12\xa5\x01\n" +
+	"\x0eCreateInstance\x12/.bettercompute.compute.v1.CreateInstanceRequest\x1a0.bettercompute.compute.v1.CreateInstanceResponse\"0\xaa\xbb\x18,\n" +
+	"\x10instances/create\x12\x18compute:instances:manage\x12\x9a\x01\n" +
+	"\vGetInstance\x12,.bettercompute.compute.v1.GetInstanceRequest\x1a-.bettercompute.compute.v1.GetInstanceResponse\".\xaa\xbb\x18'\n" +
+	"\rinstances/get\x12\x16compute:instances:read\x90\x02\x01\x12\xa1\x01\n" +
+	"\rListInstances\x12..bettercompute.compute.v1.ListInstancesRequest\x1a/.bettercompute.compute.v1.ListInstancesResponse\"/\xaa\xbb\x18(\n" +
+	"\x0einstances/list\x12\x16compute:instances:read\x90\x02\x01\x12\xa5\x01\n" +
+	"\x0eDeleteInstance\x12/.bettercompute.compute.v1.DeleteInstanceRequest\x1a0.bettercompute.compute.v1.DeleteInstanceResponse\"0\xaa\xbb\x18,\n" +
+	"\x10instances/delete\x12\x18compute:instances:manageB\xf6\x01\n" +
 	"\x1ccom.bettercompute.compute.v1B\x0eInstancesProtoP\x01ZDbetter-compute.dev/compute/gen/go/bettercompute/compute/v1;computev1\xa2\x02\x03BCX\xaa\x02\x18Bettercompute.Compute.V1\xca\x02\x18Bettercompute\\Compute\\V1\xe2\x02$Bettercompute\\Compute\\V1\\GPBMetadata\xea\x02\x1aBettercompute::Compute::V1b\x06proto3"
 
 var (
@@ -781,6 +785,7 @@ func file_bettercompute_compute_v1_instances_proto_init() {
 	if File_bettercompute_compute_v1_instances_proto != nil {
 		return
 	}
+	file_bettercompute_compute_v1_options_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

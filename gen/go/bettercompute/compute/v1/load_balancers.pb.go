@@ -1476,7 +1476,7 @@ var File_bettercompute_compute_v1_load_balancers_proto protoreflect.FileDescript
 
 const file_bettercompute_compute_v1_load_balancers_proto_rawDesc = "" +
 	"\n" +
-	"-bettercompute/compute/v1/load_balancers.proto\x12\x18bettercompute.compute.v1\x1a\x1bbuf/validate/validate.proto\x1a google/protobuf/field_mask.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xc7\x03\n" +
+	"-bettercompute/compute/v1/load_balancers.proto\x12\x18bettercompute.compute.v1\x1a&bettercompute/compute/v1/options.proto\x1a\x1bbuf/validate/validate.proto\x1a google/protobuf/field_mask.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xc7\x03\n" +
 	"\x13LoadBalancerTargets\x12\x17\n" +
 	"\x04pool\x18\x01 \x01(\bH\x00R\x04pool\x88\x01\x01\x12U\n" +
 	"\finstance_ids\x18\x02 \x03(\tB2\xbaH/\x92\x01,\x10d\x18\x01\"&r$\x1892 ^inst_[0-9a-hjkmnp-tv-z]{26,52}$R\vinstanceIds\x12]\n" +
@@ -1630,13 +1630,18 @@ const file_bettercompute_compute_v1_load_balancers_proto_rawDesc = "" +
 	"\ttenant_id\x18\x01 \x01(\tB\"\xbaH\x1fr\x1d\x18\x80\x012\x18^[A-Za-z0-9._:-]{1,128}$R\btenantId\x12R\n" +
 	"\x10load_balancer_id\x18\x02 \x01(\tB(\xbaH%r#\x1882\x1f^plb_[0-9a-hjkmnp-tv-z]{26,52}$R\x0eloadBalancerId\"i\n" +
 	"\x1aDeleteLoadBalancerResponse\x12K\n" +
-	"\rload_balancer\x18\x01 \x01(\v2&.bettercompute.compute.v1.LoadBalancerR\floadBalancer2\x99\x05\n" +
-	"\x13LoadBalancerService\x12\x7f\n" +
-	"\x12CreateLoadBalancer\x123.bettercompute.compute.v1.CreateLoadBalancerRequest\x1a4.bettercompute.compute.v1.CreateLoadBalancerResponse\x12\x81\x01\n" +
-	"\x11ListLoadBalancers\x122.bettercompute.compute.v1.ListLoadBalancersRequest\x1a3.bettercompute.compute.v1.ListLoadBalancersResponse\"\x03\x90\x02\x01\x12{\n" +
-	"\x0fGetLoadBalancer\x120.bettercompute.compute.v1.GetLoadBalancerRequest\x1a1.bettercompute.compute.v1.GetLoadBalancerResponse\"\x03\x90\x02\x01\x12\x7f\n" +
-	"\x12UpdateLoadBalancer\x123.bettercompute.compute.v1.UpdateLoadBalancerRequest\x1a4.bettercompute.compute.v1.UpdateLoadBalancerResponse\x12\x7f\n" +
-	"\x12DeleteLoadBalancer\x123.bettercompute.compute.v1.DeleteLoadBalancerRequest\x1a4.bettercompute.compute.v1.DeleteLoadBalancerResponseB\xfa\x01\n" +
+	"\rload_balancer\x18\x01 \x01(\v2&.bettercompute.compute.v1.LoadBalancerR\floadBalancer2\xb7\a\n" +
+	"\x13LoadBalancerService\x12\xba\x01\n" +
+	"\x12CreateLoadBalancer\x123.bettercompute.compute.v1.CreateLoadBalancerRequest\x1a4.bettercompute.compute.v1.CreateLoadBalancerResponse\"9\xaa\xbb\x185\n" +
+	"\x14loadBalancers/create\x12\x1dcompute:load-balancers:manage\x12\xb6\x01\n" +
+	"\x11ListLoadBalancers\x122.bettercompute.compute.v1.ListLoadBalancersRequest\x1a3.bettercompute.compute.v1.ListLoadBalancersResponse\"8\xaa\xbb\x181\n" +
+	"\x12loadBalancers/list\x12\x1bcompute:load-balancers:read\x90\x02\x01\x12\xaf\x01\n" +
+	"\x0fGetLoadBalancer\x120.bettercompute.compute.v1.GetLoadBalancerRequest\x1a1.bettercompute.compute.v1.GetLoadBalancerResponse\"7\xaa\xbb\x180\n" +
+	"\x11loadBalancers/get\x12\x1bcompute:load-balancers:read\x90\x02\x01\x12\xba\x01\n" +
+	"\x12UpdateLoadBalancer\x123.bettercompute.compute.v1.UpdateLoadBalancerRequest\x1a4.bettercompute.compute.v1.UpdateLoadBalancerResponse\"9\xaa\xbb\x185\n" +
+	"\x14loadBalancers/update\x12\x1dcompute:load-balancers:manage\x12\xba\x01\n" +
+	"\x12DeleteLoadBalancer\x123.bettercompute.compute.v1.DeleteLoadBalancerRequest\x1a4.bettercompute.compute.v1.DeleteLoadBalancerResponse\"9\xaa\xbb\x185\n" +
+	"\x14loadBalancers/delete\x12\x1dcompute:load-balancers:manageB\xfa\x01\n" +
 	"\x1ccom.bettercompute.compute.v1B\x12LoadBalancersProtoP\x01ZDbetter-compute.dev/compute/gen/go/bettercompute/compute/v1;computev1\xa2\x02\x03BCX\xaa\x02\x18Bettercompute.Compute.V1\xca\x02\x18Bettercompute\\Compute\\V1\xe2\x02$Bettercompute\\Compute\\V1\\GPBMetadata\xea\x02\x1aBettercompute::Compute::V1b\x06proto3"
 
 var (
@@ -1724,6 +1729,7 @@ func file_bettercompute_compute_v1_load_balancers_proto_init() {
 	if File_bettercompute_compute_v1_load_balancers_proto != nil {
 		return
 	}
+	file_bettercompute_compute_v1_options_proto_init()
 	file_bettercompute_compute_v1_load_balancers_proto_msgTypes[0].OneofWrappers = []any{}
 	file_bettercompute_compute_v1_load_balancers_proto_msgTypes[2].OneofWrappers = []any{}
 	file_bettercompute_compute_v1_load_balancers_proto_msgTypes[13].OneofWrappers = []any{}

@@ -1852,7 +1852,7 @@ var File_bettercompute_compute_v1_metal_proto protoreflect.FileDescriptor
 
 const file_bettercompute_compute_v1_metal_proto_rawDesc = "" +
 	"\n" +
-	"$bettercompute/compute/v1/metal.proto\x12\x18bettercompute.compute.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xfa\x01\n" +
+	"$bettercompute/compute/v1/metal.proto\x12\x18bettercompute.compute.v1\x1a&bettercompute/compute/v1/options.proto\x1a\x1bbuf/validate/validate.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xfa\x01\n" +
 	"\bMetalBmc\x12\x18\n" +
 	"\aaddress\x18\x01 \x01(\tR\aaddress\x12\x12\n" +
 	"\x04port\x18\x02 \x01(\x05R\x04port\x12\x1a\n" +
@@ -1980,25 +1980,37 @@ const file_bettercompute_compute_v1_metal_proto_rawDesc = "" +
 	"\busername\x18\x03 \x01(\tB\x18\xbaH\x15r\x13\x10\x01\x18@2\r^[!-~]{1,64}$R\busername\x12)\n" +
 	"\bpassword\x18\x04 \x01(\tB\r\xbaH\ar\x05\x10\x01\x18\x80\x02\x80\x01\x01R\bpassword\"X\n" +
 	"\x1dUpdateNodeCredentialsResponse\x127\n" +
-	"\x04node\x18\x01 \x01(\v2#.bettercompute.compute.v1.MetalNodeR\x04node2\xaf\n" +
+	"\x04node\x18\x01 \x01(\v2#.bettercompute.compute.v1.MetalNodeR\x04node2\xb7\x0e\n" +
+	"\fMetalService\x12\x91\x01\n" +
 	"\n" +
-	"\fMetalService\x12g\n" +
+	"EnrollNode\x12+.bettercompute.compute.v1.EnrollNodeRequest\x1a,.bettercompute.compute.v1.EnrollNodeResponse\"(\xaa\xbb\x18$\n" +
+	"\fmetal/enroll\x12\x14compute:metal:manage\x12\x86\x01\n" +
+	"\aGetNode\x12(.bettercompute.compute.v1.GetNodeRequest\x1a).bettercompute.compute.v1.GetNodeResponse\"&\xaa\xbb\x18\x1f\n" +
+	"\tmetal/get\x12\x12compute:metal:read\x90\x02\x01\x12\x8d\x01\n" +
+	"\tListNodes\x12*.bettercompute.compute.v1.ListNodesRequest\x1a+.bettercompute.compute.v1.ListNodesResponse\"'\xaa\xbb\x18 \n" +
 	"\n" +
-	"EnrollNode\x12+.bettercompute.compute.v1.EnrollNodeRequest\x1a,.bettercompute.compute.v1.EnrollNodeResponse\x12c\n" +
-	"\aGetNode\x12(.bettercompute.compute.v1.GetNodeRequest\x1a).bettercompute.compute.v1.GetNodeResponse\"\x03\x90\x02\x01\x12i\n" +
-	"\tListNodes\x12*.bettercompute.compute.v1.ListNodesRequest\x1a+.bettercompute.compute.v1.ListNodesResponse\"\x03\x90\x02\x01\x12j\n" +
-	"\vInspectNode\x12,.bettercompute.compute.v1.InspectNodeRequest\x1a-.bettercompute.compute.v1.InspectNodeResponse\x12s\n" +
-	"\x0eCommissionNode\x12/.bettercompute.compute.v1.CommissionNodeRequest\x1a0.bettercompute.compute.v1.CommissionNodeResponse\x12g\n" +
+	"metal/list\x12\x12compute:metal:read\x90\x02\x01\x12\x95\x01\n" +
+	"\vInspectNode\x12,.bettercompute.compute.v1.InspectNodeRequest\x1a-.bettercompute.compute.v1.InspectNodeResponse\")\xaa\xbb\x18%\n" +
+	"\rmetal/inspect\x12\x14compute:metal:manage\x12\xa1\x01\n" +
+	"\x0eCommissionNode\x12/.bettercompute.compute.v1.CommissionNodeRequest\x1a0.bettercompute.compute.v1.CommissionNodeResponse\",\xaa\xbb\x18(\n" +
+	"\x10metal/commission\x12\x14compute:metal:manage\x12\x91\x01\n" +
 	"\n" +
-	"DeployNode\x12+.bettercompute.compute.v1.DeployNodeRequest\x1a,.bettercompute.compute.v1.DeployNodeResponse\x12g\n" +
+	"DeployNode\x12+.bettercompute.compute.v1.DeployNodeRequest\x1a,.bettercompute.compute.v1.DeployNodeResponse\"(\xaa\xbb\x18$\n" +
+	"\fmetal/deploy\x12\x14compute:metal:manage\x12\x91\x01\n" +
 	"\n" +
-	"RescueNode\x12+.bettercompute.compute.v1.RescueNodeRequest\x1a,.bettercompute.compute.v1.RescueNodeResponse\x12m\n" +
-	"\fUnrescueNode\x12-.bettercompute.compute.v1.UnrescueNodeRequest\x1a..bettercompute.compute.v1.UnrescueNodeResponse\x12j\n" +
-	"\vReleaseNode\x12,.bettercompute.compute.v1.ReleaseNodeRequest\x1a-.bettercompute.compute.v1.ReleaseNodeResponse\x12g\n" +
+	"RescueNode\x12+.bettercompute.compute.v1.RescueNodeRequest\x1a,.bettercompute.compute.v1.RescueNodeResponse\"(\xaa\xbb\x18$\n" +
+	"\fmetal/rescue\x12\x14compute:metal:manage\x12\x99\x01\n" +
+	"\fUnrescueNode\x12-.bettercompute.compute.v1.UnrescueNodeRequest\x1a..bettercompute.compute.v1.UnrescueNodeResponse\"*\xaa\xbb\x18&\n" +
+	"\x0emetal/unrescue\x12\x14compute:metal:manage\x12\x95\x01\n" +
+	"\vReleaseNode\x12,.bettercompute.compute.v1.ReleaseNodeRequest\x1a-.bettercompute.compute.v1.ReleaseNodeResponse\")\xaa\xbb\x18%\n" +
+	"\rmetal/release\x12\x14compute:metal:manage\x12\x91\x01\n" +
 	"\n" +
-	"RetireNode\x12+.bettercompute.compute.v1.RetireNodeRequest\x1a,.bettercompute.compute.v1.RetireNodeResponse\x12d\n" +
-	"\tAbortNode\x12*.bettercompute.compute.v1.AbortNodeRequest\x1a+.bettercompute.compute.v1.AbortNodeResponse\x12\x88\x01\n" +
-	"\x15UpdateNodeCredentials\x126.bettercompute.compute.v1.UpdateNodeCredentialsRequest\x1a7.bettercompute.compute.v1.UpdateNodeCredentialsResponseB\xf2\x01\n" +
+	"RetireNode\x12+.bettercompute.compute.v1.RetireNodeRequest\x1a,.bettercompute.compute.v1.RetireNodeResponse\"(\xaa\xbb\x18$\n" +
+	"\fmetal/retire\x12\x14compute:metal:manage\x12\x8d\x01\n" +
+	"\tAbortNode\x12*.bettercompute.compute.v1.AbortNodeRequest\x1a+.bettercompute.compute.v1.AbortNodeResponse\"'\xaa\xbb\x18#\n" +
+	"\vmetal/abort\x12\x14compute:metal:manage\x12\xbd\x01\n" +
+	"\x15UpdateNodeCredentials\x126.bettercompute.compute.v1.UpdateNodeCredentialsRequest\x1a7.bettercompute.compute.v1.UpdateNodeCredentialsResponse\"3\xaa\xbb\x18/\n" +
+	"\x17metal/updateCredentials\x12\x14compute:metal:manageB\xf2\x01\n" +
 	"\x1ccom.bettercompute.compute.v1B\n" +
 	"MetalProtoP\x01ZDbetter-compute.dev/compute/gen/go/bettercompute/compute/v1;computev1\xa2\x02\x03BCX\xaa\x02\x18Bettercompute.Compute.V1\xca\x02\x18Bettercompute\\Compute\\V1\xe2\x02$Bettercompute\\Compute\\V1\\GPBMetadata\xea\x02\x1aBettercompute::Compute::V1b\x06proto3"
 
@@ -2101,6 +2113,7 @@ func file_bettercompute_compute_v1_metal_proto_init() {
 	if File_bettercompute_compute_v1_metal_proto != nil {
 		return
 	}
+	file_bettercompute_compute_v1_options_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

@@ -1028,7 +1028,7 @@ var File_bettercompute_compute_v1_networks_proto protoreflect.FileDescriptor
 
 const file_bettercompute_compute_v1_networks_proto_rawDesc = "" +
 	"\n" +
-	"'bettercompute/compute/v1/networks.proto\x12\x18bettercompute.compute.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa6\x01\n" +
+	"'bettercompute/compute/v1/networks.proto\x12\x18bettercompute.compute.v1\x1a&bettercompute/compute/v1/options.proto\x1a\x1bbuf/validate/validate.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa6\x01\n" +
 	"\aNetwork\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\ttenant_id\x18\x02 \x01(\tR\btenantId\x12\x1d\n" +
@@ -1105,16 +1105,23 @@ const file_bettercompute_compute_v1_networks_proto_rawDesc = "" +
 	"\ttenant_id\x18\x01 \x01(\tB\"\xbaH\x1fr\x1d\x18\x80\x012\x18^[A-Za-z0-9._:-]{1,128}$R\btenantId\x12F\n" +
 	"\tsubnet_id\x18\x02 \x01(\tB)\xbaH&r$\x1892 ^snet_[0-9a-hjkmnp-tv-z]{26,52}$R\bsubnetId\"P\n" +
 	"\x14DeleteSubnetResponse\x128\n" +
-	"\x06subnet\x18\x01 \x01(\v2 .bettercompute.compute.v1.SubnetR\x06subnet2\x9e\x06\n" +
-	"\x0eNetworkService\x12p\n" +
-	"\rCreateNetwork\x12..bettercompute.compute.v1.CreateNetworkRequest\x1a/.bettercompute.compute.v1.CreateNetworkResponse\x12l\n" +
+	"\x06subnet\x18\x01 \x01(\v2 .bettercompute.compute.v1.SubnetR\x06subnet2\xd7\b\n" +
+	"\x0eNetworkService\x12\xa0\x01\n" +
+	"\rCreateNetwork\x12..bettercompute.compute.v1.CreateNetworkRequest\x1a/.bettercompute.compute.v1.CreateNetworkResponse\".\xaa\xbb\x18*\n" +
+	"\x0fnetworks/create\x12\x17compute:networks:manage\x12\x95\x01\n" +
 	"\n" +
-	"GetNetwork\x12+.bettercompute.compute.v1.GetNetworkRequest\x1a,.bettercompute.compute.v1.GetNetworkResponse\"\x03\x90\x02\x01\x12r\n" +
-	"\fListNetworks\x12-.bettercompute.compute.v1.ListNetworksRequest\x1a..bettercompute.compute.v1.ListNetworksResponse\"\x03\x90\x02\x01\x12m\n" +
-	"\fCreateSubnet\x12-.bettercompute.compute.v1.CreateSubnetRequest\x1a..bettercompute.compute.v1.CreateSubnetResponse\x12i\n" +
-	"\tGetSubnet\x12*.bettercompute.compute.v1.GetSubnetRequest\x1a+.bettercompute.compute.v1.GetSubnetResponse\"\x03\x90\x02\x01\x12o\n" +
-	"\vListSubnets\x12,.bettercompute.compute.v1.ListSubnetsRequest\x1a-.bettercompute.compute.v1.ListSubnetsResponse\"\x03\x90\x02\x01\x12m\n" +
-	"\fDeleteSubnet\x12-.bettercompute.compute.v1.DeleteSubnetRequest\x1a..bettercompute.compute.v1.DeleteSubnetResponseB\xf5\x01\n" +
+	"GetNetwork\x12+.bettercompute.compute.v1.GetNetworkRequest\x1a,.bettercompute.compute.v1.GetNetworkResponse\",\xaa\xbb\x18%\n" +
+	"\fnetworks/get\x12\x15compute:networks:read\x90\x02\x01\x12\x9c\x01\n" +
+	"\fListNetworks\x12-.bettercompute.compute.v1.ListNetworksRequest\x1a..bettercompute.compute.v1.ListNetworksResponse\"-\xaa\xbb\x18&\n" +
+	"\rnetworks/list\x12\x15compute:networks:read\x90\x02\x01\x12\x9c\x01\n" +
+	"\fCreateSubnet\x12-.bettercompute.compute.v1.CreateSubnetRequest\x1a..bettercompute.compute.v1.CreateSubnetResponse\"-\xaa\xbb\x18)\n" +
+	"\x0esubnets/create\x12\x17compute:networks:manage\x12\x91\x01\n" +
+	"\tGetSubnet\x12*.bettercompute.compute.v1.GetSubnetRequest\x1a+.bettercompute.compute.v1.GetSubnetResponse\"+\xaa\xbb\x18$\n" +
+	"\vsubnets/get\x12\x15compute:networks:read\x90\x02\x01\x12\x98\x01\n" +
+	"\vListSubnets\x12,.bettercompute.compute.v1.ListSubnetsRequest\x1a-.bettercompute.compute.v1.ListSubnetsResponse\",\xaa\xbb\x18%\n" +
+	"\fsubnets/list\x12\x15compute:networks:read\x90\x02\x01\x12\x9c\x01\n" +
+	"\fDeleteSubnet\x12-.bettercompute.compute.v1.DeleteSubnetRequest\x1a..bettercompute.compute.v1.DeleteSubnetResponse\"-\xaa\xbb\x18)\n" +
+	"\x0esubnets/delete\x12\x17compute:networks:manageB\xf5\x01\n" +
 	"\x1ccom.bettercompute.compute.v1B\rNetworksProtoP\x01ZDbetter-compute.dev/compute/gen/go/bettercompute/compute/v1;computev1\xa2\x02\x03BCX\xaa\x02\x18Bettercompute.Compute.V1\xca\x02\x18Bettercompute\\Compute\\V1\xe2\x02$Bettercompute\\Compute\\V1\\GPBMetadata\xea\x02\x1aBettercompute::Compute::V1b\x06proto3"
 
 var (
@@ -1185,6 +1192,7 @@ func file_bettercompute_compute_v1_networks_proto_init() {
 	if File_bettercompute_compute_v1_networks_proto != nil {
 		return
 	}
+	file_bettercompute_compute_v1_options_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

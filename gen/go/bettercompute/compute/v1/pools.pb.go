@@ -1847,7 +1847,7 @@ var File_bettercompute_compute_v1_pools_proto protoreflect.FileDescriptor
 
 const file_bettercompute_compute_v1_pools_proto_rawDesc = "" +
 	"\n" +
-	"$bettercompute/compute/v1/pools.proto\x12\x18bettercompute.compute.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xc0\x01\n" +
+	"$bettercompute/compute/v1/pools.proto\x12\x18bettercompute.compute.v1\x1a&bettercompute/compute/v1/options.proto\x1a\x1bbuf/validate/validate.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xc0\x01\n" +
 	"\x0fProviderAccount\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\ttenant_id\x18\x02 \x01(\tR\btenantId\x12\x12\n" +
@@ -1969,22 +1969,34 @@ const file_bettercompute_compute_v1_pools_proto_rawDesc = "" +
 	"page_token\x18\x04 \x01(\tB\b\xbaH\x05r\x03\x18\x80\x04R\tpageToken\"u\n" +
 	"\x12ListQuotasResponse\x127\n" +
 	"\x06quotas\x18\x01 \x03(\v2\x1f.bettercompute.compute.v1.QuotaR\x06quotas\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken2\xb7\x03\n" +
-	"\x16ProviderAccountService\x12\x88\x01\n" +
-	"\x15CreateProviderAccount\x126.bettercompute.compute.v1.CreateProviderAccountRequest\x1a7.bettercompute.compute.v1.CreateProviderAccountResponse\x12\x84\x01\n" +
-	"\x12GetProviderAccount\x123.bettercompute.compute.v1.GetProviderAccountRequest\x1a4.bettercompute.compute.v1.GetProviderAccountResponse\"\x03\x90\x02\x01\x12\x8a\x01\n" +
-	"\x14ListProviderAccounts\x125.bettercompute.compute.v1.ListProviderAccountsRequest\x1a6.bettercompute.compute.v1.ListProviderAccountsResponse\"\x03\x90\x02\x012\xec\x05\n" +
-	"\vPoolService\x12g\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken2\xe4\x04\n" +
+	"\x16ProviderAccountService\x12\xc0\x01\n" +
+	"\x15CreateProviderAccount\x126.bettercompute.compute.v1.CreateProviderAccountRequest\x1a7.bettercompute.compute.v1.CreateProviderAccountResponse\"6\xaa\xbb\x182\n" +
+	"\x17providerAccounts/create\x12\x17compute:platform:manage\x12\xbe\x01\n" +
+	"\x12GetProviderAccount\x123.bettercompute.compute.v1.GetProviderAccountRequest\x1a4.bettercompute.compute.v1.GetProviderAccountResponse\"=\xaa\xbb\x186\n" +
+	"\x14providerAccounts/get\x12\x1ecompute:provider-accounts:read\x90\x02\x01\x12\xc5\x01\n" +
+	"\x14ListProviderAccounts\x125.bettercompute.compute.v1.ListProviderAccountsRequest\x1a6.bettercompute.compute.v1.ListProviderAccountsResponse\">\xaa\xbb\x187\n" +
+	"\x15providerAccounts/list\x12\x1ecompute:provider-accounts:read\x90\x02\x012\x92\b\n" +
+	"\vPoolService\x12\x94\x01\n" +
 	"\n" +
-	"CreatePool\x12+.bettercompute.compute.v1.CreatePoolRequest\x1a,.bettercompute.compute.v1.CreatePoolResponse\x12c\n" +
-	"\aGetPool\x12(.bettercompute.compute.v1.GetPoolRequest\x1a).bettercompute.compute.v1.GetPoolResponse\"\x03\x90\x02\x01\x12i\n" +
-	"\tListPools\x12*.bettercompute.compute.v1.ListPoolsRequest\x1a+.bettercompute.compute.v1.ListPoolsResponse\"\x03\x90\x02\x01\x12g\n" +
+	"CreatePool\x12+.bettercompute.compute.v1.CreatePoolRequest\x1a,.bettercompute.compute.v1.CreatePoolResponse\"+\xaa\xbb\x18'\n" +
+	"\fpools/create\x12\x17compute:platform:manage\x12\x86\x01\n" +
+	"\aGetPool\x12(.bettercompute.compute.v1.GetPoolRequest\x1a).bettercompute.compute.v1.GetPoolResponse\"&\xaa\xbb\x18\x1f\n" +
+	"\tpools/get\x12\x12compute:pools:read\x90\x02\x01\x12\x8d\x01\n" +
+	"\tListPools\x12*.bettercompute.compute.v1.ListPoolsRequest\x1a+.bettercompute.compute.v1.ListPoolsResponse\"'\xaa\xbb\x18 \n" +
 	"\n" +
-	"UpdatePool\x12+.bettercompute.compute.v1.UpdatePoolRequest\x1a,.bettercompute.compute.v1.UpdatePoolResponse\x12j\n" +
-	"\vArchivePool\x12,.bettercompute.compute.v1.ArchivePoolRequest\x1a-.bettercompute.compute.v1.ArchivePoolResponse\x12a\n" +
-	"\bSetQuota\x12).bettercompute.compute.v1.SetQuotaRequest\x1a*.bettercompute.compute.v1.SetQuotaResponse\x12l\n" +
+	"pools/list\x12\x12compute:pools:read\x90\x02\x01\x12\x94\x01\n" +
 	"\n" +
-	"ListQuotas\x12+.bettercompute.compute.v1.ListQuotasRequest\x1a,.bettercompute.compute.v1.ListQuotasResponse\"\x03\x90\x02\x01B\xf2\x01\n" +
+	"UpdatePool\x12+.bettercompute.compute.v1.UpdatePoolRequest\x1a,.bettercompute.compute.v1.UpdatePoolResponse\"+\xaa\xbb\x18'\n" +
+	"\fpools/update\x12\x17compute:platform:manage\x12\x98\x01\n" +
+	"\vArchivePool\x12,.bettercompute.compute.v1.ArchivePoolRequest\x1a-.bettercompute.compute.v1.ArchivePoolResponse\",\xaa\xbb\x18(\n" +
+	"\rpools/archive\x12\x17compute:platform:manage\x12\x8c\x01\n" +
+	"\bSetQuota\x12).bettercompute.compute.v1.SetQuotaRequest\x1a*.bettercompute.compute.v1.SetQuotaResponse\")\xaa\xbb\x18%\n" +
+	"\n" +
+	"quotas/set\x12\x17compute:platform:manage\x12\x91\x01\n" +
+	"\n" +
+	"ListQuotas\x12+.bettercompute.compute.v1.ListQuotasRequest\x1a,.bettercompute.compute.v1.ListQuotasResponse\"(\xaa\xbb\x18!\n" +
+	"\vquotas/list\x12\x12compute:pools:read\x90\x02\x01B\xf2\x01\n" +
 	"\x1ccom.bettercompute.compute.v1B\n" +
 	"PoolsProtoP\x01ZDbetter-compute.dev/compute/gen/go/bettercompute/compute/v1;computev1\xa2\x02\x03BCX\xaa\x02\x18Bettercompute.Compute.V1\xca\x02\x18Bettercompute\\Compute\\V1\xe2\x02$Bettercompute\\Compute\\V1\\GPBMetadata\xea\x02\x1aBettercompute::Compute::V1b\x06proto3"
 
@@ -2086,6 +2098,7 @@ func file_bettercompute_compute_v1_pools_proto_init() {
 	if File_bettercompute_compute_v1_pools_proto != nil {
 		return
 	}
+	file_bettercompute_compute_v1_options_proto_init()
 	file_bettercompute_compute_v1_pools_proto_msgTypes[10].OneofWrappers = []any{
 		(*SubstrateCluster_Create)(nil),
 		(*SubstrateCluster_Adopt)(nil),

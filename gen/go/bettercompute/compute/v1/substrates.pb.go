@@ -869,7 +869,7 @@ var File_bettercompute_compute_v1_substrates_proto protoreflect.FileDescriptor
 
 const file_bettercompute_compute_v1_substrates_proto_rawDesc = "" +
 	"\n" +
-	")bettercompute/compute/v1/substrates.proto\x12\x18bettercompute.compute.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x8a\x01\n" +
+	")bettercompute/compute/v1/substrates.proto\x12\x18bettercompute.compute.v1\x1a&bettercompute/compute/v1/options.proto\x1a\x1bbuf/validate/validate.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x8a\x01\n" +
 	"\x11SubstrateNodePool\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06flavor\x18\x02 \x01(\tR\x06flavor\x12\x12\n" +
@@ -940,12 +940,14 @@ const file_bettercompute_compute_v1_substrates_proto_rawDesc = "" +
 	"\x10JoinNodeResponse\x12\x1b\n" +
 	"\ttenant_id\x18\x01 \x01(\tR\btenantId\x12\x17\n" +
 	"\apool_id\x18\x02 \x01(\tR\x06poolId\x12;\n" +
-	"\x04node\x18\x03 \x01(\v2'.bettercompute.compute.v1.SubstrateNodeR\x04node2\x80\x02\n" +
-	"\x10SubstrateService\x12r\n" +
-	"\fGetSubstrate\x12-.bettercompute.compute.v1.GetSubstrateRequest\x1a..bettercompute.compute.v1.GetSubstrateResponse\"\x03\x90\x02\x01\x12x\n" +
-	"\x0eListSubstrates\x12/.bettercompute.compute.v1.ListSubstratesRequest\x1a0.bettercompute.compute.v1.ListSubstratesResponse\"\x03\x90\x02\x012y\n" +
-	"\x14SubstrateJoinService\x12a\n" +
-	"\bJoinNode\x12).bettercompute.compute.v1.JoinNodeRequest\x1a*.bettercompute.compute.v1.JoinNodeResponseB\xf7\x01\n" +
+	"\x04node\x18\x03 \x01(\v2'.bettercompute.compute.v1.SubstrateNodeR\x04node2\xdd\x02\n" +
+	"\x10SubstrateService\x12\x9f\x01\n" +
+	"\fGetSubstrate\x12-.bettercompute.compute.v1.GetSubstrateRequest\x1a..bettercompute.compute.v1.GetSubstrateResponse\"0\xaa\xbb\x18)\n" +
+	"\x0esubstrates/get\x12\x17compute:substrates:read\x90\x02\x01\x12\xa6\x01\n" +
+	"\x0eListSubstrates\x12/.bettercompute.compute.v1.ListSubstratesRequest\x1a0.bettercompute.compute.v1.ListSubstratesResponse\"1\xaa\xbb\x18*\n" +
+	"\x0fsubstrates/list\x12\x17compute:substrates:read\x90\x02\x012\x81\x01\n" +
+	"\x14SubstrateJoinService\x12i\n" +
+	"\bJoinNode\x12).bettercompute.compute.v1.JoinNodeRequest\x1a*.bettercompute.compute.v1.JoinNodeResponse\"\x06\xaa\xbb\x18\x02\x18\x01B\xf7\x01\n" +
 	"\x1ccom.bettercompute.compute.v1B\x0fSubstratesProtoP\x01ZDbetter-compute.dev/compute/gen/go/bettercompute/compute/v1;computev1\xa2\x02\x03BCX\xaa\x02\x18Bettercompute.Compute.V1\xca\x02\x18Bettercompute\\Compute\\V1\xe2\x02$Bettercompute\\Compute\\V1\\GPBMetadata\xea\x02\x1aBettercompute::Compute::V1b\x06proto3"
 
 var (
@@ -1004,6 +1006,7 @@ func file_bettercompute_compute_v1_substrates_proto_init() {
 	if File_bettercompute_compute_v1_substrates_proto != nil {
 		return
 	}
+	file_bettercompute_compute_v1_options_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

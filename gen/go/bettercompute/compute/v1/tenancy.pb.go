@@ -1609,7 +1609,7 @@ var File_bettercompute_compute_v1_tenancy_proto protoreflect.FileDescriptor
 
 const file_bettercompute_compute_v1_tenancy_proto_rawDesc = "" +
 	"\n" +
-	"&bettercompute/compute/v1/tenancy.proto\x12\x18bettercompute.compute.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"x\n" +
+	"&bettercompute/compute/v1/tenancy.proto\x12\x18bettercompute.compute.v1\x1a&bettercompute/compute/v1/options.proto\x1a\x1bbuf/validate/validate.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"x\n" +
 	"\x06Tenant\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12!\n" +
 	"\fdisplay_name\x18\x02 \x01(\tR\vdisplayName\x12;\n" +
@@ -1717,23 +1717,35 @@ const file_bettercompute_compute_v1_tenancy_proto_rawDesc = "" +
 	"page_token\x18\x03 \x01(\tB\b\xbaH\x05r\x03\x18\x80\x04R\tpageToken\"}\n" +
 	"\x14ListProjectsResponse\x12=\n" +
 	"\bprojects\x18\x01 \x03(\v2!.bettercompute.compute.v1.ProjectR\bprojects\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken2\xf3\a\n" +
-	"\rTenantService\x12m\n" +
-	"\fCreateTenant\x12-.bettercompute.compute.v1.CreateTenantRequest\x1a..bettercompute.compute.v1.CreateTenantResponse\x12i\n" +
-	"\tGetTenant\x12*.bettercompute.compute.v1.GetTenantRequest\x1a+.bettercompute.compute.v1.GetTenantResponse\"\x03\x90\x02\x01\x12o\n" +
-	"\vListTenants\x12,.bettercompute.compute.v1.ListTenantsRequest\x1a-.bettercompute.compute.v1.ListTenantsResponse\"\x03\x90\x02\x01\x12v\n" +
-	"\x0fCreatePrincipal\x120.bettercompute.compute.v1.CreatePrincipalRequest\x1a1.bettercompute.compute.v1.CreatePrincipalResponse\x12x\n" +
-	"\x0eListPrincipals\x12/.bettercompute.compute.v1.ListPrincipalsRequest\x1a0.bettercompute.compute.v1.ListPrincipalsResponse\"\x03\x90\x02\x01\x12j\n" +
-	"\vCreateToken\x12,.bettercompute.compute.v1.CreateTokenRequest\x1a-.bettercompute.compute.v1.CreateTokenResponse\x12j\n" +
-	"\vRevokeToken\x12,.bettercompute.compute.v1.RevokeTokenRequest\x1a-.bettercompute.compute.v1.RevokeTokenResponse\x12d\n" +
-	"\tGrantRole\x12*.bettercompute.compute.v1.GrantRoleRequest\x1a+.bettercompute.compute.v1.GrantRoleResponse\x12g\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken2\x8c\v\n" +
+	"\rTenantService\x12\x9c\x01\n" +
+	"\fCreateTenant\x12-.bettercompute.compute.v1.CreateTenantRequest\x1a..bettercompute.compute.v1.CreateTenantResponse\"-\xaa\xbb\x18)\n" +
+	"\x0etenants/create\x12\x17compute:platform:manage\x12\x90\x01\n" +
+	"\tGetTenant\x12*.bettercompute.compute.v1.GetTenantRequest\x1a+.bettercompute.compute.v1.GetTenantResponse\"*\xaa\xbb\x18#\n" +
+	"\vtenants/get\x12\x14compute:tenants:read\x90\x02\x01\x12\x9a\x01\n" +
+	"\vListTenants\x12,.bettercompute.compute.v1.ListTenantsRequest\x1a-.bettercompute.compute.v1.ListTenantsResponse\".\xaa\xbb\x18'\n" +
+	"\ftenants/list\x12\x17compute:platform:manage\x90\x02\x01\x12\xa7\x01\n" +
+	"\x0fCreatePrincipal\x120.bettercompute.compute.v1.CreatePrincipalRequest\x1a1.bettercompute.compute.v1.CreatePrincipalResponse\"/\xaa\xbb\x18+\n" +
+	"\x11principals/create\x12\x16compute:tenants:manage\x12\xa5\x01\n" +
+	"\x0eListPrincipals\x12/.bettercompute.compute.v1.ListPrincipalsRequest\x1a0.bettercompute.compute.v1.ListPrincipalsResponse\"0\xaa\xbb\x18)\n" +
+	"\x0fprincipals/list\x12\x16compute:tenants:manage\x90\x02\x01\x12\x97\x01\n" +
+	"\vCreateToken\x12,.bettercompute.compute.v1.CreateTokenRequest\x1a-.bettercompute.compute.v1.CreateTokenResponse\"+\xaa\xbb\x18'\n" +
+	"\rtokens/create\x12\x16compute:tenants:manage\x12\x97\x01\n" +
+	"\vRevokeToken\x12,.bettercompute.compute.v1.RevokeTokenRequest\x1a-.bettercompute.compute.v1.RevokeTokenResponse\"+\xaa\xbb\x18'\n" +
+	"\rtokens/revoke\x12\x16compute:tenants:manage\x12\x8f\x01\n" +
+	"\tGrantRole\x12*.bettercompute.compute.v1.GrantRoleRequest\x1a+.bettercompute.compute.v1.GrantRoleResponse\")\xaa\xbb\x18%\n" +
+	"\vroles/grant\x12\x16compute:tenants:manage\x12\x93\x01\n" +
 	"\n" +
-	"RevokeRole\x12+.bettercompute.compute.v1.RevokeRoleRequest\x1a,.bettercompute.compute.v1.RevokeRoleResponse2\xe4\x02\n" +
-	"\x0eProjectService\x12p\n" +
-	"\rCreateProject\x12..bettercompute.compute.v1.CreateProjectRequest\x1a/.bettercompute.compute.v1.CreateProjectResponse\x12l\n" +
+	"RevokeRole\x12+.bettercompute.compute.v1.RevokeRoleRequest\x1a,.bettercompute.compute.v1.RevokeRoleResponse\"*\xaa\xbb\x18&\n" +
+	"\froles/revoke\x12\x16compute:tenants:manage2\xea\x03\n" +
+	"\x0eProjectService\x12\xa0\x01\n" +
+	"\rCreateProject\x12..bettercompute.compute.v1.CreateProjectRequest\x1a/.bettercompute.compute.v1.CreateProjectResponse\".\xaa\xbb\x18*\n" +
+	"\x0fprojects/create\x12\x17compute:projects:manage\x12\x95\x01\n" +
 	"\n" +
-	"GetProject\x12+.bettercompute.compute.v1.GetProjectRequest\x1a,.bettercompute.compute.v1.GetProjectResponse\"\x03\x90\x02\x01\x12r\n" +
-	"\fListProjects\x12-.bettercompute.compute.v1.ListProjectsRequest\x1a..bettercompute.compute.v1.ListProjectsResponse\"\x03\x90\x02\x01B\xf4\x01\n" +
+	"GetProject\x12+.bettercompute.compute.v1.GetProjectRequest\x1a,.bettercompute.compute.v1.GetProjectResponse\",\xaa\xbb\x18%\n" +
+	"\fprojects/get\x12\x15compute:projects:read\x90\x02\x01\x12\x9c\x01\n" +
+	"\fListProjects\x12-.bettercompute.compute.v1.ListProjectsRequest\x1a..bettercompute.compute.v1.ListProjectsResponse\"-\xaa\xbb\x18&\n" +
+	"\rprojects/list\x12\x15compute:projects:read\x90\x02\x01B\xf4\x01\n" +
 	"\x1ccom.bettercompute.compute.v1B\fTenancyProtoP\x01ZDbetter-compute.dev/compute/gen/go/bettercompute/compute/v1;computev1\xa2\x02\x03BCX\xaa\x02\x18Bettercompute.Compute.V1\xca\x02\x18Bettercompute\\Compute\\V1\xe2\x02$Bettercompute\\Compute\\V1\\GPBMetadata\xea\x02\x1aBettercompute::Compute::V1b\x06proto3"
 
 var (
@@ -1834,6 +1846,7 @@ func file_bettercompute_compute_v1_tenancy_proto_init() {
 	if File_bettercompute_compute_v1_tenancy_proto != nil {
 		return
 	}
+	file_bettercompute_compute_v1_options_proto_init()
 	file_bettercompute_compute_v1_tenancy_proto_msgTypes[13].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{

@@ -266,7 +266,7 @@ var File_bettercompute_compute_v1_usage_proto protoreflect.FileDescriptor
 
 const file_bettercompute_compute_v1_usage_proto_rawDesc = "" +
 	"\n" +
-	"$bettercompute/compute/v1/usage.proto\x12\x18bettercompute.compute.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xd2\x01\n" +
+	"$bettercompute/compute/v1/usage.proto\x12\x18bettercompute.compute.v1\x1a&bettercompute/compute/v1/options.proto\x1a\x1bbuf/validate/validate.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xd2\x01\n" +
 	"\vUsageRecord\x12\x14\n" +
 	"\x05meter\x18\x01 \x01(\tR\x05meter\x12\x1f\n" +
 	"\vresource_id\x18\x02 \x01(\tR\n" +
@@ -291,9 +291,11 @@ const file_bettercompute_compute_v1_usage_proto_rawDesc = "" +
 	"\x0fnext_page_token\x18\x03 \x01(\tR\rnextPageToken\x1a9\n" +
 	"\vTotalsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x01R\x05value:\x028\x012y\n" +
-	"\fUsageService\x12i\n" +
-	"\tListUsage\x12*.bettercompute.compute.v1.ListUsageRequest\x1a+.bettercompute.compute.v1.ListUsageResponse\"\x03\x90\x02\x01B\xf2\x01\n" +
+	"\x05value\x18\x02 \x01(\x01R\x05value:\x028\x012\x9e\x01\n" +
+	"\fUsageService\x12\x8d\x01\n" +
+	"\tListUsage\x12*.bettercompute.compute.v1.ListUsageRequest\x1a+.bettercompute.compute.v1.ListUsageResponse\"'\xaa\xbb\x18 \n" +
+	"\n" +
+	"usage/list\x12\x12compute:usage:read\x90\x02\x01B\xf2\x01\n" +
 	"\x1ccom.bettercompute.compute.v1B\n" +
 	"UsageProtoP\x01ZDbetter-compute.dev/compute/gen/go/bettercompute/compute/v1;computev1\xa2\x02\x03BCX\xaa\x02\x18Bettercompute.Compute.V1\xca\x02\x18Bettercompute\\Compute\\V1\xe2\x02$Bettercompute\\Compute\\V1\\GPBMetadata\xea\x02\x1aBettercompute::Compute::V1b\x06proto3"
 
@@ -338,6 +340,7 @@ func file_bettercompute_compute_v1_usage_proto_init() {
 	if File_bettercompute_compute_v1_usage_proto != nil {
 		return
 	}
+	file_bettercompute_compute_v1_options_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
