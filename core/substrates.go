@@ -52,16 +52,16 @@ const (
 // pool id, the cluster id and the node pool (name, flavor, size, count, id, ready).
 const (
 	// The node pool was made on the cluster (or found there by name) and recorded.
-	EventSubstrateNodePoolCreated = "poolSubstrate.nodePool.created"
+	EventSubstrateNodePoolCreated = lifecycle.EventSubstrateNodePoolCreated
 	// Every node of the node pool is running (after it was made or resized).
-	EventSubstrateNodePoolReady = "poolSubstrate.nodePool.ready"
+	EventSubstrateNodePoolReady = lifecycle.EventSubstrateNodePoolReady
 	// The provider refused to make or resize the node pool (data.error says why); the
 	// substrate is in error with the same reason.
-	EventSubstrateNodePoolError = "poolSubstrate.nodePool.error"
+	EventSubstrateNodePoolError = lifecycle.EventSubstrateNodePoolError
 	// The node pool's count, size or provider id changed (a resize, or made again at a new size).
-	EventSubstrateNodePoolUpdated = "poolSubstrate.nodePool.updated"
+	EventSubstrateNodePoolUpdated = lifecycle.EventSubstrateNodePoolUpdated
 	// The node pool is gone: no flavor wants it any more, or the substrate was torn down.
-	EventSubstrateNodePoolDeleted = "poolSubstrate.nodePool.deleted"
+	EventSubstrateNodePoolDeleted = lifecycle.EventSubstrateNodePoolDeleted
 )
 
 // AppendSubstrateNodePoolEvent writes an event of one of a substrate's node pools in the
@@ -71,8 +71,11 @@ func AppendSubstrateNodePoolEvent(ctx context.Context, tx pgx.Tx, sub store.Subs
 	if errMsg != "" {
 		data["error"] = errMsg
 	}
-	_, err := store.AppendEvent(ctx, tx, store.Event{TenantID: sub.TenantID, ID: ids.New(ids.Event), Type: typ, ResourceID: sub.ID, Data: data})
-	return err
+	t, ok := lifecycle.SubstrateNodePool.TransitionOf(typ)
+	if !ok {
+		return fmt.Errorf("core: %s is no event of a substrate's node pool", typ)
+	}
+	return lifecycle.SubstrateNodePool.Apply(ctx, tx, t, lifecycle.Subject{TenantID: sub.TenantID, PoolID: sub.PoolID, ID: sub.ID}, data)
 }
 
 func nodePoolData(np store.SubstrateNodePool) map[string]any {

@@ -64,6 +64,13 @@ const (
 	// The teardown finished: what the substrate made is gone.
 	EventSubstrateDeleted = "poolSubstrate.deleted"
 
+	// A substrate's node pool (one bc-<pool>-<flavor> per flavor); the resource is the substrate.
+	EventSubstrateNodePoolCreated = "poolSubstrate.nodePool.created"
+	EventSubstrateNodePoolReady   = "poolSubstrate.nodePool.ready"
+	EventSubstrateNodePoolError   = "poolSubstrate.nodePool.error"
+	EventSubstrateNodePoolUpdated = "poolSubstrate.nodePool.updated"
+	EventSubstrateNodePoolDeleted = "poolSubstrate.nodePool.deleted"
+
 	EventMetalEnrolled           = "metalNode.enrolled"
 	EventMetalMoved              = "metalNode.moved"
 	EventMetalCredentialsUpdated = "metalNode.credentialsUpdated"
@@ -124,6 +131,16 @@ var (
 		Deleted: {Event: EventSubstrateDeleted, Data: []string{"poolId"}},
 	}}
 
+	// SubstrateNodePool: a substrate's node pool, evented on the substrate's resource id
+	// (docs/substrates.md); no quota, no meter.
+	SubstrateNodePool = &Kind{Name: "poolSubstrate.nodePool", Rules: map[Transition]Rule{
+		Create:  {Event: EventSubstrateNodePoolCreated, Data: []string{"poolId", "clusterId", "nodePool"}},
+		Ready:   {Event: EventSubstrateNodePoolReady, Data: []string{"poolId", "clusterId", "nodePool"}},
+		Update:  {Event: EventSubstrateNodePoolUpdated, Data: []string{"poolId", "clusterId", "nodePool"}},
+		Error:   {Event: EventSubstrateNodePoolError, Data: []string{"poolId", "clusterId", "nodePool"}},
+		Deleted: {Event: EventSubstrateNodePoolDeleted, Data: []string{"poolId", "clusterId", "nodePool"}},
+	}}
+
 	// MetalNode: "Each verb checks the move against the provision state table, records it in
 	// one transaction and queues the metal reconciler." No quota, no meter; the verbs and the
 	// workflows' outcomes publish metalNode.moved naming the states (docs/metal.md).
@@ -134,7 +151,7 @@ var (
 	}}
 
 	// Kinds lists every kind.
-	Kinds = []*Kind{LoadBalancer, Instance, Substrate, MetalNode}
+	Kinds = []*Kind{LoadBalancer, Instance, Substrate, SubstrateNodePool, MetalNode}
 )
 
 // Subject is the resource a transition happens to.

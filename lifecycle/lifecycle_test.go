@@ -69,6 +69,18 @@ var seedRules = []seedRule{
 	{lifecycle.Substrate, lifecycle.Deleted, seedSubstr, "docs/substrates.md",
 		lifecycle.Rule{Event: "poolSubstrate.deleted", Data: []string{"poolId"}}},
 
+	// A substrate's node pools: evented only (docs/substrates.md).
+	{lifecycle.SubstrateNodePool, lifecycle.Create, seedSubstr, "docs/substrates.md",
+		lifecycle.Rule{Event: "poolSubstrate.nodePool.created", Data: []string{"poolId", "clusterId", "nodePool"}}},
+	{lifecycle.SubstrateNodePool, lifecycle.Ready, seedSubstr, "docs/substrates.md",
+		lifecycle.Rule{Event: "poolSubstrate.nodePool.ready", Data: []string{"poolId", "clusterId", "nodePool"}}},
+	{lifecycle.SubstrateNodePool, lifecycle.Update, seedSubstr, "docs/substrates.md",
+		lifecycle.Rule{Event: "poolSubstrate.nodePool.updated", Data: []string{"poolId", "clusterId", "nodePool"}}},
+	{lifecycle.SubstrateNodePool, lifecycle.Error, seedSubstr, "docs/substrates.md",
+		lifecycle.Rule{Event: "poolSubstrate.nodePool.error", Data: []string{"poolId", "clusterId", "nodePool"}}},
+	{lifecycle.SubstrateNodePool, lifecycle.Deleted, seedSubstr, "docs/substrates.md",
+		lifecycle.Rule{Event: "poolSubstrate.nodePool.deleted", Data: []string{"poolId", "clusterId", "nodePool"}}},
+
 	// Metal nodes book no quota and are not metered; every move is one transaction with its event.
 	{lifecycle.MetalNode, lifecycle.Enroll, seedMetal, "docs/metal.md", lifecycle.Rule{Event: "metalNode.enrolled"}},
 	{lifecycle.MetalNode, lifecycle.Move, seedMetal, "docs/metal.md",
