@@ -15,23 +15,22 @@ import (
 	"better-compute.dev/compute/authz"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
 	"better-compute.dev/compute/ids"
+	"better-compute.dev/compute/lifecycle"
 	"better-compute.dev/compute/store"
 )
 
-// Event types of load balancers.
+// Event types of load balancers, its meter and its quota: the rules they belong to are
+// lifecycle.LoadBalancer's.
 const (
-	EventLBCreated = "providerLoadBalancer.created"
-	EventLBReady   = "providerLoadBalancer.ready"
-	EventLBError   = "providerLoadBalancer.error"
-	EventLBUpdated = "providerLoadBalancer.updated"
-	EventLBDeleted = "providerLoadBalancer.deleted"
+	EventLBCreated = lifecycle.EventLBCreated
+	EventLBReady   = lifecycle.EventLBReady
+	EventLBError   = lifecycle.EventLBError
+	EventLBUpdated = lifecycle.EventLBUpdated
+	EventLBDeleted = lifecycle.EventLBDeleted
+
+	MeterLoadBalancerHours = lifecycle.MeterLoadBalancerHours
+	QuotaLoadBalancers     = lifecycle.QuotaLoadBalancers
 )
-
-// MeterLoadBalancerHours is the billing meter of load balancers, from ready until deleted.
-const MeterLoadBalancerHours = "vps.load-balancer.hours"
-
-// QuotaLoadBalancers is the quota resource a load balancer books on its pool.
-const QuotaLoadBalancers = "loadBalancers"
 
 const opCreateLoadBalancer = "loadBalancers.create"
 
@@ -160,7 +159,7 @@ type lbCreateAhead struct {
 func (a *lbCreateAhead) queue(rd *store.Reads, r *v1.CreateLoadBalancerRequest) {
 	rd.DropExpiredIdempotency(r.GetTenantId(), opCreateLoadBalancer, r.GetIdempotencyKey())
 	rd.IdempotentLoadBalancer(r.GetTenantId(), opCreateLoadBalancer, r.GetIdempotencyKey(), &a.idem, &a.idemErr, &a.idemLB, &a.idemLBErr)
-	rd.ReserveQuota(r.GetPoolId(), r.GetTenantId(), QuotaLoadBalancers, ids.New(ids.QuotaReserve), &a.reservation)
+	lifecycle.LoadBalancer.Reserve(rd, lifecycle.Subject{TenantID: r.GetTenantId(), PoolID: r.GetPoolId()}, ids.New(ids.QuotaReserve), &a.reservation)
 }
 
 // lbCreatePlan holds what a create's first round trip reads, and the row its second writes.
@@ -268,7 +267,7 @@ func (s *Service) decideLoadBalancerCreate(ctx context.Context, c Caller, r *v1.
 	}
 	if !ahead.reservation.Booked {
 		// Reported after the request's own mistakes, which a caller fixes first.
-		return nil, apierr.Quota("no loadBalancers quota left on pool %s for tenant %s", pool.ID, r.GetTenantId())
+		return nil, apierr.Quota("no %s quota left on pool %s for tenant %s", lifecycle.LoadBalancer.Quota(), pool.ID, r.GetTenantId())
 	}
 	spec, err := marshalSpec(&v1.LoadBalancer{
 		Targets: r.GetTargets(), Forwarding: r.GetForwarding(), HealthCheck: r.GetHealthCheck(), StickySessions: r.GetStickySessions(),
@@ -287,7 +286,7 @@ func (s *Service) decideLoadBalancerCreate(ctx context.Context, c Caller, r *v1.
 	w.RecordIdempotency(store.IdempotencyRecord{
 		TenantID: r.GetTenantId(), Operation: opCreateLoadBalancer, Key: r.GetIdempotencyKey(), RequestHash: hash, ResourceID: lb.ID,
 	})
-	if err := queueEvent(&w, lb, EventLBCreated, map[string]any{
+	if err := lifecycle.LoadBalancer.Queue(&w, lifecycle.Create, lbSubject(lb), map[string]any{
 		"name": lb.Name, "scope": lb.Scope, "region": lb.Region, "poolId": lb.PoolID, "subnetId": lb.SubnetID,
 	}); err != nil {
 		return nil, err
@@ -443,7 +442,7 @@ func decideLoadBalancerUpdate(r *v1.UpdateLoadBalancerRequest, row store.LoadBal
 	var w store.Writes
 	w.UpdateLoadBalancerSpec(row.ID, spec, state, updated)
 	w.ReplaceLoadBalancerTargets(row.ID, instanceIDs, lbIDs, certIDs)
-	if err := queueEvent(&w, row, EventLBUpdated, map[string]any{"changed": toAny(changed)}); err != nil {
+	if err := lifecycle.LoadBalancer.Queue(&w, lifecycle.Update, lbSubject(row), map[string]any{"changed": toAny(changed)}); err != nil {
 		return nil, err
 	}
 	w.Enqueue(ReconcileKind, row.ID, nil)
@@ -481,6 +480,9 @@ func (s *Service) DeleteLoadBalancer(ctx context.Context, r *v1.DeleteLoadBalanc
 			}
 			var w store.Writes
 			w.SetLoadBalancerState(row.ID, "deleting", &deleting)
+			if err := lifecycle.LoadBalancer.Queue(&w, lifecycle.Delete, lbSubject(row), nil); err != nil {
+				return nil, err
+			}
 			w.Enqueue(ReconcileKind, row.ID, nil)
 			return &w, nil
 		})
@@ -515,7 +517,7 @@ func leaveLoadBalancer(ctx context.Context, tx pgx.Tx, id string, in store.Insta
 	if row, err = store.SetLoadBalancerReach(ctx, tx, id, state, instances, machines); err != nil {
 		return err
 	}
-	if err := appendEvent(ctx, tx, row, EventLBUpdated, map[string]any{"changed": []any{"targets"}, "removedInstanceId": in.ID}); err != nil {
+	if err := lifecycle.LoadBalancer.Apply(ctx, tx, lifecycle.Update, lbSubject(row), map[string]any{"changed": []any{"targets"}, "removedInstanceId": in.ID}); err != nil {
 		return err
 	}
 	return store.Enqueue(ctx, tx, ReconcileKind, id, nil)
@@ -527,14 +529,9 @@ func (s *Service) authorizeLoadBalancer(ctx context.Context, tenantID, id string
 	return s.authorizeByID(ctx, target{Type: authz.TypeProviderLoadBalancer, ID: id, Tenant: tenantID, What: "load balancer", Field: "loadBalancerId"}, perm, authz.LoadBalancersRead)
 }
 
-// queueEvent is appendEvent for a transaction's last writes (store.Writes).
-func queueEvent(w *store.Writes, row store.LoadBalancer, typ string, data map[string]any) error {
-	return w.AppendEvent(store.Event{TenantID: row.TenantID, ID: ids.New(ids.Event), Type: typ, ResourceID: row.ID, Data: data})
-}
-
-func appendEvent(ctx context.Context, tx pgx.Tx, row store.LoadBalancer, typ string, data map[string]any) error {
-	_, err := store.AppendEvent(ctx, tx, store.Event{TenantID: row.TenantID, ID: ids.New(ids.Event), Type: typ, ResourceID: row.ID, Data: data})
-	return err
+// lbSubject is the load balancer a lifecycle transition happens to.
+func lbSubject(row store.LoadBalancer) lifecycle.Subject {
+	return lifecycle.Subject{TenantID: row.TenantID, PoolID: row.PoolID, ID: row.ID}
 }
 
 func toAny(ss []string) []any {

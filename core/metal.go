@@ -11,6 +11,7 @@ import (
 	"better-compute.dev/compute/authz"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
 	"better-compute.dev/compute/ids"
+	"better-compute.dev/compute/lifecycle"
 	"better-compute.dev/compute/metal"
 	"better-compute.dev/compute/netguard"
 	"better-compute.dev/compute/seal"
@@ -25,9 +26,9 @@ const MetalReconcileKind = "metal.nodes"
 // Event types of metal nodes. No event carries a credential: their data names states, verbs
 // and the BMC's address only.
 const (
-	EventMetalEnrolled           = "metalNode.enrolled"
-	EventMetalMoved              = "metalNode.moved"
-	EventMetalCredentialsUpdated = "metalNode.credentialsUpdated"
+	EventMetalEnrolled           = lifecycle.EventMetalEnrolled
+	EventMetalMoved              = lifecycle.EventMetalMoved
+	EventMetalCredentialsUpdated = lifecycle.EventMetalCredentialsUpdated
 )
 
 // Default BMC ports, filled in at enrollment so one machine cannot be enrolled twice under two
@@ -73,7 +74,7 @@ func (s *Service) EnrollNode(ctx context.Context, r *v1.EnrollNodeRequest) (*v1.
 		if row, err = store.InsertMetalNode(ctx, tx, row); err != nil {
 			return err
 		}
-		if err := appendMetalEvent(ctx, tx, row, EventMetalEnrolled, map[string]any{
+		if err := appendMetalEvent(ctx, tx, row, lifecycle.Enroll, map[string]any{
 			"name": row.Name, "state": row.State, "bmcAddress": row.BMCAddress, "bmcProtocol": row.BMCProtocol,
 		}); err != nil {
 			return err
@@ -207,7 +208,7 @@ func (s *Service) MoveNode(ctx context.Context, tenantID, nodeID string, verb me
 		if out, err = store.RecordMetalMove(ctx, tx, m); err != nil {
 			return err
 		}
-		if err := appendMetalEvent(ctx, tx, out, EventMetalMoved, map[string]any{
+		if err := appendMetalEvent(ctx, tx, out, lifecycle.Move, map[string]any{
 			"verb": string(verb), "from": string(tr.From), "to": string(tr.To),
 		}); err != nil {
 			return err
@@ -250,7 +251,7 @@ func (s *Service) UpdateNodeCredentials(ctx context.Context, r *v1.UpdateNodeCre
 		if err != nil {
 			return err
 		}
-		if err := appendMetalEvent(ctx, tx, out, EventMetalCredentialsUpdated, map[string]any{"state": out.State}); err != nil {
+		if err := appendMetalEvent(ctx, tx, out, lifecycle.Credentials, map[string]any{"state": out.State}); err != nil {
 			return err
 		}
 		return store.EnqueueGroup(ctx, tx, MetalReconcileKind, out.ID, out.TenantID, nil)
@@ -348,7 +349,7 @@ func metalStoreErr(err error) error {
 	return storeErr(err, "metal node")
 }
 
-func appendMetalEvent(ctx context.Context, tx pgx.Tx, n store.MetalNode, typ string, data map[string]any) error {
-	_, err := store.AppendEvent(ctx, tx, store.Event{TenantID: n.TenantID, ID: ids.New(ids.Event), Type: typ, ResourceID: n.ID, Data: data})
-	return err
+// appendMetalEvent publishes what transition t of a metal node publishes (lifecycle.MetalNode).
+func appendMetalEvent(ctx context.Context, tx pgx.Tx, n store.MetalNode, t lifecycle.Transition, data map[string]any) error {
+	return lifecycle.MetalNode.Apply(ctx, tx, t, lifecycle.Subject{TenantID: n.TenantID, ID: n.ID}, data)
 }

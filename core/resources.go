@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strconv"
 
@@ -12,6 +13,7 @@ import (
 	"better-compute.dev/compute/authz"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
 	"better-compute.dev/compute/ids"
+	"better-compute.dev/compute/lifecycle"
 	"better-compute.dev/compute/seal"
 	"better-compute.dev/compute/store"
 )
@@ -333,15 +335,16 @@ func (s *Service) CreateInstance(ctx context.Context, r *v1.CreateInstanceReques
 				return refErr(err, true, projectTarget(r.GetTenantId(), r.GetProjectId()).notFound(nil))
 			}
 		}
-		ok, err := store.BookQuota(ctx, tx, pool.ID, r.GetTenantId(), "instances")
+		id := ids.New(ids.Instance)
+		err = lifecycle.Instance.Apply(ctx, tx, lifecycle.Create, lifecycle.Subject{TenantID: r.GetTenantId(), PoolID: pool.ID, ID: id}, nil)
+		if errors.Is(err, lifecycle.ErrNoQuota) {
+			return apierr.Quota("no %s quota left on pool %s", lifecycle.Instance.Quota(), pool.ID)
+		}
 		if err != nil {
 			return err
 		}
-		if !ok {
-			return apierr.Quota("no instances quota left on pool %s", pool.ID)
-		}
 		out, err = store.InsertInstance(ctx, tx, store.Instance{
-			ID: ids.New(ids.Instance), TenantID: r.GetTenantId(), ProjectID: r.GetProjectId(), PoolID: pool.ID,
+			ID: id, TenantID: r.GetTenantId(), ProjectID: r.GetProjectId(), PoolID: pool.ID,
 			AccountID: pool.AccountID, Name: r.GetName(), Region: r.GetRegion(), SubnetID: r.GetSubnetId(), Flavor: r.GetFlavor(),
 		})
 		if err != nil {
@@ -405,6 +408,9 @@ func (s *Service) DeleteInstance(ctx context.Context, r *v1.DeleteInstanceReques
 			return nil
 		}
 		if err := store.SetInstanceState(ctx, tx, in.ID, "deleting", "", ""); err != nil {
+			return err
+		}
+		if err := lifecycle.Instance.Apply(ctx, tx, lifecycle.Delete, lifecycle.Subject{TenantID: in.TenantID, PoolID: in.PoolID, ID: in.ID}, nil); err != nil {
 			return err
 		}
 		lbs, err := store.LoadBalancersReaching(ctx, tx, in)

@@ -1,5 +1,6 @@
-// Package core holds the rules of the seed: target resolution, quota booking, idempotency, state
-// transitions, events and billing. Every mutation runs in one database transaction that writes the
+// Package core holds the rules of the seed: target resolution, idempotency and state
+// transitions; what a transition books, meters and publishes is package lifecycle's, which the
+// reconcilers' writers call too. Every mutation runs in one database transaction that writes the
 // row, the quota, the event, the work item and the idempotency record together; core never calls
 // a provider (the reconcilers do, from the work queue).
 package core

@@ -7,6 +7,7 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 
@@ -17,6 +18,7 @@ import (
 	"better-compute.dev/compute/authz"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
 	"better-compute.dev/compute/ids"
+	"better-compute.dev/compute/lifecycle"
 	"better-compute.dev/compute/seal"
 	"better-compute.dev/compute/store"
 )
@@ -34,15 +36,15 @@ const SubstrateNodePrefix = "snode_"
 // alone.
 const (
 	// The pool's policy named a substrate (first time, or again after a teardown).
-	EventSubstrateCreated = "poolSubstrate.created"
+	EventSubstrateCreated = lifecycle.EventSubstrateCreated
 	// The cluster is running, its node pools match the flavors and bcd's DaemonSet is applied.
-	EventSubstrateReady = "poolSubstrate.ready"
+	EventSubstrateReady = lifecycle.EventSubstrateReady
 	// The substrate is in error (data.error says why).
-	EventSubstrateError = "poolSubstrate.error"
+	EventSubstrateError = lifecycle.EventSubstrateError
 	// While ready, the cluster or its node pools changed (a resize, a flavor added or removed).
-	EventSubstrateUpdated = "poolSubstrate.updated"
+	EventSubstrateUpdated = lifecycle.EventSubstrateUpdated
 	// The teardown finished: what the substrate made is gone.
-	EventSubstrateDeleted = "poolSubstrate.deleted"
+	EventSubstrateDeleted = lifecycle.EventSubstrateDeleted
 )
 
 // Event types of a substrate's node pools (one bc-<pool>-<flavor> per flavor). The resource id
@@ -50,16 +52,16 @@ const (
 // pool id, the cluster id and the node pool (name, flavor, size, count, id, ready).
 const (
 	// The node pool was made on the cluster (or found there by name) and recorded.
-	EventSubstrateNodePoolCreated = "poolSubstrate.nodePool.created"
+	EventSubstrateNodePoolCreated = lifecycle.EventSubstrateNodePoolCreated
 	// Every node of the node pool is running (after it was made or resized).
-	EventSubstrateNodePoolReady = "poolSubstrate.nodePool.ready"
+	EventSubstrateNodePoolReady = lifecycle.EventSubstrateNodePoolReady
 	// The provider refused to make or resize the node pool (data.error says why); the
 	// substrate is in error with the same reason.
-	EventSubstrateNodePoolError = "poolSubstrate.nodePool.error"
+	EventSubstrateNodePoolError = lifecycle.EventSubstrateNodePoolError
 	// The node pool's count, size or provider id changed (a resize, or made again at a new size).
-	EventSubstrateNodePoolUpdated = "poolSubstrate.nodePool.updated"
+	EventSubstrateNodePoolUpdated = lifecycle.EventSubstrateNodePoolUpdated
 	// The node pool is gone: no flavor wants it any more, or the substrate was torn down.
-	EventSubstrateNodePoolDeleted = "poolSubstrate.nodePool.deleted"
+	EventSubstrateNodePoolDeleted = lifecycle.EventSubstrateNodePoolDeleted
 )
 
 // AppendSubstrateNodePoolEvent writes an event of one of a substrate's node pools in the
@@ -69,8 +71,11 @@ func AppendSubstrateNodePoolEvent(ctx context.Context, tx pgx.Tx, sub store.Subs
 	if errMsg != "" {
 		data["error"] = errMsg
 	}
-	_, err := store.AppendEvent(ctx, tx, store.Event{TenantID: sub.TenantID, ID: ids.New(ids.Event), Type: typ, ResourceID: sub.ID, Data: data})
-	return err
+	t, ok := lifecycle.SubstrateNodePool.TransitionOf(typ)
+	if !ok {
+		return fmt.Errorf("core: %s is no event of a substrate's node pool", typ)
+	}
+	return lifecycle.SubstrateNodePool.Apply(ctx, tx, t, lifecycle.Subject{TenantID: sub.TenantID, PoolID: sub.PoolID, ID: sub.ID}, data)
 }
 
 func nodePoolData(np store.SubstrateNodePool) map[string]any {
@@ -94,8 +99,11 @@ func AppendSubstrateEvent(ctx context.Context, tx pgx.Tx, sub store.Substrate, t
 	if typ == EventSubstrateError {
 		data["error"] = sub.LastError
 	}
-	_, err := store.AppendEvent(ctx, tx, store.Event{TenantID: sub.TenantID, ID: ids.New(ids.Event), Type: typ, ResourceID: sub.ID, Data: data})
-	return err
+	t, ok := lifecycle.Substrate.TransitionOf(typ)
+	if !ok {
+		return fmt.Errorf("core: %s is no event of a substrate's lifecycle", typ)
+	}
+	return lifecycle.Substrate.Apply(ctx, tx, t, lifecycle.Subject{TenantID: sub.TenantID, PoolID: sub.PoolID, ID: sub.ID}, data)
 }
 
 // joinTokenPrefix marks join tokens, so one found in a log or a paste is recognisable.

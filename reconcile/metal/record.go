@@ -9,7 +9,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
-	"better-compute.dev/compute/ids"
+	"better-compute.dev/compute/lifecycle"
 	"better-compute.dev/compute/metal"
 	"better-compute.dev/compute/provider/bmc"
 	"better-compute.dev/compute/reconcile"
@@ -19,11 +19,12 @@ import (
 // EventMoved is the event a reconciler outcome publishes when it moves a node (the API
 // publishes the same type, core.EventMetalMoved, for verbs). Its data names the states, the
 // outcome and the scrubbed reason: never a credential.
-const EventMoved = "metalNode.moved"
+const EventMoved = lifecycle.EventMetalMoved
 
-// event is what an outcome publishes with its write.
+// event is what an outcome publishes with its write: the node's lifecycle transition and the
+// event's data.
 type event struct {
-	typ  string
+	t    lifecycle.Transition
 	data map[string]any
 }
 
@@ -32,7 +33,7 @@ func movedEvent(from, to metal.State, outcome, reason string) *event {
 	if reason != "" {
 		data["reason"] = reason
 	}
-	return &event{typ: EventMoved, data: data}
+	return &event{t: lifecycle.Move, data: data}
 }
 
 // record writes an outcome; a node that moved meanwhile is left alone (see note).
@@ -55,10 +56,7 @@ func (r *Reconciler) note(ctx context.Context, lease store.Lease, o store.MetalO
 		if err != nil || ev == nil {
 			return err
 		}
-		_, err = store.AppendEvent(ctx, tx, store.Event{
-			TenantID: n.TenantID, ID: ids.New(ids.Event), Type: ev.typ, ResourceID: n.ID, Data: ev.data,
-		})
-		return err
+		return lifecycle.MetalNode.Apply(ctx, tx, ev.t, lifecycle.Subject{TenantID: n.TenantID, ID: n.ID}, ev.data)
 	})
 	if moved {
 		r.opts.Logger.LogAttrs(ctx, slog.LevelInfo, "metal node changed while its workflow ran; outcome discarded",

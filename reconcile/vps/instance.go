@@ -8,14 +8,12 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
+	"better-compute.dev/compute/lifecycle"
 	"better-compute.dev/compute/provider"
 	"better-compute.dev/compute/reconcile"
 	"better-compute.dev/compute/reconcile/managed"
 	"better-compute.dev/compute/store"
 )
-
-// quotaInstances is the quota resource an instance books on its pool.
-const quotaInstances = "instances"
 
 // instancePass makes the instance's droplet ("bc-<id>", in its subnet's VPC, of its flavor's
 // size) and records it running with the machine id, or deletes the droplet of an instance
@@ -185,5 +183,5 @@ func (w *writer) deletedInstance(read store.Instance) error {
 	if err := store.SetInstanceState(w.ctx, w.tx, cur.ID, "deleted", "", ""); err != nil {
 		return err
 	}
-	return store.RefundQuota(w.ctx, w.tx, cur.PoolID, cur.TenantID, quotaInstances)
+	return lifecycle.Instance.Apply(w.ctx, w.tx, lifecycle.Deleted, lifecycle.Subject{TenantID: cur.TenantID, PoolID: cur.PoolID, ID: cur.ID}, nil)
 }

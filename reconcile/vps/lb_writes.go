@@ -3,8 +3,7 @@ package vps
 import (
 	"slices"
 
-	"better-compute.dev/compute/core"
-	"better-compute.dev/compute/ids"
+	"better-compute.dev/compute/lifecycle"
 	"better-compute.dev/compute/provider"
 	"better-compute.dev/compute/redact"
 	"better-compute.dev/compute/store"
@@ -98,12 +97,7 @@ func (w *writer) observeLB(read store.LoadBalancer, obs *provider.LoadBalancer, 
 	if o.State != "ready" || cur.State == "ready" {
 		return nil
 	}
-	if err := store.StartUsage(w.ctx, w.tx, store.UsageRecord{
-		ID: ids.New(ids.UsageRecord), TenantID: cur.TenantID, Meter: core.MeterLoadBalancerHours, ResourceID: cur.ID,
-	}); err != nil {
-		return err
-	}
-	return w.event(cur.TenantID, core.EventLBReady, cur.ID, map[string]any{"address": o.Address, "addressV6": o.AddressV6})
+	return w.lb(lifecycle.Ready, cur, map[string]any{"address": o.Address, "addressV6": o.AddressV6})
 }
 
 // sameObservation reports whether writing o would change nothing (steady periodic passes then
@@ -138,7 +132,7 @@ func (w *writer) errorLB(read store.LoadBalancer, obs *provider.LoadBalancer, ms
 	if _, err := store.RecordLoadBalancerObservation(w.ctx, w.tx, o); err != nil {
 		return err
 	}
-	return w.event(cur.TenantID, core.EventLBError, cur.ID, map[string]any{"error": msg})
+	return w.lb(lifecycle.Error, cur, map[string]any{"error": msg})
 }
 
 // lbLastError shows a retryable failure on the row without changing its state.
@@ -167,11 +161,5 @@ func (w *writer) deletedLB(read store.LoadBalancer) error {
 	if _, err := store.RecordLoadBalancerObservation(w.ctx, w.tx, o); err != nil {
 		return err
 	}
-	if err := store.StopUsage(w.ctx, w.tx, core.MeterLoadBalancerHours, cur.ID); err != nil {
-		return err
-	}
-	if err := store.RefundQuota(w.ctx, w.tx, cur.PoolID, cur.TenantID, core.QuotaLoadBalancers); err != nil {
-		return err
-	}
-	return w.event(cur.TenantID, core.EventLBDeleted, cur.ID, map[string]any{"name": cur.Name})
+	return w.lb(lifecycle.Deleted, cur, map[string]any{"name": cur.Name})
 }

@@ -7,7 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"better-compute.dev/compute/core"
-	"better-compute.dev/compute/ids"
+	"better-compute.dev/compute/lifecycle"
 	"better-compute.dev/compute/reconcile"
 	"better-compute.dev/compute/reconcile/managed"
 	"better-compute.dev/compute/store"
@@ -55,10 +55,7 @@ func requeueAfter(err error, d time.Duration) (reconcile.Result, error) {
 	return reconcile.Result{RequeueAfter: d}, nil
 }
 
-// event appends an event of the tenant to the outbox.
-func (w *writer) event(tenantID, typ, resourceID string, data map[string]any) error {
-	_, err := store.AppendEvent(w.ctx, w.tx, store.Event{
-		TenantID: tenantID, ID: ids.New(ids.Event), Type: typ, ResourceID: resourceID, Data: data,
-	})
-	return err
+// lb records what lifecycle transition t of a load balancer does (its quota, meter and event).
+func (w *writer) lb(t lifecycle.Transition, cur store.LoadBalancer, data map[string]any) error {
+	return lifecycle.LoadBalancer.Apply(w.ctx, w.tx, t, lifecycle.Subject{TenantID: cur.TenantID, PoolID: cur.PoolID, ID: cur.ID}, data)
 }
