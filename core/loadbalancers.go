@@ -94,6 +94,13 @@ func (s *Service) CreateLoadBalancer(ctx context.Context, r *v1.CreateLoadBalanc
 			return lb, err
 		}
 	}
+	if pe := (*apierr.Error)(nil); errors.As(err, &pe) && pe.Code == apierr.QuotaExceeded && r.GetIdempotencyKey() != "" {
+		// No unit was left, perhaps because an idempotent twin of this very request took the
+		// last one and committed while this one waited: then the answer is the twin's.
+		if lb, done, rerr := s.replayCreate(ctx, r, hash); done {
+			return lb, rerr
+		}
+	}
 	if errors.Is(err, store.ErrConflict) && store.ConstraintName(err) == "load_balancers_live_name" {
 		return nil, apierr.Invalid("name", "the tenant already has a load balancer named %s that is not deleted: choose another name, "+
 			"or wait until that one is deleted", r.GetName())
@@ -127,7 +134,7 @@ func readAheadSettled(ctx context.Context, db *store.DB, queue func(rd *store.Re
 }
 
 // settleFor bounds how long a create at its quota's edge waits for in-flight creates to settle.
-const settleFor = 2 * time.Second
+const settleFor = 5 * time.Second
 
 // refundReservation gives back a reservation whose create did not commit. It must run even when
 // the caller has gone (its context cancelled); a failure leaves the unit to the sweeper.
