@@ -87,18 +87,3 @@ func (f *faultyTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	return resp, err
 }
-
-// countPath counts requests per path suffix.
-type countPath struct {
-	n    map[string]*atomic.Int64
-	next http.RoundTripper
-}
-
-func (c countPath) RoundTrip(r *http.Request) (*http.Response, error) {
-	for k, v := range c.n {
-		if strings.HasSuffix(r.URL.Path, k) {
-			v.Add(1)
-		}
-	}
-	return c.next.RoundTrip(r)
-}
