@@ -170,6 +170,11 @@ test("watchEvents: a stream cut mid-way is reopened from the cursor; nothing twi
         left -= chunk.length;
         ctl.enqueue(chunk);
       },
+      // A consumer that stops reading (the watcher, once it has what it wanted) must close the
+      // real stream too, or its open connection keeps this process alive.
+      cancel(reason) {
+        return reader.cancel(reason);
+      },
     });
     return new Response(body, { status: res.status, headers: res.headers });
   };
@@ -183,6 +188,7 @@ test("watchEvents: a stream cut mid-way is reopened from the cursor; nothing twi
     if (got.length === made.length) break;
   }
   clearTimeout(timer);
+  ac.abort();
   assert.deepEqual(got.map((e) => e.resourceId), made);
   assert.equal(w.cursor, got.at(-1).cursor);
   assert.ok(streams >= 2, `${streams} streams`);
