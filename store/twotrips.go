@@ -12,8 +12,8 @@ import (
 // ExecuteTwoTrips runs a SERIALIZABLE transaction in two round trips, for the calls whose cost
 // a replica a region away from its database pays in round trips (create, update, delete):
 //
-//  1. BEGIN and every statement whose answer decides (reads, and the first write that must lock
-//     early: a quota booking), queued by reads into one batch;
+//  1. BEGIN and every statement whose answer decides (reads, and writes whose answer is read,
+//     such as a reservation consumed), queued by reads into one batch;
 //  2. decide looks at those answers (in Go, no database) and returns the writes, which are
 //     sent with COMMIT as the second batch.
 //
@@ -171,27 +171,6 @@ func readAffected(r *Reads, n *int64, sql string, args ...any) {
 // Pool queues GetPool.
 func (r *Reads) Pool(id string, out *Pool, found *error) {
 	readOne(r, scanPool, out, found, sqlGetPool, id)
-}
-
-// Quotas queues ListQuotas.
-func (r *Reads) Quotas(tenantID, poolID string, out *[]Quota) {
-	all := Page{Limit: NoLimit}
-	readAll(r, scanQuota, out, sqlListQuotas, tenantID, poolID, all.afterID(), all.afterSecond(), all.limit())
-}
-
-// BookQuota queues BookQuota: *booked says whether a unit was taken. Queued first after BEGIN,
-// it takes the quota row's lock before anything else, so that contenders wait on it instead of
-// conflicting later.
-func (r *Reads) BookQuota(poolID, tenantID, resource string, booked *bool) {
-	r.batch.Queue(sqlBookQuota, poolID, tenantID, resource)
-	r.items = append(r.items, func(br pgx.BatchResults) error {
-		tag, err := br.Exec()
-		if err != nil {
-			return err
-		}
-		*booked = tag.RowsAffected() == 1
-		return nil
-	})
 }
 
 // DropExpiredIdempotency queues the delete of a key's expired record: its meaning has lapsed,
