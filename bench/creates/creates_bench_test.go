@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"google.golang.org/protobuf/proto"
 
 	"better-compute.dev/compute/app/apptest"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
@@ -95,6 +96,20 @@ func BenchmarkCreate(b *testing.B) {
 		}
 		return nil
 	}
+	// direct is the same create called on the core service, without HTTP, JSON, validation
+	// or authentication: what is left is authorization and the database, so create vs direct
+	// says what the request stack costs and direct vs bare what the database work costs.
+	direct := func(i int) error {
+		k := seq.Add(1)
+		tn := tenants[i%spread]
+		_, err := s.App.Service.CreateLoadBalancer(tn.Ctx, &v1.CreateLoadBalancerRequest{
+			TenantId: tn.ID, PoolId: tn.PoolID, Name: fmt.Sprintf("lb-%d", k), Region: "nyc3",
+			Targets:        &v1.LoadBalancerTargets{Pool: proto.Bool(true)},
+			Forwarding:     []*v1.ForwardingRule{{EntryProtocol: "http", EntryPort: 80, TargetProtocol: "http", TargetPort: 8080}},
+			IdempotencyKey: fmt.Sprintf("b-%d", k),
+		})
+		return err
+	}
 	bare := func(int) error {
 		k := seq.Add(1)
 		return store.ExecuteTx(ctx, s.App.DB, func(tx pgx.Tx) error {
@@ -129,6 +144,10 @@ func BenchmarkCreate(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
+			_, directWall, err := run(n, c, direct)
+			if err != nil {
+				b.Fatal(err)
+			}
 			retriesBefore := store.TransactionRetries()
 			b.ResetTimer()
 			full, fullWall, err := run(n, c, create)
@@ -143,6 +162,7 @@ func BenchmarkCreate(b *testing.B) {
 			b.ReportMetric(float64(pct(full, 0.99).Microseconds())/1000, "p99-ms")
 			b.ReportMetric(fullRate/baseRate, "throughput-ratio-vs-pgx")
 			b.ReportMetric(fullRate/(float64(n)/hotWall.Seconds()), "throughput-ratio-vs-quota-tx")
+			b.ReportMetric((float64(n)/directWall.Seconds())/baseRate, "core-call-ratio-vs-pgx")
 			b.ReportMetric(float64(pct(hotLat, 0.99))/float64(pct(hotLat, 0.5)), "quota-tx-p99/p50")
 			b.ReportMetric(float64(pct(full, 0.99))/float64(pct(full, 0.5)), "p99/p50")
 			b.ReportMetric(float64(pct(full, 0.5))/float64(pct(base, 0.5)), "p50-ratio-vs-pgx")
