@@ -164,7 +164,6 @@ type lbCreateAhead struct {
 // quota reserved last, so that the row lock it takes is held for the shortest time. Called once
 // per attempt, so the reservation id is fresh each time.
 func (a *lbCreateAhead) queue(rd *store.Reads, r *v1.CreateLoadBalancerRequest) {
-	rd.DropExpiredIdempotency(r.GetTenantId(), opCreateLoadBalancer, r.GetIdempotencyKey())
 	rd.IdempotentLoadBalancer(r.GetTenantId(), opCreateLoadBalancer, r.GetIdempotencyKey(), &a.idem, &a.idemErr, &a.idemLB, &a.idemLBErr)
 	lifecycle.LoadBalancer.Reserve(rd, lifecycle.Subject{TenantID: r.GetTenantId(), PoolID: r.GetPoolId()}, ids.New(ids.QuotaReserve), &a.reservation)
 }

@@ -55,6 +55,7 @@ func runTwoTripsOnce(ctx context.Context, db *DB, reads func(r *Reads), decide f
 	if w == nil {
 		w = &Writes{}
 	}
+	w = w.fused(ctx)
 	for _, it := range w.items {
 		if it.clientCheck {
 			rollbackConn(ctx, conn)
@@ -173,19 +174,17 @@ func (r *Reads) Pool(id string, out *Pool, found *error) {
 	readOne(r, scanPool, out, found, sqlGetPool, id)
 }
 
-// DropExpiredIdempotency queues the delete of a key's expired record: its meaning has lapsed,
-// and a create that drops it first (ReadAhead) only ever inserts the key in its transaction.
-func (r *Reads) DropExpiredIdempotency(tenantID, operation, key string) {
-	r.batch.Queue(`DELETE FROM idempotency_keys WHERE tenant_id = $1 AND operation = $2 AND idem_key = $3 AND expires_at <= now()`,
-		tenantID, operation, key)
-	r.items = append(r.items, func(br pgx.BatchResults) error { _, err := br.Exec(); return err })
-}
-
 // IdempotentLoadBalancer queues the lookup of a create's idempotency key, live or expired, and of
-// the load balancer a live record names.
+// the load balancer a live record names. An expired record is dropped in the same statement:
+// its meaning has lapsed, and a create that read ahead this way only ever inserts the key in its
+// transaction (Writes.RecordIdempotency). The lookup still reports the dropped record, as
+// expired: the statement's arms share one snapshot.
 func (r *Reads) IdempotentLoadBalancer(tenantID, operation, key string, rec *IdempotencyRecord, recFound *error, lb *LoadBalancer, lbFound *error) {
 	readOne(r, scanIdempotency, rec, recFound,
-		`SELECT tenant_id, operation, idem_key, request_hash, resource_id, expires_at <= now() FROM idempotency_keys
+		`WITH dropped AS (
+		   DELETE FROM idempotency_keys WHERE tenant_id = $1 AND operation = $2 AND idem_key = $3 AND expires_at <= now()
+		 )
+		 SELECT tenant_id, operation, idem_key, request_hash, resource_id, expires_at <= now() FROM idempotency_keys
 		  WHERE tenant_id = $1 AND operation = $2 AND idem_key = $3`, tenantID, operation, key)
 	readOne(r, scanLoadBalancer, lb, lbFound,
 		`SELECT `+loadBalancerCols+` FROM load_balancers WHERE id =
@@ -265,7 +264,7 @@ func (w *Writes) loadBalancerRow(what string, out *LoadBalancer, sql string, arg
 }
 
 // RecordIdempotency queues the idempotency record of a two-trip create that dropped the key's
-// expired record first (Reads.DropExpiredIdempotency): a plain insert, so that a concurrent
+// expired record first (Reads.IdempotentLoadBalancer): a plain insert, so that a concurrent
 // twin fails it on idempotency_keys_pkey at the server, before COMMIT.
 func (w *Writes) RecordIdempotency(rec IdempotencyRecord) {
 	w.add("idempotency record", nil, `INSERT INTO idempotency_keys (tenant_id, operation, idem_key, request_hash, resource_id, expires_at)

@@ -30,6 +30,8 @@ type writeItem struct {
 	// clientCheck: the item's answer is judged here, not by the server (a command tag
 	// checked), so a batch that carries COMMIT behind it cannot use it (ExecuteTwoTrips).
 	clientCheck bool
+	// row: the item's answer is a row (addRow), which a fused statement returns.
+	row bool
 }
 
 func (w *Writes) add(what string, check func(pgconn.CommandTag) error, sql string, args ...any) {
@@ -46,7 +48,7 @@ func (w *Writes) add(what string, check func(pgconn.CommandTag) error, sql strin
 // addRow queues a statement that returns one row (INSERT ... RETURNING), scanned by scan.
 func (w *Writes) addRow(what string, scan func(pgx.Row) error, sql string, args ...any) {
 	w.batch.Queue(sql, args...)
-	w.items = append(w.items, writeItem{what: what, read: func(br pgx.BatchResults) error { return scan(br.QueryRow()) }})
+	w.items = append(w.items, writeItem{what: what, read: func(br pgx.BatchResults) error { return scan(br.QueryRow()) }, row: true})
 }
 
 // batchSender is what sends a batch: a transaction, or a connection inside an explicit
@@ -68,9 +70,7 @@ func (w *Writes) send(ctx context.Context, to batchSender) (failed int, err erro
 	if w.batch.Len() == 0 {
 		return failed, nil
 	}
-	for _, q := range w.eventsWithoutRequest {
-		q.Arguments[appendEventRequestIDArg] = requestid.FromContext(ctx)
-	}
+	w.fillRequestIDs(ctx)
 	br := to.SendBatch(ctx, &w.batch)
 	var first error
 	for i, it := range w.items {
@@ -83,6 +83,14 @@ func (w *Writes) send(ctx context.Context, to batchSender) (failed int, err erro
 		first = fmt.Errorf("store: batch: %w", TranslateError(err))
 	}
 	return failed, first
+}
+
+// fillRequestIDs gives the queued events that have none the request id of ctx.
+func (w *Writes) fillRequestIDs(ctx context.Context) {
+	for _, q := range w.eventsWithoutRequest {
+		q.Arguments[appendEventRequestIDArg] = requestid.FromContext(ctx)
+	}
+	w.eventsWithoutRequest = nil
 }
 
 // AppendEvent queues AppendEvent's insert.
