@@ -70,6 +70,13 @@ func startReplicaAt(t *testing.T, schema *storetest.Schema, databaseURL, datasto
 		AdminCtx: core.WithCaller(ctx, core.Caller{PrincipalID: adminID, PlatformAdmin: true})}
 }
 
+// statementBudgets bound the statements a call sends, batched or not: each has a fixed cost on
+// the server (bind, executor start and end, snapshot), which bounds what one database serves.
+// A create: the booking batch (synchronous_commit off, idempotency lookup with its expired
+// record dropped, the load balancer it names, the booking) and the transaction (BEGIN, the
+// reservation consumed, the pool, the fused inserts, COMMIT).
+var statementBudgets = map[string]int64{"create": 9, "get": 1, "list of 1": 1, "list of 20": 1, "update": 12, "delete": 7}
+
 func TestRoundTripsPerCall(t *testing.T) {
 	rt := &storetest.RoundTrips{}
 	s := startReplica(t, storetest.NewSchema(t), "memory", rt)
@@ -82,15 +89,18 @@ func TestRoundTripsPerCall(t *testing.T) {
 		// (core.PrincipalCacheTTL), as it is for a client in a conversation: the counted call
 		// then shows its own round trips, not a cache refill.
 		s.PostJSON(t, "/api/compute/events/list", tn.Token, map[string]any{"tenantId": tn.ID})
-		before := rt.Count()
+		before, beforeStatements := rt.Count(), rt.Statements()
 		status, out := s.PostJSON(t, "/api/compute/"+path, tn.Token, body)
-		n := rt.Count() - before
+		n, statements := rt.Count()-before, rt.Statements()-beforeStatements
 		if status != http.StatusOK {
 			t.Fatalf("%s: HTTP %d %v", name, status, out)
 		}
-		t.Logf("%-11s %2d round trips (budget %d)", name, n, budgets[name])
+		t.Logf("%-11s %2d round trips (budget %d), %2d statements", name, n, budgets[name], statements)
 		if n > budgets[name] {
 			t.Errorf("%s took %d round trips, budget %d", name, n, budgets[name])
+		}
+		if budget, ok := statementBudgets[name]; ok && statements > budget {
+			t.Errorf("%s sent %d statements, budget %d", name, statements, budget)
 		}
 		return out
 	}
