@@ -89,6 +89,36 @@ func (db *DB) migrateFS(ctx context.Context, fsys fs.FS) error {
 	return nil
 }
 
+// Engine lines. Where the two engines spell one schema change differently (PostgreSQL drops a
+// UNIQUE constraint with ALTER TABLE ... DROP CONSTRAINT and refuses DROP INDEX on it; CockroachDB
+// only drops CHECK, FOREIGN KEY and PRIMARY KEY constraints that way and wants DROP INDEX ...
+// CASCADE), a migration writes each spelling as a comment line naming its engine:
+//
+//	-- postgres: ALTER TABLE t DROP CONSTRAINT t_key;
+//	-- cockroach: DROP INDEX t@t_key CASCADE;
+//
+// and forEngine uncomments the lines of the engine the store runs on. Both stay comments to any
+// other reader of the file.
+const (
+	postgresLine  = "-- postgres: "
+	cockroachLine = "-- cockroach: "
+)
+
+// forEngine returns sql with the engine lines of its engine made statements.
+func forEngine(sql string, cockroach bool) string {
+	mine := postgresLine
+	if cockroach {
+		mine = cockroachLine
+	}
+	lines := strings.Split(sql, "\n")
+	for i, line := range lines {
+		if rest, ok := strings.CutPrefix(line, mine); ok {
+			lines[i] = rest
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
 // loadMigrations reads and sorts the *.sql files at the root of fsys.
 func loadMigrations(fsys fs.FS) ([]migration, error) {
 	names, err := fs.Glob(fsys, "*.sql")
@@ -164,7 +194,7 @@ func (db *DB) applyMigration(ctx context.Context, m migration, holder string) er
 		if n > 0 {
 			return nil // another starter applied it after our first look
 		}
-		if _, err := tx.Exec(ctx, m.sql); err != nil {
+		if _, err := tx.Exec(ctx, forEngine(m.sql, db.cockroach)); err != nil {
 			return fmt.Errorf("apply: %w", err)
 		}
 		if _, err := tx.Exec(ctx, sqlStampLock, holder); err != nil {

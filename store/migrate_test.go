@@ -2,7 +2,10 @@ package store_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"testing/fstest"
 
@@ -144,5 +147,38 @@ func TestMigrateFailureRecordsNothing(t *testing.T) {
 	}
 	if n != 0 {
 		t.Error("the broken migration's table survived its rollback")
+	}
+}
+
+// TestEngineLines: a migration's engine lines become statements on their engine only, and
+// every migration that spells a change per engine spells it for both.
+func TestEngineLines(t *testing.T) {
+	t.Parallel()
+	sql := "CREATE TABLE a (x int);\n-- postgres: ALTER TABLE a DROP CONSTRAINT k;\n-- cockroach: DROP INDEX a@k CASCADE;\n-- a comment\n"
+	cases := []struct {
+		cockroach bool
+		want      string
+	}{
+		{false, "CREATE TABLE a (x int);\nALTER TABLE a DROP CONSTRAINT k;\n-- cockroach: DROP INDEX a@k CASCADE;\n-- a comment\n"},
+		{true, "CREATE TABLE a (x int);\n-- postgres: ALTER TABLE a DROP CONSTRAINT k;\nDROP INDEX a@k CASCADE;\n-- a comment\n"},
+	}
+	for _, tc := range cases {
+		if got := store.ForEngine(sql, tc.cockroach); got != tc.want {
+			t.Errorf("cockroach=%v:\n%s\nwant\n%s", tc.cockroach, got, tc.want)
+		}
+	}
+	files, err := filepath.Glob("migrations/*.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		body, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pg, crdb := strings.Count(string(body), "\n-- postgres: "), strings.Count(string(body), "\n-- cockroach: ")
+		if pg != crdb {
+			t.Errorf("%s: %d postgres lines and %d cockroach lines: each engine needs its spelling", f, pg, crdb)
+		}
 	}
 }

@@ -21,7 +21,8 @@ UPDATE metal_nodes SET bmc_host_key = bmc_host_key || '#' || id
    ) AS ranked WHERE n > 1
  );
 
--- PostgreSQL drops a UNIQUE constraint this way (its DROP INDEX refuses); CockroachDB may want
--- DROP INDEX metal_nodes_bmc_key CASCADE here instead (not verified: no CockroachDB in these tests).
-ALTER TABLE metal_nodes DROP CONSTRAINT metal_nodes_bmc_key;
+-- The engines drop a UNIQUE constraint differently (store.forEngine uncomments the line of the
+-- engine the store runs on).
+-- postgres: ALTER TABLE metal_nodes DROP CONSTRAINT metal_nodes_bmc_key;
+-- cockroach: DROP INDEX metal_nodes@metal_nodes_bmc_key CASCADE;
 CREATE UNIQUE INDEX metal_nodes_bmc_key ON metal_nodes (tenant_id, bmc_protocol, bmc_host_key, bmc_port);
