@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -71,61 +70,33 @@ interrupted or --count events were printed. A dropped stream is resumed after th
 	if err != nil {
 		return err
 	}
-	cursor, printed := *after, 0
 	if c.output != "json" {
 		if err := writeTable(c.env.Stdout, eventHeader, nil); err != nil {
 			return err
 		}
 	}
-	for retry := 0; ; {
-		stream, err := client.Events.WatchEvents(ctx, connect.NewRequest(&v1.WatchEventsRequest{TenantId: tenant, After: cursor}))
+	// The SDK's watcher resumes a dropped stream after the last cursor and ends on a refusal
+	// (bad token, bad tenant); the server filters by resource, so a quiet resource costs nothing.
+	w := sdk.NewWatcher(client.Events, &v1.WatchEventsRequest{TenantId: tenant, After: *after, ResourceId: *resource})
+	printed := 0
+	for e, err := range w.Events(ctx) {
 		if err != nil {
 			return err
 		}
-		for stream.Receive() {
-			retry = 0
-			e := stream.Msg().GetEvent()
-			if e == nil {
-				continue // a heartbeat of an idle watch
-			}
-			cursor = e.GetCursor()
-			if *resource != "" && e.GetResourceId() != *resource {
-				continue
-			}
-			if c.output == "json" {
-				err = writeJSONLine(c.env.Stdout, e)
-			} else {
-				r := eventRow(e)
-				_, err = fmt.Fprintf(c.env.Stdout, "%-8s  %-20s  %-36s  %s\n", r[0], r[1], r[2], r[3])
-			}
-			if err != nil {
-				stream.Close()
-				return err
-			}
-			if printed++; *count > 0 && printed >= *count {
-				stream.Close()
-				return nil
-			}
+		if c.output == "json" {
+			err = writeJSONLine(c.env.Stdout, e)
+		} else {
+			r := eventRow(e)
+			_, err = fmt.Fprintf(c.env.Stdout, "%-8s  %-20s  %-36s  %s\n", r[0], r[1], r[2], r[3])
 		}
-		err = stream.Err()
-		stream.Close()
-		if ctx.Err() != nil {
-			return nil // interrupted: a normal end of a watch
-		}
-		// A stream the server or the network ended is resumed after the last cursor; a refusal
-		// (bad token, bad tenant) is final.
-		if pe, ok := sdk.AsError(err); err != nil && !(ok && pe.Code == sdk.Unavailable) && !errors.Is(err, context.DeadlineExceeded) {
+		if err != nil {
 			return err
 		}
-		if retry++; retry > 5 {
-			return err
-		}
-		select {
-		case <-ctx.Done():
+		if printed++; *count > 0 && printed >= *count {
 			return nil
-		case <-time.After(time.Duration(retry) * 500 * time.Millisecond):
 		}
 	}
+	return nil // interrupted: a normal end of a watch
 }
 
 func usageCmd(ctx context.Context, c *cli, args []string) error {
