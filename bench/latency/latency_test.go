@@ -1,3 +1,10 @@
+// Package latency measures what a call costs when the replica's database is far away, as in the
+// card's multi-region deployment: a TCP proxy (storetest.Proxy) between the replica and
+// PostgreSQL delays every chunk by half a round-trip time in each direction, and the benchmark
+// reports the p50 of load balancer create, get and list through the whole stack at RTT 0, 2, 20
+// and 60 ms, with the ratio of each to its budget (create 3 x RTT + 10 ms, get and list RTT + 5 ms).
+//
+//	go test -run '^$' -bench . -benchtime 1x ./bench/latency
 package latency
 
 import (
@@ -13,6 +20,7 @@ import (
 	"better-compute.dev/compute/app"
 	"better-compute.dev/compute/app/apptest"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
+	"better-compute.dev/compute/store/storetest"
 )
 
 // opsPerRTT is how many calls of each kind are timed at each RTT (sequentially: one client,
@@ -20,13 +28,13 @@ import (
 const opsPerRTT = 25
 
 func BenchmarkLatency(b *testing.B) {
-	var proxy *Proxy
+	var proxy *storetest.Proxy
 	s := apptest.Start(b, func(c *app.Config) {
 		u, err := url.Parse(c.DatabaseURL)
 		if err != nil {
 			b.Fatal(err)
 		}
-		if proxy, err = NewProxy(u.Host); err != nil {
+		if proxy, err = storetest.StartProxy(u.Host); err != nil {
 			b.Fatal(err)
 		}
 		u.Host = proxy.Addr()
