@@ -146,6 +146,11 @@ func TestLoadBalancerLifecycleThroughTheCLI(t *testing.T) {
 	if targets, _ := created["targets"].(map[string]any); targets["pool"] != true {
 		t.Fatalf("create without a target flag targets the pool: %v", created["targets"])
 	}
+	// A wait for a state the load balancer does not reach in time exits 8 and says where it is.
+	if r := h.bc("", nil, "lb", "wait", id, "--for", "deleted", "--wait-timeout", "300ms"); r.code != ExitWaitFailed ||
+		!strings.Contains(r.stderr, "not deleted, after 300ms") {
+		t.Fatalf("wait past its time: exit %d, stderr %s", r.code, r.stderr)
+	}
 	ready := decode(t, h.ok("lb", "wait", id, "--interval", "50ms", "--wait-timeout", "90s", "-o", "json"))
 	if ready["state"] != "ready" || ready["address"] == nil || ready["address"] == "" {
 		t.Fatalf("wait: %v", ready)

@@ -434,49 +434,31 @@ and prints it. Exit 8 when the time runs out or, waiting for ready, the load bal
 	return c.printLB(lb)
 }
 
-// waitFor polls the load balancer until it is in state. Waiting for deleted also ends when the
-// load balancer is gone (NOT_FOUND); waiting for anything else ends in failure at state error.
+// waitFor waits with the SDK's waiter (the load balancer's events, polling every interval when
+// the stream fails) until the load balancer is in state. Waiting for deleted also ends when the
+// load balancer is gone (NOT_FOUND); waiting for anything else fails (exit 8) at state error,
+// when it is deleted, or when timeout passes.
 func (c *cli) waitFor(ctx context.Context, client *sdk.Client, tenant, id, state string, timeout, interval time.Duration) (*v1.LoadBalancer, error) {
-	if interval <= 0 {
-		interval = time.Second
-	}
-	wctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	var last *v1.LoadBalancer
-	for {
-		cctx, ccancel := c.call(wctx)
-		resp, err := client.LoadBalancers.GetLoadBalancer(cctx, connect.NewRequest(&v1.GetLoadBalancerRequest{TenantId: tenant, LoadBalancerId: id}))
-		ccancel()
-		switch pe, ok := sdk.AsError(err); {
-		case err == nil:
-			last = resp.Msg.GetLoadBalancer()
-			if last.GetState() == state {
-				return last, nil
-			}
-			if last.GetState() == "error" && state != "error" {
-				return last, &exitError{ExitWaitFailed, fmt.Errorf("load balancer %s turned error: %s", id, last.GetLastError())}
-			}
-		case ok && pe.Code == sdk.NotFound && state == "deleted" && last != nil:
-			last.State = "deleted"
-			return last, nil
-		case ok && pe.Code == sdk.Unavailable:
-			// a replica or the engine blinked: look again
-		case wctx.Err() != nil:
-		default:
-			return nil, err
+	lb, err := sdk.WaitLoadBalancer(ctx, client, tenant, id, sdk.WaitOptions{
+		Until: []sdk.LoadBalancerState{sdk.LoadBalancerState(state)}, Timeout: timeout, PollInterval: interval,
+	})
+	switch {
+	case err == nil:
+		return lb, nil
+	case ctx.Err() != nil:
+		return lb, ctx.Err()
+	case errors.Is(err, sdk.ErrLoadBalancerFailed):
+		return lb, &exitError{ExitWaitFailed, fmt.Errorf("load balancer %s turned error: %s", id, lb.GetLastError())}
+	case errors.Is(err, context.DeadlineExceeded):
+		now := "unknown"
+		if lb != nil {
+			now = lb.GetState()
 		}
-		select {
-		case <-wctx.Done():
-			if ctx.Err() != nil {
-				return last, ctx.Err()
-			}
-			now := "unknown"
-			if last != nil {
-				now = last.GetState()
-			}
-			return last, &exitError{ExitWaitFailed, fmt.Errorf("load balancer %s is %s, not %s, after %s", id, now, state, timeout)}
-		case <-time.After(interval):
-		}
+		return lb, &exitError{ExitWaitFailed, fmt.Errorf("load balancer %s is %s, not %s, after %s", id, now, state, timeout)}
+	case lb.GetState() == string(sdk.LoadBalancerDeleted):
+		return lb, &exitError{ExitWaitFailed, fmt.Errorf("load balancer %s was deleted while waiting for %s", id, state)}
+	default:
+		return nil, err
 	}
 }
 
