@@ -3,6 +3,7 @@
 import { createClient, type Client, type Interceptor, type Transport } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcWebTransport } from "@connectrpc/connect-web";
 import { bearerAuth, type TokenSource } from "./interceptors.js";
+import { closeOnAbort } from "./close-on-abort.js";
 import { unreachable } from "./errors.js";
 import { withPlatformErrors } from "./platform-client.js";
 import { retryInterceptor, type RetryOptions } from "./retry.js";
@@ -65,8 +66,9 @@ export function createComputeClient(options: ComputeClientOptions): ComputeClien
   const common = {
     baseUrl: options.baseUrl,
     interceptors: sdkInterceptors(options.token, options.interceptors, options.retry),
-    // Bound late so a fetch patched after the client was made is the one used.
-    fetch: unreachable(options.fetch ?? ((input, init) => globalThis.fetch(input, init))),
+    // Bound late so a fetch patched after the client was made is the one used. closeOnAbort: an
+    // aborted call closes its response body even where the fetch lost track of the signal.
+    fetch: unreachable(closeOnAbort(options.fetch ?? ((input, init) => globalThis.fetch(input, init)))),
     ...(options.defaultTimeoutMs !== undefined ? { defaultTimeoutMs: options.defaultTimeoutMs } : {}),
   };
   const protocol = options.transport ?? "connect";

@@ -127,9 +127,14 @@ export async function waitForLoadBalancer(
         }
       }
       if (!pending) {
+        // The poll timer is cleared when something else wakes the loop first (an event, the
+        // deadline, the caller's abort): an armed one would hold a Node process up to pollMs.
         await new Promise<void>((resolve) => {
-          wake = resolve;
-          if (polling) setTimeout(resolve, pollMs);
+          const poll = polling ? setTimeout(resolve, pollMs) : undefined;
+          wake = () => {
+            clearTimeout(poll);
+            resolve();
+          };
         });
         wake = undefined;
       }
