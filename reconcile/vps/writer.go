@@ -2,6 +2,7 @@ package vps
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -26,6 +27,44 @@ func write(ctx context.Context, f *managed.Fence, fn func(w *writer) error) erro
 	return f.Write(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		return fn(&writer{ctx: ctx, tx: tx})
 	})
+}
+
+// writeLB is a load balancer's fenced write in two round trips (store.ExecuteTwoTrips): BEGIN,
+// the lease check and the row locked in one; decide's writes, and with finish the pass's
+// outcome on its work item (store.Writes.FinishLease), sent with COMMIT in the other. decide
+// sees the row as it stands (cur) and may run more than once (serialization retries): it must
+// only queue writes. An error from decide (errRowChanged, a lost lease) writes nothing.
+func writeLB(ctx context.Context, f *managed.Fence, id string, finish *reconcile.Result, decide func(cur store.LoadBalancer, w *store.Writes) error) error {
+	var held, found error
+	var cur store.LoadBalancer
+	return store.ExecuteTwoTrips(ctx, f.DB, func(r *store.Reads) {
+		r.CheckLease(f.Lease, &held)
+		r.LoadBalancerForUpdate(id, &cur, &found)
+	}, func() (*store.Writes, error) {
+		if held != nil {
+			return nil, held
+		}
+		if found != nil {
+			return nil, fmt.Errorf("vps: load balancer %s: %w", id, found)
+		}
+		w := &store.Writes{}
+		if err := decide(cur, w); err != nil {
+			return nil, err
+		}
+		if finish != nil {
+			w.FinishLease(f.Lease, finish.RequeueAfter, reconcile.Now(ctx))
+		}
+		return w, nil
+	})
+}
+
+// finished is the result of a pass whose last write recorded its outcome (writeLB with finish).
+func finished(res reconcile.Result, err error) (reconcile.Result, error) {
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	res.Recorded = true
+	return res, nil
 }
 
 // enqueue queues the reconciler on another resource in the same transaction.
