@@ -312,11 +312,14 @@ type LoadBalancerPass struct {
 	// PoolInstances is PoolInstances of its tenant, pool, region and subnet: what a
 	// { pool: true } load balancer reaches.
 	PoolInstances []Instance
+	// Globals is GlobalsTargeting: the live global load balancers that target it.
+	Globals []string
 }
 
-// ReadLoadBalancerPass reads a load balancer, its account and the instances its pool target
-// reaches in one round trip (three statements of one batch, outside any transaction), for a
-// reconciler pass that would otherwise read them one after the other.
+// ReadLoadBalancerPass reads a load balancer, its account, the instances its pool target
+// reaches and the globals that target it in one round trip (four statements of one batch,
+// outside any transaction), for a reconciler pass that would otherwise read them one after the
+// other.
 func (db *DB) ReadLoadBalancerPass(ctx context.Context, id string) (LoadBalancerPass, error) {
 	var p LoadBalancerPass
 	var r Reads
@@ -329,6 +332,7 @@ func (db *DB) ReadLoadBalancerPass(ctx context.Context, id string) (LoadBalancer
 		  JOIN instances AS i ON i.tenant_id = l.tenant_id AND i.pool_id = l.pool_id AND i.region = l.region
 		   AND coalesce(i.subnet_id, '') = coalesce(l.subnet_id, '')
 		 WHERE l.id = $1 AND i.machine_id <> '' AND i.state NOT IN ('deleting', 'deleted') ORDER BY i.id`, id)
+	readAll(&r, scanString, &p.Globals, sqlGlobalsTargeting, id)
 	if err := r.send(ctx, db.pool); err != nil {
 		return LoadBalancerPass{}, err
 	}

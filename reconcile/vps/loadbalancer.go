@@ -197,17 +197,11 @@ func (l *lbPass) parkLB(ctx context.Context) (reconcile.Result, error) {
 // outcome are two round trips in all (writeLB), which is what a pass that a list answers costs
 // beyond its reads.
 func (l *lbPass) record(ctx context.Context, ready bool, after time.Duration) (reconcile.Result, error) {
-	// The global load balancers that wait for this one's provider id are read before the
-	// transaction, not in it: under SERIALIZABLE that join reads load_balancers widely enough
-	// to make concurrent writes of other load balancers fail. One made meanwhile is not missed:
-	// a global waiting on a target comes back by itself (DependencyPoll).
-	var globals []string
-	if l.row.ProviderID == "" && l.row.Scope == string(provider.ScopeRegional) {
-		var err error
-		if globals, err = store.GlobalsTargeting(ctx, l.r.opts.DB.Q(), l.row.ID); err != nil {
-			return reconcile.Result{}, fmt.Errorf("vps: %w", err)
-		}
-	}
+	// The global load balancers that wait for this one's provider id were read with the row,
+	// before the transaction, not in it: under SERIALIZABLE that join reads load_balancers
+	// widely enough to make concurrent writes of other load balancers fail. One made meanwhile
+	// is not missed: a global waiting on a target comes back by itself (DependencyPoll).
+	globals := l.read.Globals
 	res := reconcile.Result{RequeueAfter: after}
 	return finished(res, writeLB(ctx, l.f, l.row.ID, &res, func(cur store.LoadBalancer, w *store.Writes) error {
 		return observeLB(l.row, cur, w, l.obs, l.want, l.applied, ready, globals)
