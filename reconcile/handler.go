@@ -40,25 +40,6 @@ func (f HandlerFunc) Reconcile(ctx context.Context, lease store.Lease) (Result, 
 type Result struct {
 	// RequeueAfter, when positive, keeps the item due that long from now.
 	RequeueAfter time.Duration
-	// Recorded says the handler's last fenced write already recorded this outcome on the work
-	// item (store.Writes.FinishLease with RequeueAfter and Now(ctx), committed with the write
-	// that checked the lease): the runner writes nothing more. It saves a pass's separate
-	// completion, which matters when the pass is all database work (recording a load balancer
-	// ready from a shared list). Periodic kinds ignore it.
-	Recorded bool
-}
-
-// clockKey carries a runner's injected clock to its handlers.
-type clockKey struct{}
-
-// Now is the time a handler's context's runner uses for due times: its injected clock (tests),
-// or zero for the database clock. A handler that records its own outcome (Result.Recorded)
-// passes it to store.Writes.FinishLease.
-func Now(ctx context.Context) time.Time {
-	if c, ok := ctx.Value(clockKey{}).(Clock); ok {
-		return c.Now()
-	}
-	return time.Time{}
 }
 
 // errStopping is the cause of a handler context ended by the replica shutting down.

@@ -13,9 +13,6 @@ import (
 // process runs one claimed item: the handler under a renewed lease, then its outcome.
 func (r *Runner) process(base context.Context, l store.Lease) {
 	claimedAt := time.Now() // a slight overestimate of the lease's start is the safe side
-	if r.opts.Clock != nil {
-		base = context.WithValue(base, clockKey{}, r.opts.Clock)
-	}
 	hctx, cancel := context.WithCancelCause(base)
 	renewed := make(chan struct{})
 	go func() {
@@ -64,9 +61,6 @@ func (r *Runner) record(ctx context.Context, l store.Lease, res Result, herr err
 	db, now := r.opts.DB, r.now()
 	interval, periodic := r.periodic[l.Kind]
 	if herr == nil {
-		if res.Recorded && !periodic {
-			return nil // the handler's fenced write recorded it (store.Writes.FinishLease)
-		}
 		after := res.RequeueAfter
 		if periodic && (after <= 0 || after > interval) {
 			after = interval

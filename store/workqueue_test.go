@@ -212,8 +212,7 @@ func TestFencingAfterTakeover(t *testing.T) {
 				return err
 			})
 		}},
-		{reason: "check lease and finish in two trips", write: func() error { return q.finishInTwoTrips(a, 0) }},
-		{reason: "check lease and requeue in two trips", write: func() error { return q.finishInTwoTrips(a, time.Minute) }},
+		{reason: "check lease in a two-trip result transaction", write: func() error { return q.checkInTwoTrips(a) }},
 	}
 	for _, w := range writes {
 		if err := w.write(); !errors.Is(err, store.ErrLeaseLost) {
@@ -226,59 +225,26 @@ func TestFencingAfterTakeover(t *testing.T) {
 	if err := store.ExecuteTx(q.ctx, q.db, func(tx pgx.Tx) error { return store.CheckLease(q.ctx, tx, b) }); err != nil {
 		t.Errorf("current holder's CheckLease: %v", err)
 	}
+	if err := q.checkInTwoTrips(b); err != nil {
+		t.Errorf("current holder's two-trip write: %v", err)
+	}
 	if err := q.db.Complete(q.ctx, store.CompleteParams{Lease: b, Now: q.now}); err != nil {
 		t.Errorf("current holder's Complete: %v", err)
 	}
 }
 
-// finishInTwoTrips is a handler's last fenced write carrying its outcome: the lease checked
-// in the first round trip (Reads.CheckLease), a write and the outcome (Writes.FinishLease)
-// sent with COMMIT.
-func (q *queue) finishInTwoTrips(l store.Lease, after time.Duration) error {
+// checkInTwoTrips is a handler's fenced write in two round trips: the lease checked in the
+// first (Reads.CheckLease), a write sent with COMMIT in the second.
+func (q *queue) checkInTwoTrips(l store.Lease) error {
 	var held error
 	return store.ExecuteTwoTrips(q.ctx, q.db, func(r *store.Reads) { r.CheckLease(l, &held) }, func() (*store.Writes, error) {
 		if held != nil {
 			return nil, held
 		}
 		w := &store.Writes{}
-		w.Exec("the holder's write", `UPDATE work_items SET attempts = attempts + 7 WHERE resource_id = $1`, l.ResourceID)
-		w.FinishLease(l, after, q.now)
+		w.Exec("the holder's write", `UPDATE work_items SET last_error = 'written by the holder' WHERE resource_id = $1`, l.ResourceID)
 		return w, nil
 	})
-}
-
-// TestFinishLeaseInTwoTrips: a holder's last write may record its own outcome (complete, or
-// requeue after a delay) in the transaction that checked its lease, with Complete's and
-// Requeue's rules: an enqueue that arrived meanwhile keeps the item due.
-func TestFinishLeaseInTwoTrips(t *testing.T) {
-	t.Parallel()
-	q := newQueue(t)
-	q.enqueue(kindA, "r1", nil)
-	if err := q.finishInTwoTrips(q.claimOne("a"), 0); err != nil {
-		t.Fatal(err)
-	}
-	if w := q.item(kindA, "r1"); w.DueAt != nil || w.Holder != "" {
-		t.Errorf("after a finish: due %v holder %q, want idle", w.DueAt, w.Holder)
-	}
-	q.enqueue(kindA, "r1", nil)
-	if err := q.finishInTwoTrips(q.claimOne("a"), time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	if w := q.item(kindA, "r1"); w.DueAt == nil || !w.DueAt.Equal(q.now.Add(time.Minute)) || w.Holder != "" {
-		t.Errorf("after a requeue: due %v holder %q, want due in a minute and free", w.DueAt, w.Holder)
-	}
-	q.advance(time.Minute)
-	l := q.claimOne("a")
-	q.enqueue(kindA, "r1", nil) // changed while a worked
-	if err := q.finishInTwoTrips(l, 0); err != nil {
-		t.Fatal(err)
-	}
-	if w := q.item(kindA, "r1"); w.DueAt == nil || w.Holder != "" {
-		t.Errorf("a finish after an enqueue: due %v holder %q, want due and free", w.DueAt, w.Holder)
-	}
-	if err := q.finishInTwoTrips(l, 0); !errors.Is(err, store.ErrLeaseLost) {
-		t.Errorf("a second finish of one lease: err = %v, want ErrLeaseLost", err)
-	}
 }
 
 // TestCompletedThenReenqueuedKeepsEpochGrowing: a completed item stays as an idle row, so a

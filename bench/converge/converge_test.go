@@ -59,7 +59,9 @@ func BenchmarkConverge(b *testing.B) {
 
 // benchConverge records n load balancers with no replica running, then starts the replicas
 // and measures until every one is ready. Besides the time and the requests it reports the
-// replicas' database round trips per load balancer (db-trips/lb).
+// replicas' database round trips per load balancer (db-trips/lb) and how many transactions
+// ran again after losing a serialization race (tx-reruns/lb, process-wide: only the replicas
+// write while it is measured).
 func benchConverge(b *testing.B, n, replicas, ratePerMinute int) {
 	simulator := sim.New(sim.Options{
 		AcceptAnyToken: true, RequestsPerMinute: ratePerMinute, RequestsPerHour: 1 << 30,
@@ -76,7 +78,7 @@ func benchConverge(b *testing.B, n, replicas, ratePerMinute int) {
 
 	var total time.Duration
 	var requests int
-	var roundTrips int64
+	var roundTrips, retries int64
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
 		tn := s.NewTenant(b, fmt.Sprintf("bench-%d-%d-%d", n, replicas, i), "editor")
@@ -95,12 +97,14 @@ func benchConverge(b *testing.B, n, replicas, ratePerMinute int) {
 		simulator.ResetRequests()
 		var trips storetest.RoundTrips
 		start, stop := startReplicas(b, s, replicas, ratePerMinute, &trips)
+		retriesBefore := store.TransactionRetries()
 		b.StartTimer()
 		began := time.Now()
 		start()
 		timeline := waitReady(b, s.App.DB, tn.ID, n, simulator, began)
 		total += time.Since(began)
 		b.StopTimer()
+		retries += store.TransactionRetries() - retriesBefore
 		stop()
 		b.Logf("timeline (s: creates sent, lists sent, ready): %s", timeline)
 		byRoute := simulator.Requests()
@@ -116,6 +120,7 @@ func benchConverge(b *testing.B, n, replicas, ratePerMinute int) {
 	b.ReportMetric(float64(perRun)/float64(floor), "x-floor")
 	b.ReportMetric(float64(requests)/float64(b.N)/float64(n), "requests/lb")
 	b.ReportMetric(float64(roundTrips)/float64(b.N)/float64(n), "db-trips/lb")
+	b.ReportMetric(float64(retries)/float64(b.N)/float64(n), "tx-reruns/lb")
 }
 
 // startReplicas prepares replicas reconcile runners, each with its own database pool and its

@@ -141,7 +141,7 @@ func (l *lbPass) MarkCreatePending(context.Context, pgx.Tx) error {
 
 // WriteCreatePending writes the mark in two round trips (managed.CreatePendingWriter).
 func (l *lbPass) WriteCreatePending(ctx context.Context, f *managed.Fence) error {
-	return writeLB(ctx, f, l.row.ID, nil, func(cur store.LoadBalancer, w *store.Writes) error {
+	return writeLB(ctx, f, l.row.ID, func(cur store.LoadBalancer, w *store.Writes) error {
 		return markCreatePending(l.row, cur, w)
 	})
 }
@@ -192,20 +192,18 @@ func (l *lbPass) parkLB(ctx context.Context) (reconcile.Result, error) {
 	return res, nil
 }
 
-// record writes what the provider holds (with ready it moves the row to ready) and, in the same
-// commit, the pass's outcome: due again after after, or done when it is zero. The write and the
-// outcome are two round trips in all (writeLB), which is what a pass that a list answers costs
-// beyond its reads.
+// record writes what the provider holds (with ready it moves the row to ready) in two round
+// trips (writeLB), and returns the pass's outcome: due again after after, or done when it is
+// zero.
 func (l *lbPass) record(ctx context.Context, ready bool, after time.Duration) (reconcile.Result, error) {
 	// The global load balancers that wait for this one's provider id were read with the row,
 	// before the transaction, not in it: under SERIALIZABLE that join reads load_balancers
 	// widely enough to make concurrent writes of other load balancers fail. One made meanwhile
 	// is not missed: a global waiting on a target comes back by itself (DependencyPoll).
 	globals := l.read.Globals
-	res := reconcile.Result{RequeueAfter: after}
-	return finished(res, writeLB(ctx, l.f, l.row.ID, &res, func(cur store.LoadBalancer, w *store.Writes) error {
+	return requeueAfter(writeLB(ctx, l.f, l.row.ID, func(cur store.LoadBalancer, w *store.Writes) error {
 		return observeLB(l.row, cur, w, l.obs, l.want, l.applied, ready, globals)
-	}))
+	}), after)
 }
 
 // Delete deletes the load balancer at the provider (and any other of its name a lost create

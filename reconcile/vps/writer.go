@@ -30,11 +30,10 @@ func write(ctx context.Context, f *managed.Fence, fn func(w *writer) error) erro
 }
 
 // writeLB is a load balancer's fenced write in two round trips (store.ExecuteTwoTrips): BEGIN,
-// the lease check and the row locked in one; decide's writes, and with finish the pass's
-// outcome on its work item (store.Writes.FinishLease), sent with COMMIT in the other. decide
-// sees the row as it stands (cur) and may run more than once (serialization retries): it must
-// only queue writes. An error from decide (errRowChanged, a lost lease) writes nothing.
-func writeLB(ctx context.Context, f *managed.Fence, id string, finish *reconcile.Result, decide func(cur store.LoadBalancer, w *store.Writes) error) error {
+// the lease check and the row locked in one; decide's writes, sent with COMMIT, in the other.
+// decide sees the row as it stands (cur) and may run more than once (serialization retries):
+// it must only queue writes. An error from decide (errRowChanged, a lost lease) writes nothing.
+func writeLB(ctx context.Context, f *managed.Fence, id string, decide func(cur store.LoadBalancer, w *store.Writes) error) error {
 	var held, found error
 	var cur store.LoadBalancer
 	return store.ExecuteTwoTrips(ctx, f.DB, func(r *store.Reads) {
@@ -51,20 +50,8 @@ func writeLB(ctx context.Context, f *managed.Fence, id string, finish *reconcile
 		if err := decide(cur, w); err != nil {
 			return nil, err
 		}
-		if finish != nil {
-			w.FinishLease(f.Lease, finish.RequeueAfter, reconcile.Now(ctx))
-		}
 		return w, nil
 	})
-}
-
-// finished is the result of a pass whose last write recorded its outcome (writeLB with finish).
-func finished(res reconcile.Result, err error) (reconcile.Result, error) {
-	if err != nil {
-		return reconcile.Result{}, err
-	}
-	res.Recorded = true
-	return res, nil
 }
 
 // enqueue queues the reconciler on another resource in the same transaction.
