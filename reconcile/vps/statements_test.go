@@ -165,7 +165,7 @@ func TestStatementsPerLoadBalancerPass(t *testing.T) {
 		got, bound int
 	}{
 		{"create pass round trips", createTrips, 8}, {"create pass statements", createStmts, 17},
-		{"ready pass round trips", readyTrips, 5}, {"ready pass statements", readyStmts, 13},
+		{"ready pass round trips", readyTrips, 5}, {"ready pass statements", readyStmts, 12},
 	} {
 		if c.got > c.bound {
 			t.Errorf("%s: %d, want at most %d", c.what, c.got, c.bound)
