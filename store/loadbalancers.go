@@ -187,11 +187,6 @@ func MarkLoadBalancerCreatePending(ctx context.Context, q Querier, id string) er
 
 const sqlMarkLoadBalancerCreatePending = `UPDATE load_balancers SET create_pending_at = coalesce(create_pending_at, now()) WHERE id = $1`
 
-// MarkLoadBalancerCreatePending queues MarkLoadBalancerCreatePending.
-func (w *Writes) MarkLoadBalancerCreatePending(id string) {
-	w.add("mark load balancer "+id+" create-pending", nil, sqlMarkLoadBalancerCreatePending, id)
-}
-
 // SetLoadBalancerError records a provider error without changing anything else.
 func SetLoadBalancerError(ctx context.Context, q Querier, id, state, lastError string) error {
 	_, err := exec(ctx, q,

@@ -516,30 +516,3 @@ func truncateUTF8(s string, n int) string {
 	}
 	return s
 }
-
-// CheckLease queues CheckLease for ExecuteTwoTrips's first round trip: *held receives nil while
-// the lease is held, an error matching ErrLeaseLost when not. The caller's decide returns that
-// error (the transaction then writes nothing); the row stays locked until COMMIT as CheckLease's.
-// The pass's outcome (Complete, Requeue) stays the runner's own statement after the commit:
-// inside the SERIALIZABLE transaction its update of work_items (a new index entry, due_at
-// changes) made concurrent passes' transactions fail on PostgreSQL's page-level read locks
-// about twice as often.
-func (r *Reads) CheckLease(lease Lease, held *error) {
-	r.batch.Queue(sqlCheckLease, lease.Kind, lease.ResourceID)
-	r.items = append(r.items, func(br pgx.BatchResults) error {
-		var epoch int64
-		var holder *string
-		err := br.QueryRow().Scan(&epoch, &holder)
-		switch {
-		case errors.Is(err, pgx.ErrNoRows):
-			*held = leaseWriteError("check lease", lease, ErrLeaseLost)
-		case err != nil:
-			return err
-		case epoch != lease.Epoch || holder == nil || *holder != lease.Holder:
-			*held = leaseWriteError("check lease", lease, ErrLeaseLost)
-		default:
-			*held = nil
-		}
-		return nil
-	})
-}

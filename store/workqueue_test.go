@@ -212,7 +212,6 @@ func TestFencingAfterTakeover(t *testing.T) {
 				return err
 			})
 		}},
-		{reason: "check lease in a two-trip result transaction", write: func() error { return q.checkInTwoTrips(a) }},
 	}
 	for _, w := range writes {
 		if err := w.write(); !errors.Is(err, store.ErrLeaseLost) {
@@ -225,26 +224,9 @@ func TestFencingAfterTakeover(t *testing.T) {
 	if err := store.ExecuteTx(q.ctx, q.db, func(tx pgx.Tx) error { return store.CheckLease(q.ctx, tx, b) }); err != nil {
 		t.Errorf("current holder's CheckLease: %v", err)
 	}
-	if err := q.checkInTwoTrips(b); err != nil {
-		t.Errorf("current holder's two-trip write: %v", err)
-	}
 	if err := q.db.Complete(q.ctx, store.CompleteParams{Lease: b, Now: q.now}); err != nil {
 		t.Errorf("current holder's Complete: %v", err)
 	}
-}
-
-// checkInTwoTrips is a handler's fenced write in two round trips: the lease checked in the
-// first (Reads.CheckLease), a write sent with COMMIT in the second.
-func (q *queue) checkInTwoTrips(l store.Lease) error {
-	var held error
-	return store.ExecuteTwoTrips(q.ctx, q.db, func(r *store.Reads) { r.CheckLease(l, &held) }, func() (*store.Writes, error) {
-		if held != nil {
-			return nil, held
-		}
-		w := &store.Writes{}
-		w.Exec("the holder's write", `UPDATE work_items SET last_error = 'written by the holder' WHERE resource_id = $1`, l.ResourceID)
-		return w, nil
-	})
 }
 
 // TestCompletedThenReenqueuedKeepsEpochGrowing: a completed item stays as an idle row, so a

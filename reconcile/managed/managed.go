@@ -118,13 +118,6 @@ type Resource interface {
 	Failing(ctx context.Context, cause error) error
 }
 
-// CreatePendingWriter is a Resource that writes its create-pending mark through the fence
-// itself (in fewer round trips than Fence.Write's transaction); the loop then calls it instead
-// of MarkCreatePending. The write must check the lease first, as Fence.Write does.
-type CreatePendingWriter interface {
-	WriteCreatePending(ctx context.Context, f *Fence) error
-}
-
 // Kind reads the row a lease names and makes its Resource.
 type Kind interface {
 	// Load reads the row of the fence's lease and returns its Resource, nil when there is
@@ -221,11 +214,7 @@ func (l Loop) create(ctx context.Context, f *Fence, r Resource, name string) (Ob
 		window = DefaultCreateWindow
 	}
 	deadline := time.Now().Add(window)
-	mark := func() error { return f.Write(ctx, r.MarkCreatePending) }
-	if w, ok := r.(CreatePendingWriter); ok {
-		mark = func() error { return w.WriteCreatePending(ctx, f) }
-	}
-	if err := mark(); err != nil {
+	if err := f.Write(ctx, r.MarkCreatePending); err != nil {
 		return Finish(reconcile.Result{}), err
 	}
 	if !time.Now().Before(deadline) || ctx.Err() != nil {

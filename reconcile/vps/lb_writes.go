@@ -40,12 +40,15 @@ func observation(cur store.LoadBalancer) store.LoadBalancerObservation {
 }
 
 // markCreatePending is the durable mark written before the provider is asked to create.
-func markCreatePending(read, cur store.LoadBalancer, w *store.Writes) error {
-	if changed(read, cur) {
+func (w *writer) markCreatePending(read store.LoadBalancer) error {
+	_, changed, err := w.currentLB(read)
+	if err != nil {
+		return err
+	}
+	if changed {
 		return errRowChanged
 	}
-	w.MarkLoadBalancerCreatePending(read.ID)
-	return nil
+	return store.MarkLoadBalancerCreatePending(w.ctx, w.tx, read.ID)
 }
 
 // forgetLB drops a provider id the provider no longer knows, so the next pass creates anew.

@@ -135,15 +135,8 @@ func (l *lbPass) Prepare(context.Context, string) (managed.Observation, error) {
 	return managed.Observation{}, nil
 }
 
-func (l *lbPass) MarkCreatePending(context.Context, pgx.Tx) error {
-	return errors.New("vps: a load balancer's create-pending mark is written by WriteCreatePending")
-}
-
-// WriteCreatePending writes the mark in two round trips (managed.CreatePendingWriter).
-func (l *lbPass) WriteCreatePending(ctx context.Context, f *managed.Fence) error {
-	return writeLB(ctx, f, l.row.ID, func(cur store.LoadBalancer, w *store.Writes) error {
-		return markCreatePending(l.row, cur, w)
-	})
+func (l *lbPass) MarkCreatePending(ctx context.Context, tx pgx.Tx) error {
+	return (&writer{ctx: ctx, tx: tx}).markCreatePending(l.row)
 }
 
 func (l *lbPass) Create(ctx context.Context, _ string) (err error) {
