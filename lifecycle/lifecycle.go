@@ -244,14 +244,21 @@ func (k *Kind) Reserve(rd *store.Reads, s Subject, reservationID string, out *st
 }
 
 // Queue is Apply for a transaction's last writes (store.Writes), whose booking, if any, was
-// made by Reserve. A transition that refunds or meters is not queued this way.
+// made by Reserve, in Apply's order: the meter stopped, the meter started, the event. A
+// transition that refunds is not queued this way (a refund's answer is checked).
 func (k *Kind) Queue(w *store.Writes, t Transition, s Subject, data map[string]any) error {
 	r, err := k.rule(t, data)
 	if err != nil {
 		return err
 	}
-	if r.Refunds != "" || r.Starts != "" || r.Stops != "" {
-		return fmt.Errorf("lifecycle: %s of %s refunds or meters: Apply it in its transaction", t, k.Name)
+	if r.Refunds != "" {
+		return fmt.Errorf("lifecycle: %s of %s refunds: Apply it in its transaction", t, k.Name)
+	}
+	if r.Stops != "" {
+		w.StopUsage(r.Stops, s.ID)
+	}
+	if r.Starts != "" {
+		w.StartUsage(store.UsageRecord{ID: ids.New(ids.UsageRecord), TenantID: s.TenantID, Meter: r.Starts, ResourceID: s.ID})
 	}
 	if r.Event == "" {
 		return nil

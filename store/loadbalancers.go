@@ -151,31 +151,41 @@ type LoadBalancerObservation struct {
 
 // RecordLoadBalancerObservation writes a reconciler's result.
 func RecordLoadBalancerObservation(ctx context.Context, q Querier, o LoadBalancerObservation) (LoadBalancer, error) {
+	return one(ctx, q, scanLoadBalancer, sqlRecordLoadBalancerObservation+` RETURNING `+loadBalancerCols, o.args()...)
+}
+
+const sqlRecordLoadBalancerObservation = `UPDATE load_balancers SET state = $2, provider_id = $3, address = $4, address_v6 = $5,
+		        applied_version = greatest(applied_version, $6), reached_instance_ids = $7, reached_machine_ids = $8,
+		        last_error = $9, updated_at = now(),
+		        ready_at = CASE WHEN $10 AND ready_at IS NULL THEN now() ELSE ready_at END,
+		        deleted_at = CASE WHEN $11 THEN now() ELSE deleted_at END,
+		        create_pending_at = CASE WHEN $3 <> '' THEN NULL ELSE create_pending_at END
+		  WHERE id = $1`
+
+func (o LoadBalancerObservation) args() []any {
 	if o.ReachedInstanceIDs == nil {
 		o.ReachedInstanceIDs = []string{}
 	}
 	if o.ReachedMachineIDs == nil {
 		o.ReachedMachineIDs = []string{}
 	}
-	return one(ctx, q, scanLoadBalancer,
-		`UPDATE load_balancers SET state = $2, provider_id = $3, address = $4, address_v6 = $5,
-		        applied_version = greatest(applied_version, $6), reached_instance_ids = $7, reached_machine_ids = $8,
-		        last_error = $9, updated_at = now(),
-		        ready_at = CASE WHEN $10 AND ready_at IS NULL THEN now() ELSE ready_at END,
-		        deleted_at = CASE WHEN $11 THEN now() ELSE deleted_at END,
-		        create_pending_at = CASE WHEN $3 <> '' THEN NULL ELSE create_pending_at END
-		  WHERE id = $1 RETURNING `+loadBalancerCols,
-		o.ID, o.State, o.ProviderID, o.Address, o.AddressV6, o.AppliedVersion, o.ReachedInstanceIDs,
-		o.ReachedMachineIDs, o.LastError, o.MarkReady, o.MarkDeleted)
+	return []any{o.ID, o.State, o.ProviderID, o.Address, o.AddressV6, o.AppliedVersion, o.ReachedInstanceIDs,
+		o.ReachedMachineIDs, o.LastError, o.MarkReady, o.MarkDeleted}
+}
+
+// RecordLoadBalancerObservation queues RecordLoadBalancerObservation (without the row back).
+func (w *Writes) RecordLoadBalancerObservation(o LoadBalancerObservation) {
+	w.add("record load balancer "+o.ID, nil, sqlRecordLoadBalancerObservation, o.args()...)
 }
 
 // MarkLoadBalancerCreatePending records, before the provider is asked to create, that a create
 // may be in flight: whoever finds the mark adopts by name instead of creating again.
 func MarkLoadBalancerCreatePending(ctx context.Context, q Querier, id string) error {
-	_, err := exec(ctx, q,
-		`UPDATE load_balancers SET create_pending_at = coalesce(create_pending_at, now()) WHERE id = $1`, id)
+	_, err := exec(ctx, q, sqlMarkLoadBalancerCreatePending, id)
 	return err
 }
+
+const sqlMarkLoadBalancerCreatePending = `UPDATE load_balancers SET create_pending_at = coalesce(create_pending_at, now()) WHERE id = $1`
 
 // SetLoadBalancerError records a provider error without changing anything else.
 func SetLoadBalancerError(ctx context.Context, q Querier, id, state, lastError string) error {
@@ -283,4 +293,43 @@ func scanString(r pgx.Row) (string, error) {
 	var s string
 	err := r.Scan(&s)
 	return s, err
+}
+
+// LoadBalancerPass is what a reconciler pass over a load balancer reads first, read in one
+// round trip by ReadLoadBalancerPass.
+type LoadBalancerPass struct {
+	// LoadBalancer is the row; Found is ErrNotFound when there is none (the rest is then empty).
+	LoadBalancer LoadBalancer
+	Found        error
+	// Account is its provider account (AccountFound: ErrNotFound when it is gone).
+	Account      Account
+	AccountFound error
+	// PoolInstances is PoolInstances of its tenant, pool, region and subnet: what a
+	// { pool: true } load balancer reaches.
+	PoolInstances []Instance
+	// Globals is GlobalsTargeting: the live global load balancers that target it.
+	Globals []string
+}
+
+// ReadLoadBalancerPass reads a load balancer, its account, the instances its pool target
+// reaches and the globals that target it in one round trip (four statements of one batch,
+// outside any transaction), for a reconciler pass that would otherwise read them one after the
+// other.
+func (db *DB) ReadLoadBalancerPass(ctx context.Context, id string) (LoadBalancerPass, error) {
+	var p LoadBalancerPass
+	var r Reads
+	readOne(&r, scanLoadBalancer, &p.LoadBalancer, &p.Found, `SELECT `+loadBalancerCols+` FROM load_balancers WHERE id = $1`, id)
+	readOne(&r, scanAccount, &p.Account, &p.AccountFound,
+		`SELECT `+accountCols+` FROM provider_accounts WHERE id = (SELECT account_id FROM load_balancers WHERE id = $1)`, id)
+	// The columns are instanceCols of i.
+	readAll(&r, scanInstance, &p.PoolInstances, `SELECT i.id, i.tenant_id, coalesce(i.project_id, ''), i.pool_id, i.account_id, i.name, i.region,
+		        coalesce(i.subnet_id, ''), i.flavor, i.machine_id, i.state, i.last_error, i.created_at FROM load_balancers AS l
+		  JOIN instances AS i ON i.tenant_id = l.tenant_id AND i.pool_id = l.pool_id AND i.region = l.region
+		   AND coalesce(i.subnet_id, '') = coalesce(l.subnet_id, '')
+		 WHERE l.id = $1 AND i.machine_id <> '' AND i.state NOT IN ('deleting', 'deleted') ORDER BY i.id`, id)
+	readAll(&r, scanString, &p.Globals, sqlGlobalsTargeting, id)
+	if err := r.send(ctx, db.pool); err != nil {
+		return LoadBalancerPass{}, err
+	}
+	return p, nil
 }

@@ -216,19 +216,30 @@ type UsageRecord struct {
 
 // StartUsage opens a metering interval (once per meter and resource).
 func StartUsage(ctx context.Context, q Querier, u UsageRecord) error {
-	_, err := exec(ctx, q,
-		`INSERT INTO usage_records (id, tenant_id, meter, resource_id, started_at) VALUES ($1, $2, $3, $4, now())
-		 ON CONFLICT (meter, resource_id) DO NOTHING`, u.ID, u.TenantID, u.Meter, u.ResourceID)
+	_, err := exec(ctx, q, sqlStartUsage, u.ID, u.TenantID, u.Meter, u.ResourceID)
 	return err
+}
+
+const sqlStartUsage = `INSERT INTO usage_records (id, tenant_id, meter, resource_id, started_at) VALUES ($1, $2, $3, $4, now())
+		 ON CONFLICT (meter, resource_id) DO NOTHING`
+
+// StartUsage queues StartUsage.
+func (w *Writes) StartUsage(u UsageRecord) {
+	w.add("start usage "+u.Meter+"/"+u.ResourceID, nil, sqlStartUsage, u.ID, u.TenantID, u.Meter, u.ResourceID)
+}
+
+// StopUsage queues StopUsage.
+func (w *Writes) StopUsage(meter, resourceID string) {
+	w.add("stop usage "+meter+"/"+resourceID, nil, sqlStopUsage, meter, resourceID)
 }
 
 // StopUsage closes a metering interval if one is open.
 func StopUsage(ctx context.Context, q Querier, meter, resourceID string) error {
-	_, err := exec(ctx, q,
-		`UPDATE usage_records SET ended_at = now() WHERE meter = $1 AND resource_id = $2 AND ended_at IS NULL`,
-		meter, resourceID)
+	_, err := exec(ctx, q, sqlStopUsage, meter, resourceID)
 	return err
 }
+
+const sqlStopUsage = `UPDATE usage_records SET ended_at = now() WHERE meter = $1 AND resource_id = $2 AND ended_at IS NULL`
 
 // UsageListLimit is the most intervals one usage list answers without paging.
 const UsageListLimit = 10000

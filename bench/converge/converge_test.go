@@ -29,6 +29,7 @@ import (
 	"better-compute.dev/compute/reconcile"
 	"better-compute.dev/compute/reconcile/vps"
 	"better-compute.dev/compute/store"
+	"better-compute.dev/compute/store/storetest"
 )
 
 // The simulator's asynchronous delays: a load balancer is active after activeDelay and has its
@@ -57,7 +58,10 @@ func BenchmarkConverge(b *testing.B) {
 }
 
 // benchConverge records n load balancers with no replica running, then starts the replicas
-// and measures until every one is ready.
+// and measures until every one is ready. Besides the time and the requests it reports the
+// replicas' database round trips per load balancer (db-trips/lb) and how many transactions
+// ran again after losing a serialization race (tx-reruns/lb, process-wide: only the replicas
+// write while it is measured).
 func benchConverge(b *testing.B, n, replicas, ratePerMinute int) {
 	simulator := sim.New(sim.Options{
 		AcceptAnyToken: true, RequestsPerMinute: ratePerMinute, RequestsPerHour: 1 << 30,
@@ -74,6 +78,7 @@ func benchConverge(b *testing.B, n, replicas, ratePerMinute int) {
 
 	var total time.Duration
 	var requests int
+	var roundTrips, retries int64
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
 		tn := s.NewTenant(b, fmt.Sprintf("bench-%d-%d-%d", n, replicas, i), "editor")
@@ -90,13 +95,16 @@ func benchConverge(b *testing.B, n, replicas, ratePerMinute int) {
 			}
 		}
 		simulator.ResetRequests()
-		start, stop := startReplicas(b, s, replicas, ratePerMinute)
+		var trips storetest.RoundTrips
+		start, stop := startReplicas(b, s, replicas, ratePerMinute, &trips)
+		retriesBefore := store.TransactionRetries()
 		b.StartTimer()
 		began := time.Now()
 		start()
 		timeline := waitReady(b, s.App.DB, tn.ID, n, simulator, began)
 		total += time.Since(began)
 		b.StopTimer()
+		retries += store.TransactionRetries() - retriesBefore
 		stop()
 		b.Logf("timeline (s: creates sent, lists sent, ready): %s", timeline)
 		byRoute := simulator.Requests()
@@ -104,25 +112,32 @@ func benchConverge(b *testing.B, n, replicas, ratePerMinute int) {
 			requests += c
 		}
 		b.Logf("requests by route: %v", byRoute)
+		roundTrips += trips.Count()
 	}
 	perRun := total / time.Duration(b.N)
 	b.ReportMetric(perRun.Seconds(), "s/converge")
 	b.ReportMetric(floor.Seconds(), "s-floor")
 	b.ReportMetric(float64(perRun)/float64(floor), "x-floor")
 	b.ReportMetric(float64(requests)/float64(b.N)/float64(n), "requests/lb")
+	b.ReportMetric(float64(roundTrips)/float64(b.N)/float64(n), "db-trips/lb")
+	b.ReportMetric(float64(retries)/float64(b.N)/float64(n), "tx-reruns/lb")
 }
 
 // startReplicas prepares replicas reconcile runners, each with its own database pool and its
 // own limiter registry (as separate processes have), drawing on one rate budget kept in the
 // database (as replicas sharing a token at the provider must); start runs them (the
 // measurement begins there, not with opening the pools), stop ends them.
-func startReplicas(b *testing.B, s *apptest.Stack, replicas, ratePerMinute int) (start, stop func()) {
+//
+// Every replica's pool counts its database round trips into trips (a batch is one): what the
+// replicas cost the database per converged load balancer, which this shared machine's load
+// does not change.
+func startReplicas(b *testing.B, s *apptest.Stack, replicas, ratePerMinute int, trips *storetest.RoundTrips) (start, stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	var dbs []*store.DB
 	var runners []*reconcile.Runner
 	for r := range replicas {
-		db, err := store.Open(ctx, s.Schema.URL)
+		db, err := store.Open(store.WithTracer(ctx, trips), s.Schema.URL)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -41,6 +41,12 @@ func (c *Providers) For(ctx context.Context, accountID string) (provider.Provide
 	if err != nil {
 		return nil, fmt.Errorf("account %s: %w", accountID, err)
 	}
+	return c.Open(ctx, acct)
+}
+
+// Open is For with the account's row already read (by a pass that read it with its own row).
+func (c *Providers) Open(ctx context.Context, acct store.Account) (provider.Provider, error) {
+	accountID := acct.ID
 	digest := sha256.Sum256(acct.TokenSealed)
 	c.mu.Lock()
 	cached, ok := c.byAcct[accountID]

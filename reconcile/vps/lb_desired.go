@@ -26,7 +26,10 @@ type desiredLB struct {
 
 // desiredLoadBalancer computes the whole desired state of row. Machines are explicit ids of
 // the tenant's instances, never a tag, so a load balancer can reach no other tenant's machine.
-func (r *Reconciler) desiredLoadBalancer(ctx context.Context, p provider.Provider, row store.LoadBalancer) (desiredLB, error) {
+//
+// poolInstances are store.PoolInstances of the row's tenant, pool, region and subnet, read with
+// the row (store.DB.ReadLoadBalancerPass); they count only when the settings target the pool.
+func (r *Reconciler) desiredLoadBalancer(ctx context.Context, p provider.Provider, row store.LoadBalancer, poolInstances []store.Instance) (desiredLB, error) {
 	settings, err := core.LoadBalancerSpec(row)
 	if err != nil {
 		return desiredLB{}, fmt.Errorf("vps: load balancer %s settings: %w", row.ID, err)
@@ -38,7 +41,7 @@ func (r *Reconciler) desiredLoadBalancer(ctx context.Context, p provider.Provide
 		err = r.globalTargets(ctx, row, settings, &d)
 	} else {
 		d.spec.Scope, d.spec.Region = provider.ScopeRegional, row.Region
-		err = r.regionalTargets(ctx, row, settings, &d)
+		err = r.regionalTargets(ctx, row, settings, poolInstances, &d)
 	}
 	if err != nil || d.waitFor != "" {
 		return d, err
@@ -71,7 +74,7 @@ func (r *Reconciler) desiredLoadBalancer(ctx context.Context, p provider.Provide
 
 // regionalTargets places a regional load balancer in its subnet's VPC (or the account's
 // default network) and lists the machines of the instances it reaches.
-func (r *Reconciler) regionalTargets(ctx context.Context, row store.LoadBalancer, settings *v1.LoadBalancer, d *desiredLB) error {
+func (r *Reconciler) regionalTargets(ctx context.Context, row store.LoadBalancer, settings *v1.LoadBalancer, poolInstances []store.Instance, d *desiredLB) error {
 	q := r.opts.DB.Q()
 	if row.SubnetID != "" {
 		sn, err := store.GetSubnet(ctx, q, row.SubnetID)
@@ -87,11 +90,7 @@ func (r *Reconciler) regionalTargets(ctx context.Context, row store.LoadBalancer
 	var reached []store.Instance
 	targets := settings.GetTargets()
 	if targets.GetPool() {
-		in, err := store.PoolInstances(ctx, q, row.TenantID, row.PoolID, row.Region, row.SubnetID)
-		if err != nil {
-			return fmt.Errorf("vps: instances of load balancer %s: %w", row.ID, err)
-		}
-		reached = append(reached, in...)
+		reached = append(reached, poolInstances...)
 	}
 	if named := targets.GetInstanceIds(); len(named) > 0 {
 		in, err := store.GetInstances(ctx, q, named)

@@ -3,6 +3,7 @@ package vps
 import (
 	"slices"
 
+	"better-compute.dev/compute/core"
 	"better-compute.dev/compute/lifecycle"
 	"better-compute.dev/compute/provider"
 	"better-compute.dev/compute/redact"
@@ -20,7 +21,12 @@ func (w *writer) currentLB(read store.LoadBalancer) (store.LoadBalancer, bool, e
 	if err != nil {
 		return cur, false, err
 	}
-	return cur, cur.SpecVersion != read.SpecVersion || cur.State != read.State, nil
+	return cur, changed(read, cur), nil
+}
+
+// changed tells whether a request changed the row since the pass read it.
+func changed(read, cur store.LoadBalancer) bool {
+	return cur.SpecVersion != read.SpecVersion || cur.State != read.State
 }
 
 // observation is the row as it stands, for RecordLoadBalancerObservation to write back with
@@ -62,19 +68,16 @@ func (w *writer) forgetLB(read store.LoadBalancer) error {
 
 // observeLB records what the provider holds: its id, addresses, the applied version and what
 // it reaches; with ready it also moves the row to ready, publishing providerLoadBalancer.ready
-// and opening the usage when it was not ready before.
-func (w *writer) observeLB(read store.LoadBalancer, obs *provider.LoadBalancer, want desiredLB, applied int64, ready bool, globals []string) error {
-	cur, changed, err := w.currentLB(read)
-	if err != nil {
-		return err
-	}
+// and opening the usage when it was not ready before. It queues the writes behind the lease
+// check and the row's lock (writeLB).
+func observeLB(read, cur store.LoadBalancer, w *store.Writes, obs *provider.LoadBalancer, want desiredLB, applied int64, ready bool, globals []string) error {
 	o := observation(cur)
 	o.ProviderID = obs.ID
 	if obs.Address != "" {
 		o.Address, o.AddressV6 = obs.Address, obs.AddressV6
 	}
 	deleting := cur.State == "deleting" || cur.State == "deleted"
-	if !deleting && !changed {
+	if !deleting && !changed(read, cur) {
 		o.AppliedVersion = max(o.AppliedVersion, applied)
 		o.ReachedInstanceIDs, o.ReachedMachineIDs = want.instanceIDs, want.spec.MachineIDs
 		o.LastError = ""
@@ -85,19 +88,18 @@ func (w *writer) observeLB(read store.LoadBalancer, obs *provider.LoadBalancer, 
 	if sameObservation(cur, o) {
 		return nil
 	}
-	if _, err := store.RecordLoadBalancerObservation(w.ctx, w.tx, o); err != nil {
-		return err
-	}
+	w.RecordLoadBalancerObservation(o)
 	if cur.ProviderID == "" && cur.Scope == string(provider.ScopeRegional) {
 		// Global load balancers that target this one waited for its provider id.
-		if err := w.enqueueAll(globals); err != nil {
-			return err
+		for _, id := range globals {
+			w.Enqueue(core.ReconcileKind, id, nil)
 		}
 	}
 	if o.State != "ready" || cur.State == "ready" {
 		return nil
 	}
-	return w.lb(lifecycle.Ready, cur, map[string]any{"address": o.Address, "addressV6": o.AddressV6})
+	return lifecycle.LoadBalancer.Queue(w, lifecycle.Ready, lifecycle.Subject{TenantID: cur.TenantID, PoolID: cur.PoolID, ID: cur.ID},
+		map[string]any{"address": o.Address, "addressV6": o.AddressV6})
 }
 
 // sameObservation reports whether writing o would change nothing (steady periodic passes then

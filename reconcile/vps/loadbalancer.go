@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -26,28 +27,34 @@ type lbPass struct {
 	obs     *provider.LoadBalancer // what the provider holds
 	fresh   bool                   // created in this pass
 	applied int64                  // the spec version the provider holds
+	read    store.LoadBalancerPass // what the pass read first, the row among it
 }
 
 var _ managed.Resource = (*lbPass)(nil)
 
+// loadLoadBalancer reads the row with its account and pool's instances in one round trip.
 func (r *Reconciler) loadLoadBalancer(ctx context.Context, f *managed.Fence) (managed.Resource, error) {
-	row, err := store.GetLoadBalancer(ctx, r.opts.DB.Q(), f.Lease.ResourceID)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, nil
-	}
+	read, err := r.opts.DB.ReadLoadBalancerPass(ctx, f.Lease.ResourceID)
 	if err != nil {
 		return nil, fmt.Errorf("vps: %w", err)
 	}
-	if row.State == "deleted" {
+	row := read.LoadBalancer
+	if errors.Is(read.Found, store.ErrNotFound) || row.State == "deleted" {
 		return nil, nil
 	}
-	return &lbPass{r: r, f: f, row: row, applied: row.AppliedVersion}, nil
+	return &lbPass{r: r, f: f, row: row, applied: row.AppliedVersion, read: read}, nil
 }
 
 func (l *lbPass) ID() string     { return l.row.ID }
 func (l *lbPass) Deleting() bool { return l.row.State == "deleting" }
 
 func (l *lbPass) connect(ctx context.Context) (err error) {
+	if l.read.AccountFound == nil && l.read.Account.ID == l.row.AccountID {
+		if l.p, err = l.r.providers.Open(ctx, l.read.Account); err != nil {
+			return fmt.Errorf("vps: %w", err)
+		}
+		return nil
+	}
 	l.p, err = l.r.connect(ctx, l.row.AccountID)
 	return err
 }
@@ -59,7 +66,7 @@ func (l *lbPass) Observe(ctx context.Context) (managed.Observation, error) {
 	if err := l.connect(ctx); err != nil {
 		return managed.Observation{}, err
 	}
-	want, err := l.r.desiredLoadBalancer(ctx, l.p, l.row)
+	want, err := l.r.desiredLoadBalancer(ctx, l.p, l.row, l.read.PoolInstances)
 	if err != nil {
 		return managed.Observation{}, err
 	}
@@ -146,7 +153,7 @@ func (l *lbPass) Created(ctx context.Context) (managed.Observation, error) {
 func (l *lbPass) Update(ctx context.Context) (managed.Observation, error) {
 	updated, err := l.p.LoadBalancers().Update(ctx, l.obs.ID, l.want.spec)
 	if errors.Is(err, provider.ErrBusy) {
-		return managed.End(requeueAfter(l.record(ctx, false), l.r.opts.ProviderPoll))
+		return managed.End(l.record(ctx, false, l.r.opts.ProviderPoll))
 	}
 	if err != nil {
 		return managed.Observation{}, err
@@ -164,33 +171,32 @@ func (l *lbPass) Record(ctx context.Context) (reconcile.Result, error) {
 	if l.obs.Address == "" {
 		return l.parkLB(ctx)
 	}
-	return reconcile.Result{}, l.record(ctx, true)
+	return l.record(ctx, true, 0)
 }
 
 // parkLB records what the provider holds while it builds the load balancer, then parks the
 // pass: the account's watcher queues it again once a list shows it active with an address.
 func (l *lbPass) parkLB(ctx context.Context) (reconcile.Result, error) {
-	if err := l.record(ctx, false); err != nil {
-		return reconcile.Result{}, err
+	res, err := l.record(ctx, false, l.r.parkBackstop())
+	if err != nil {
+		return res, err
 	}
 	l.r.park(l.p, l.row)
-	return reconcile.Result{RequeueAfter: l.r.parkBackstop()}, nil
+	return res, nil
 }
 
-// record writes what the provider holds; with ready it moves the row to ready.
-func (l *lbPass) record(ctx context.Context, ready bool) error {
-	// The global load balancers that wait for this one's provider id are read before the
-	// transaction, not in it: under SERIALIZABLE that join reads load_balancers widely enough
-	// to make concurrent writes of other load balancers fail. One made meanwhile is not missed:
-	// a global waiting on a target comes back by itself (DependencyPoll).
-	var globals []string
-	if l.row.ProviderID == "" && l.row.Scope == string(provider.ScopeRegional) {
-		var err error
-		if globals, err = store.GlobalsTargeting(ctx, l.r.opts.DB.Q(), l.row.ID); err != nil {
-			return fmt.Errorf("vps: %w", err)
-		}
-	}
-	return write(ctx, l.f, func(w *writer) error { return w.observeLB(l.row, l.obs, l.want, l.applied, ready, globals) })
+// record writes what the provider holds (with ready it moves the row to ready) in two round
+// trips (writeLB), and returns the pass's outcome: due again after after, or done when it is
+// zero.
+func (l *lbPass) record(ctx context.Context, ready bool, after time.Duration) (reconcile.Result, error) {
+	// The global load balancers that wait for this one's provider id were read with the row,
+	// before the transaction, not in it: under SERIALIZABLE that join reads load_balancers
+	// widely enough to make concurrent writes of other load balancers fail. One made meanwhile
+	// is not missed: a global waiting on a target comes back by itself (DependencyPoll).
+	globals := l.read.Globals
+	return requeueAfter(writeLB(ctx, l.f, l.row.ID, func(cur store.LoadBalancer, w *store.Writes) error {
+		return observeLB(l.row, cur, w, l.obs, l.want, l.applied, ready, globals)
+	}), after)
 }
 
 // Delete deletes the load balancer at the provider (and any other of its name a lost create
