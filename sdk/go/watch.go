@@ -69,7 +69,7 @@ func (w *Watcher) Events(ctx context.Context) iter.Seq2[*v1.Event, error] {
 				w.Reconnects.Add(1)
 			}
 			stop, progressed, err := w.stream(ctx, idle, yield)
-			if stop || ctx.Err() != nil {
+			if stop || ctx.Err() != nil || atDeadline(ctx) {
 				return
 			}
 			if progressed {
@@ -124,6 +124,15 @@ func (w *Watcher) stream(ctx context.Context, idle time.Duration, yield func(*v1
 		return false, progressed, nil // went silent: reopen at once
 	}
 	return false, progressed, err
+}
+
+// atDeadline: ctx's deadline has come, or is a few milliseconds off. The server enforces the
+// deadline the stream carried (its timeout header) and ends the stream cleanly when it passes,
+// which can reach the client a moment before its own timer fires: that end is the deadline's,
+// not a cut to reconnect after.
+func atDeadline(ctx context.Context) bool {
+	dl, ok := ctx.Deadline()
+	return ok && time.Until(dl) < 20*time.Millisecond
 }
 
 // streamCut: a stream's failure that another stream may not share. Platform refusals (a removed
