@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"better-compute.dev/compute/app"
-	"better-compute.dev/compute/app/apptest"
 	"better-compute.dev/compute/core"
 	"better-compute.dev/compute/provider/digitalocean"
 	"better-compute.dev/compute/provider/digitalocean/sim"
@@ -42,37 +41,27 @@ func TestRequestsPerConvergedLoadBalancer(t *testing.T) {
 // for all of them (provider_lists), the others read what it recorded.
 func TestRequestsPerConvergedLoadBalancerThreeReplicas(t *testing.T) {
 	const n, replicas, perMinute = 100, 3, 6000
-	simulator := sim.New(sim.Options{
+	e := startEnv(t, "tn_budget3", n, sim.Options{
 		AcceptAnyToken: true, RequestsPerMinute: 100000, RequestsPerHour: 1000000,
 		LoadBalancerActiveDelay: 150 * time.Millisecond, LoadBalancerIPDelay: 250 * time.Millisecond,
 	})
-	url, err := simulator.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = simulator.Close() })
-	s := apptest.Start(t)
-	s.SimulatorURL = url
-	tn := s.NewTenant(t, "tn_budget3", "editor")
-	tn.PoolID = s.NewPool(t, tn.ID, tn.AccountID, "big", n)
-	e := &env{s: s, sim: simulator, tn: tn, token: "do-token-" + tn.ID, ctx: context.Background()}
 	for i := range n {
 		e.createLB(t, e.lbRequest(fmt.Sprintf("lb-%d", i), pool()))
 	}
-	simulator.ResetRequests()
+	e.sim.ResetRequests()
 
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	defer func() { cancel(); wg.Wait() }()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	for r := range replicas {
-		db, err := store.Open(ctx, s.Schema.URL)
+		db, err := store.Open(ctx, e.s.Schema.URL)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(db.Close)
 		rec, err := vps.New(vps.Options{
-			DB: db, Keyring: s.App.Service.Keyring, ProviderPoll: countingPoll, DependencyPoll: 200 * time.Millisecond,
+			DB: db, Keyring: e.s.App.Service.Keyring, ProviderPoll: countingPoll, DependencyPoll: 200 * time.Millisecond,
 			Factory: digitalocean.NewFactory(digitalocean.Options{RequestsPerMinute: perMinute, Limiters: digitalocean.NewLimiters(),
 				Budget: vps.Budget{DB: db}}),
 			Logger: quiet,
@@ -96,7 +85,7 @@ func TestRequestsPerConvergedLoadBalancerThreeReplicas(t *testing.T) {
 		}()
 	}
 	e.waitReady(t, n)
-	assertRequests(t, simulator.Requests(), n)
+	assertRequests(t, e.sim.Requests(), n)
 }
 
 // countingPoll is the provider poll of the counting tests.

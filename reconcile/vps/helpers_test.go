@@ -54,18 +54,25 @@ func newEnvWith(t *testing.T, tenantID string, limit int64, change func(*app.Con
 			change(c)
 		}
 	}
-	simulator := sim.New(sim.Options{
+	return startEnv(t, tenantID, limit, sim.Options{
 		AcceptAnyToken: true, RequestsPerMinute: 100000, RequestsPerHour: 1000000,
 		LoadBalancerActiveDelay: 150 * time.Millisecond, LoadBalancerIPDelay: 250 * time.Millisecond,
 		LoadBalancerUpdateDelay: 100 * time.Millisecond, DropletActiveDelay: 100 * time.Millisecond,
 		CertificateVerifyDelay: 3 * time.Second,
-	})
+	}, apptest.WithReconcile(), short)
+}
+
+// startEnv starts a simulator with o and a stack with opts (without apptest.WithReconcile a test
+// drives the passes itself), and a tenant with a pool of limit load balancers.
+func startEnv(t *testing.T, tenantID string, limit int64, o sim.Options, opts ...apptest.Option) *env {
+	t.Helper()
+	simulator := sim.New(o)
 	url, err := simulator.Start()
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = simulator.Close() })
-	s := apptest.Start(t, apptest.WithReconcile(), short)
+	s := apptest.Start(t, opts...)
 	s.SimulatorURL = url
 	tn := s.NewTenant(t, tenantID, "editor")
 	tn.PoolID = s.NewPool(t, tn.ID, tn.AccountID, "big", limit)

@@ -13,7 +13,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"better-compute.dev/compute/app/apptest"
 	"better-compute.dev/compute/core"
 	"better-compute.dev/compute/provider/digitalocean"
 	"better-compute.dev/compute/provider/digitalocean/sim"
@@ -75,25 +74,15 @@ func (s *statements) take() (stmts, trips int, shapes []string) {
 // The bench's replicas run at Concurrency slots each: a pass that is pure bookkeeping holds a
 // slot a create could use for as long as its statements take.
 func TestStatementsPerLoadBalancerPass(t *testing.T) {
-	simulator := sim.New(sim.Options{
+	e := startEnv(t, "tn_stmts", 10, sim.Options{
 		AcceptAnyToken: true, RequestsPerMinute: 100000, RequestsPerHour: 1000000,
 		LoadBalancerActiveDelay: 50 * time.Millisecond, LoadBalancerIPDelay: 100 * time.Millisecond,
 	})
-	url, err := simulator.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = simulator.Close() })
-	s := apptest.Start(t)
-	s.SimulatorURL = url
-	tn := s.NewTenant(t, "tn_stmts", "editor")
-	tn.PoolID = s.NewPool(t, tn.ID, tn.AccountID, "big", 10)
-	e := &env{s: s, sim: simulator, tn: tn, token: "do-token-" + tn.ID, ctx: context.Background()}
 	lb := e.createLB(t, e.lbRequest("counted", pool()))
 
 	var tr statements
 	ctx := context.Background()
-	db, err := store.Open(store.WithTracer(ctx, &tr), s.Schema.URL)
+	db, err := store.Open(store.WithTracer(ctx, &tr), e.s.Schema.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +90,7 @@ func TestStatementsPerLoadBalancerPass(t *testing.T) {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	const poll = 250 * time.Millisecond
 	rec, err := vps.New(vps.Options{
-		DB: db, Keyring: s.App.Service.Keyring, ProviderPoll: poll,
+		DB: db, Keyring: e.s.App.Service.Keyring, ProviderPoll: poll,
 		Factory: digitalocean.NewFactory(digitalocean.Options{RequestsPerMinute: 6000, Limiters: digitalocean.NewLimiters(),
 			Budget: vps.Budget{DB: db}}),
 		Logger: quiet,
