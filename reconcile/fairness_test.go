@@ -56,14 +56,17 @@ func TestSharesKeepASlowKindFromTheSlots(t *testing.T) {
 		Concurrency: 4, PollInterval: 10 * time.Millisecond,
 		Shares: map[string]reconcile.Share{slow: {Slots: 2, PerGroup: 1}},
 	})
-	// The slow kind's items are queued first: oldest-first alone would give them every slot.
+	// The slow kind's items are due first: oldest-first alone would give them every slot. (Queued
+	// in one transaction, every item would share now() as its due time, and the claim's order
+	// among equals would be the engine's to choose.)
+	older := time.Now().Add(-time.Minute)
 	err := store.ExecuteTx(f.ctx, f.db, func(tx pgx.Tx) error {
 		for _, id := range []string{"a1", "a2", "a3", "a4"} {
-			if err := store.EnqueueGroup(f.ctx, tx, slow, id, "a", nil); err != nil {
+			if err := store.EnqueueGroup(f.ctx, tx, slow, id, "a", &older); err != nil {
 				return err
 			}
 		}
-		if err := store.EnqueueGroup(f.ctx, tx, slow, "b1", "b", nil); err != nil {
+		if err := store.EnqueueGroup(f.ctx, tx, slow, "b1", "b", &older); err != nil {
 			return err
 		}
 		for i := range 20 {
@@ -86,7 +89,8 @@ func TestSharesKeepASlowKindFromTheSlots(t *testing.T) {
 		}
 	}()
 
-	// Wait (bounded only against a broken runner) until every fast item ran and b1 started.
+	// Wait (bounded only against a broken runner) until every fast item ran and a1 and b1 started
+	// (their handlers run on goroutines of their own, in no fixed order).
 	deadline := time.Now().Add(time.Minute)
 	for {
 		var n int
@@ -94,13 +98,13 @@ func TestSharesKeepASlowKindFromTheSlots(t *testing.T) {
 			t.Fatal(err)
 		}
 		mu.Lock()
-		b1 := started["b1"]
+		a1, b1 := started["a1"], started["b1"]
 		mu.Unlock()
-		if n == 20 && b1 {
+		if n == 20 && a1 && b1 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d of 20 fast items ran, b1 started %v, while the slow kind holds its slots", n, b1)
+			t.Fatalf("%d of 20 fast items ran, a1 started %v, b1 started %v, while the slow kind holds its slots", n, a1, b1)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
