@@ -62,3 +62,15 @@ func WriteResult(ctx context.Context, db *store.DB, lease store.Lease, fn func(t
 		return fn(tx)
 	})
 }
+
+// WriteLocked is WriteResult for a write that decides only from rows it locks (FOR UPDATE)
+// and otherwise writes blindly: store.ExecuteLockedTx, READ COMMITTED on PostgreSQL, which
+// holds the lease through COMMIT as SERIALIZABLE does (store.ExecuteLockedTx says why).
+func WriteLocked(ctx context.Context, db *store.DB, lease store.Lease, fn func(tx pgx.Tx) error) error {
+	return store.ExecuteLockedTx(ctx, db, func(tx pgx.Tx) error {
+		if err := store.CheckLease(ctx, tx, lease); err != nil {
+			return err
+		}
+		return fn(tx)
+	})
+}

@@ -148,12 +148,20 @@ func (Base) Failing(_ context.Context, cause error) error         { return cause
 type Fence struct {
 	DB    *store.DB
 	Lease store.Lease
+	// RowLocked says every write through this fence decides only from rows it locks (FOR
+	// UPDATE) and writes the rest blindly, so it may run as reconcile.WriteLocked.
+	RowLocked bool
 }
 
-// Write runs fn in a SERIALIZABLE transaction that first checks the lease (reconcile.WriteResult).
-// fn may run more than once (serialization retries): it must only touch the database.
+// Write runs fn in a transaction that first checks the lease: reconcile.WriteLocked when the
+// fence is RowLocked, reconcile.WriteResult (SERIALIZABLE) otherwise. fn may run more than
+// once (serialization retries): it must only touch the database.
 func (f *Fence) Write(ctx context.Context, fn func(ctx context.Context, tx pgx.Tx) error) error {
-	return reconcile.WriteResult(ctx, f.DB, f.Lease, func(tx pgx.Tx) error { return fn(ctx, tx) })
+	write := reconcile.WriteResult
+	if f.RowLocked {
+		write = reconcile.WriteLocked
+	}
+	return write(ctx, f.DB, f.Lease, func(tx pgx.Tx) error { return fn(ctx, tx) })
 }
 
 // Loop runs passes of managed resources.
@@ -165,11 +173,14 @@ type Loop struct {
 	// and sends nothing, whereas a replica that took the lease over meanwhile may already have
 	// created. Keep it well below the lease TTL. Default DefaultCreateWindow.
 	CreateWindow time.Duration
+	// RowLocked makes every pass's Fence RowLocked: set it only for kinds whose every fenced
+	// write (MarkCreatePending included) decides from rows it locks.
+	RowLocked bool
 }
 
 // Run is one pass of kind over the lease's resource.
 func (l Loop) Run(ctx context.Context, lease store.Lease, kind Kind) (reconcile.Result, error) {
-	f := &Fence{DB: l.DB, Lease: lease}
+	f := &Fence{DB: l.DB, Lease: lease, RowLocked: l.RowLocked}
 	r, err := kind.Load(ctx, f)
 	if err != nil || r == nil {
 		return reconcile.Result{}, err

@@ -310,8 +310,9 @@ func (w *lbWatch) enqueue(ctx context.Context, ids []string, due []time.Time) er
 	}
 	// A woken load balancer is due from when it was recorded: its pass needs no provider
 	// request (the list answers it), and it must not wait behind the creates of load
-	// balancers recorded after it, which the request budget holds back.
-	if err := store.ExecuteTx(ctx, w.r.opts.DB, func(tx pgx.Tx) error {
+	// balancers recorded after it, which the request budget holds back. The upserts are blind
+	// writes, so store.ExecuteLockedTx (READ COMMITTED on PostgreSQL) runs them.
+	if err := store.ExecuteLockedTx(ctx, w.r.opts.DB, func(tx pgx.Tx) error {
 		return store.EnqueueMany(ctx, tx, core.ReconcileKind, ids, due)
 	}); err != nil {
 		return err

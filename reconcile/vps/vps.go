@@ -112,9 +112,11 @@ func New(opts Options) (*Reconciler, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	// Every fenced write of these kinds decides from the rows it locks (writer.go), so they
+	// run as reconcile.WriteLocked.
 	return &Reconciler{
 		opts:      opts,
-		loop:      managed.Loop{DB: opts.DB, CreateWindow: opts.CreateWindow},
+		loop:      managed.Loop{DB: opts.DB, CreateWindow: opts.CreateWindow, RowLocked: true},
 		providers: managed.NewProviders(opts.DB, opts.Keyring, opts.Factory),
 		watches:   map[string]*lbWatch{},
 	}, nil
@@ -152,7 +154,7 @@ func (r *Reconciler) periodic(ctx context.Context, lease store.Lease) (reconcile
 	}
 	for start := 0; start < len(live); start += periodicBatch {
 		batch := live[start:min(start+periodicBatch, len(live))]
-		if err := write(ctx, &managed.Fence{DB: r.opts.DB, Lease: lease}, func(w *writer) error {
+		if err := write(ctx, &managed.Fence{DB: r.opts.DB, Lease: lease, RowLocked: true}, func(w *writer) error {
 			for _, id := range batch {
 				if err := w.enqueue(id); err != nil {
 					return err

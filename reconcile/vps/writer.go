@@ -15,13 +15,18 @@ import (
 )
 
 // writer is the transaction of one fenced write: every result a pass records goes through
-// write, which checks the lease first (managed.Fence).
+// write, which checks the lease first (managed.Fence). Every write here first locks the row
+// it decides from (Get...ForUpdate) and compares it with the row the pass read; the rest are
+// blind writes (state of the locked row, quota refunds, meters, events, queued work) and reads
+// of waiters whose misses their own dependency polls repair. That is the shape
+// store.ExecuteLockedTx requires, so these fences are RowLocked (READ COMMITTED on PostgreSQL):
+// keep it so when adding a write.
 type writer struct {
 	ctx context.Context
 	tx  pgx.Tx
 }
 
-// write runs fn in the pass's lease-fenced SERIALIZABLE transaction. fn may run more than once
+// write runs fn in the pass's lease-fenced transaction. fn may run more than once
 // (the transaction is retried on serialization failures): it must only touch the database.
 func write(ctx context.Context, f *managed.Fence, fn func(w *writer) error) error {
 	return f.Write(ctx, func(ctx context.Context, tx pgx.Tx) error {
