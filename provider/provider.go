@@ -54,6 +54,27 @@ func LowPriority(ctx context.Context) bool {
 	return v
 }
 
+// PollGrant is how a provider's limiter let a low-priority request through, for the caller
+// to pace its next poll by: Spare when the request budget had room beyond its reserve (no
+// request was waiting for it), not Spare when the polls' small credit paid for it.
+type PollGrant struct {
+	Spare bool
+}
+
+type pollGrantKey struct{}
+
+// WithPollGrant asks the limiter to report into g how it let ctx's first low-priority request
+// through.
+func WithPollGrant(ctx context.Context, g *PollGrant) context.Context {
+	return context.WithValue(ctx, pollGrantKey{}, g)
+}
+
+// PollGrantOf returns the PollGrant ctx carries, or nil.
+func PollGrantOf(ctx context.Context) *PollGrant {
+	g, _ := ctx.Value(pollGrantKey{}).(*PollGrant)
+	return g
+}
+
 // RateLimitedError reports a 429. RetryAfter is when the provider says the budget returns.
 type RateLimitedError struct {
 	RetryAfter time.Time

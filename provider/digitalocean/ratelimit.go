@@ -323,6 +323,9 @@ func (l *tokenLimiter) wait(ctx context.Context, maxWait time.Duration) error {
 		l.mu.Lock()
 		l.pages = 1
 		l.mu.Unlock()
+		if g := provider.PollGrantOf(ctx); g != nil {
+			g.Spare = sent
+		}
 		if sent {
 			return nil
 		}

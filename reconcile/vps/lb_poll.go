@@ -17,7 +17,8 @@ import (
 
 // Polling many load balancers costs one list request per page (up to 200 load balancers)
 // instead of one get each, and one list serves every replica: the right to list an account is
-// claimed in the database (provider_lists) at most once a ProviderPoll, and the replica that
+// claimed in the database (provider_lists) at most once a ProviderPoll (half of one while the
+// budget is idle and a load balancer is being built: listInterval), and the replica that
 // lists records what it showed (provider_observations, only the rows that changed). A pass that
 // must observe a load balancer answers from the last recorded list when it began after the row
 // was last written and is younger than listFresh (this replica's own last list first, without
@@ -26,7 +27,7 @@ import (
 //
 // A parked load balancer (one still being built at the provider, or whose poll was deferred)
 // comes back only after a long backstop; meanwhile the account's watcher in the replica that
-// parked it claims a list every ProviderPoll while anything is parked (at most one replica
+// parked it claims a list every interval while anything is parked (at most one replica
 // wins each interval) and reads the recorded list, queueing each parked load balancer the list
 // shows ready to move on (active with an address, errored, or gone), so its next pass, on any
 // replica, answers from that same list.
@@ -46,6 +47,7 @@ type lbWatch struct {
 	listing   chan struct{}                     // closed when the list in flight ends
 	parked    map[string]time.Time              // row id -> backstop: the pass comes back by itself then
 	running   bool                              // the watcher goroutine is on
+	pace      time.Duration                     // the interval the last list here recorded (listInterval)
 }
 
 // watchFor returns the account's watch, making it on first use.
@@ -166,7 +168,8 @@ func (w *lbWatch) list(ctx context.Context, p provider.Provider) error {
 		return fmt.Errorf("vps: account %s was listed moments ago or is being listed: %w", w.accountID, provider.ErrDeferred)
 	}
 	at := time.Now()
-	lbs, err := p.LoadBalancers().List(provider.WithLowPriority(ctx))
+	var grant provider.PollGrant
+	lbs, err := p.LoadBalancers().List(provider.WithPollGrant(provider.WithLowPriority(ctx), &grant))
 	if err != nil {
 		// Let another claim be taken after a poll interval; the claim lapses by itself otherwise.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
@@ -184,15 +187,35 @@ func (w *lbWatch) list(ctx context.Context, p provider.Provider) error {
 		snap[lb.ID] = lb
 		items = append(items, store.Listed{ProviderID: lb.ID, Body: body})
 	}
+	interval := w.r.listInterval(grant, lbs)
 	w.mu.Lock()
 	if began.After(w.snapBegan) {
 		w.snap, w.snapBegan, w.snapAt = snap, began, at
 	}
+	w.pace = interval
 	w.mu.Unlock()
-	if _, err := db.RecordProviderList(ctx, w.accountID, listKind, began, w.r.opts.ProviderPoll, items); err != nil {
+	if _, err := db.RecordProviderList(ctx, w.accountID, listKind, began, interval, items); err != nil {
 		return fmt.Errorf("vps: %w", err)
 	}
 	return w.wakeListed(ctx, began, lbs)
+}
+
+// listInterval is how soon the account may be listed again after a list that showed lbs: a
+// ProviderPoll, or half of one while the budget has room to spare (the list went out without
+// the polls' credit, so no request waited for the budget) and a listed load balancer is still
+// being built. Then the last load balancers of a wave of creates are seen ready within half a
+// poll of the provider finishing them instead of a whole one, for a few lists more per wave
+// taken from a budget nobody else wanted.
+func (r *Reconciler) listInterval(grant provider.PollGrant, lbs []*provider.LoadBalancer) time.Duration {
+	if !grant.Spare {
+		return r.opts.ProviderPoll
+	}
+	for _, lb := range lbs {
+		if lb.Status == provider.LoadBalancerNew {
+			return r.opts.ProviderPoll / 2
+		}
+	}
+	return r.opts.ProviderPoll
 }
 
 // wakeListed queues the rows, parked in any replica, that wait on a load balancer the list shows
@@ -238,13 +261,19 @@ func (r *Reconciler) park(p provider.Provider, row store.LoadBalancer) {
 	}
 }
 
-// watch lists (when its claim wins) every ProviderPoll while anything is parked and wakes what
+// watch lists (when its claim wins) every interval (listInterval of its last list, else a
+// ProviderPoll) while anything is parked and wakes what
 // the last recorded list shows moved on. It ends by itself once nothing is parked (every entry
 // lapses at its backstop).
 func (w *lbWatch) watch(p provider.Provider) {
-	poll := w.r.opts.ProviderPoll
 	for {
-		time.Sleep(poll)
+		w.mu.Lock()
+		pace := w.pace
+		w.mu.Unlock()
+		if pace <= 0 {
+			pace = w.r.opts.ProviderPoll
+		}
+		time.Sleep(pace)
 		now := time.Now()
 		w.mu.Lock()
 		for id, until := range w.parked {
