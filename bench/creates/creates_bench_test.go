@@ -10,10 +10,17 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -58,6 +65,56 @@ func run(n, c int, op func(i int) error) ([]time.Duration, time.Duration, error)
 	return lat, wall, nil
 }
 
+// profileFull writes a CPU profile of the full-stack phase alone to the directory named by
+// BC_BENCH_PROFILE (one file per case), so the request stack's cost can be read apart from
+// the baselines'.
+func profileFull(b *testing.B, clients, tenants int) func() {
+	dir := os.Getenv("BC_BENCH_PROFILE")
+	if dir == "" {
+		return func() {}
+	}
+	f, err := os.Create(filepath.Join(dir, fmt.Sprintf("full-c%d-t%d.pprof", clients, tenants)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		b.Fatal(err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }
+}
+
+// processCPU is the CPU time this process has used (user + system).
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// machineCPU is the busy CPU time of the whole machine (every core, user + nice + system +
+// irq + softirq) from /proc/stat, or 0 where there is none.
+func machineCPU() time.Duration {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 8 || f[0] != "cpu" {
+		return 0
+	}
+	var ticks int64
+	for _, i := range []int{1, 2, 3, 6, 7} {
+		v, err := strconv.ParseInt(f[i], 10, 64)
+		if err != nil {
+			return 0
+		}
+		ticks += v
+	}
+	return time.Duration(ticks) * time.Second / 100 // USER_HZ is 100 on Linux
+}
+
 func pct(lat []time.Duration, p float64) time.Duration { return lat[int(float64(len(lat)-1)*p)] }
 
 func BenchmarkCreate(b *testing.B) {
@@ -90,6 +147,9 @@ func BenchmarkCreate(b *testing.B) {
 		if err != nil {
 			return err
 		}
+		// Read the answer to its end: a body closed unread makes the transport drop the
+		// connection, and every create would then pay a dial and an accept.
+		_, _ = io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusOK {
 			return fmt.Errorf("create: HTTP %d", resp.StatusCode)
@@ -149,14 +209,25 @@ func BenchmarkCreate(b *testing.B) {
 				b.Fatal(err)
 			}
 			retriesBefore := store.TransactionRetries()
+			stopProfile := profileFull(b, tc.clients, tc.tenants)
+			goCPU0, allCPU0 := processCPU(), machineCPU()
 			b.ResetTimer()
 			full, fullWall, err := run(n, c, create)
 			b.StopTimer()
+			goCPU, otherCPU := processCPU()-goCPU0, machineCPU()-allCPU0
+			otherCPU -= goCPU
+			stopProfile()
 			if err != nil {
 				b.Fatal(err)
 			}
 			fullRate, baseRate := float64(n)/fullWall.Seconds(), float64(n)/baseWall.Seconds()
 			b.ReportMetric(fullRate, "creates/s")
+			if goCPU > 0 && otherCPU > 0 {
+				// Where a create's CPU goes on this machine: this process (server and client)
+				// and everything else (PostgreSQL, mostly).
+				b.ReportMetric(float64(goCPU.Microseconds())/1000/float64(n), "go-cpu-ms/create")
+				b.ReportMetric(float64(otherCPU.Microseconds())/1000/float64(n), "other-cpu-ms/create")
+			}
 			b.ReportMetric(float64(store.TransactionRetries()-retriesBefore)/float64(n), "tx-retries/create")
 			b.ReportMetric(float64(pct(full, 0.5).Microseconds())/1000, "p50-ms")
 			b.ReportMetric(float64(pct(full, 0.99).Microseconds())/1000, "p99-ms")
