@@ -11,6 +11,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"slices"
@@ -58,6 +59,7 @@ func BenchmarkLatency(b *testing.B) {
 		defer resp.Body.Close()
 		var out map[string]any
 		_ = json.NewDecoder(resp.Body).Decode(&out)
+		_, _ = io.Copy(io.Discard, resp.Body) // to the end, so the connection is reused
 		if resp.StatusCode != http.StatusOK {
 			return nil, fmt.Errorf("%s: HTTP %d %v", path, resp.StatusCode, out)
 		}
