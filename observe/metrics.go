@@ -46,6 +46,10 @@ var (
 		Buckets: prometheus.ExponentialBuckets(0.001, 2, 15),
 	}, []string{"provider"})
 
+	watchesOpen = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "bc_event_watches_open", Help: "WatchEvents streams this process is serving now (each holds a connection and polls the event log).",
+	})
+
 	authzChecks = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: "bc_authz_check_duration_seconds", Help: "Latency of authorization engine checks, by operation (check, batch) and outcome (allowed, denied, error).",
 		Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16),
@@ -56,7 +60,7 @@ var (
 var instruments = []prometheus.Collector{
 	workClaims, workLeaseExpiries, workFenced,
 	providerRequests, providerDuration, providerRemaining, rateWaits, rateWaitSeconds,
-	authzChecks,
+	authzChecks, watchesOpen,
 }
 
 // Register adds the Go runtime and process collectors and every process-wide instrument to reg.
@@ -110,6 +114,13 @@ func RateLimited(provider, outcome string, waited time.Duration) {
 	if outcome == RateSent || outcome == RateWaited {
 		rateWaitSeconds.WithLabelValues(provider).Observe(waited.Seconds())
 	}
+}
+
+// WatchOpened counts a WatchEvents stream as open; the returned func counts it closed (call it
+// once, when the stream's handler returns).
+func WatchOpened() (closed func()) {
+	watchesOpen.Inc()
+	return watchesOpen.Dec
 }
 
 // AuthzChecked records one authorization engine call.

@@ -8,6 +8,7 @@ import (
 	"better-compute.dev/compute/core"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
 	"better-compute.dev/compute/gen/go/bettercompute/compute/v1/computev1connect"
+	"better-compute.dev/compute/observe"
 )
 
 // The handlers are thin: the interceptor has validated and authenticated; core authorizes and
@@ -66,6 +67,7 @@ func (h events) WatchEvents(ctx context.Context, r *connect.Request[v1.WatchEven
 	if err := h.ic.validateMessage(r.Msg); err != nil {
 		return err
 	}
+	defer observe.WatchOpened()()
 	return h.svc.WatchEvents(ctx, r.Msg, func(m *v1.WatchEventsResponse) error {
 		// nil: headers only, the watch is established.
 		return stream.Send(m)

@@ -11,12 +11,15 @@ import (
 	"testing"
 	"time"
 
+	"connectrpc.com/connect"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
 	"better-compute.dev/compute/app"
 	"better-compute.dev/compute/app/apptest"
+	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
+	"better-compute.dev/compute/gen/go/bettercompute/compute/v1/computev1connect"
 	"better-compute.dev/compute/provider/digitalocean/sim"
 	"better-compute.dev/compute/store"
 	"better-compute.dev/compute/testwait"
@@ -207,7 +210,7 @@ func TestMetricsExplainTheSystem(t *testing.T) {
 		"bc_work_claims_total", "bc_work_lease_expiries_total", "bc_work_fenced_writes_refused_total",
 		"bc_provider_requests_total", "bc_provider_request_duration_seconds_count", "bc_provider_ratelimit_waits_total",
 		"bc_provider_ratelimit_wait_seconds_count", "bc_provider_budget_tokens", "bc_provider_budget_blocked_seconds",
-		"bc_authz_check_duration_seconds_count", "bc_events_backlog", "bc_events_backlog_oldest_age_seconds",
+		"bc_authz_check_duration_seconds_count", "bc_events_backlog", "bc_events_backlog_oldest_age_seconds", "bc_event_watches_open",
 	} {
 		if len(after.samples[family]) == 0 {
 			t.Errorf("family %s missing", family)
@@ -356,4 +359,56 @@ func TestTracesFollowACall(t *testing.T) {
 	if children < 2 {
 		t.Errorf("%d database spans under the server span, want several", children)
 	}
+}
+
+// TestWatchesOpenGauge: bc_event_watches_open counts a WatchEvents stream while the replica
+// serves it and no longer once the caller has closed it. The gauge is per process, and this
+// package's tests run one at a time, so the change seen is this test's own stream.
+func TestWatchesOpenGauge(t *testing.T) {
+	s := apptest.Start(t, func(c *app.Config) {
+		c.MetricsListen = "127.0.0.1:0"
+		c.WatchPoll = 20 * time.Millisecond
+		c.WatchHeartbeat = 100 * time.Millisecond
+	})
+	tn := s.NewTenant(t, "watchgauge", "viewer")
+	open := func() float64 {
+		v, _ := getMetrics(t, s.App.MetricsURL).sum("bc_event_watches_open", nil)
+		return v
+	}
+	before := open()
+	evc := computev1connect.NewEventServiceClient(h2c(), s.App.URL, connect.WithGRPC(), bearer(tn.Token))
+	ctx, cancel := context.WithCancel(t.Context())
+	stream, err := evc.WatchEvents(ctx, connect.NewRequest(&v1.WatchEventsRequest{TenantId: tn.ID}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !stream.Receive() { // a heartbeat: the server is serving the stream now
+		t.Fatalf("watch: %v", stream.Err())
+	}
+	if v := open(); v != before+1 {
+		t.Errorf("bc_event_watches_open %v with one watch open, want %v", v, before+1)
+	}
+	cancel()
+	stream.Close()
+	testwait.Until(t, 5*time.Second, "the closed watch no longer counted", func() (bool, string) {
+		v := open()
+		return v == before, fmt.Sprint(v)
+	})
+
+	// A watch refused for authorization leaves the count as it was.
+	other := s.NewTenant(t, "watchgauge-other", "viewer")
+	refused, err := evc.WatchEvents(t.Context(), connect.NewRequest(&v1.WatchEventsRequest{TenantId: other.ID}))
+	if err == nil {
+		for refused.Receive() {
+		}
+		err = refused.Err()
+		refused.Close()
+	}
+	if connect.CodeOf(err) != connect.CodePermissionDenied && connect.CodeOf(err) != connect.CodeNotFound {
+		t.Errorf("a watch of another tenant: %v", err)
+	}
+	testwait.Until(t, 5*time.Second, "the refused watch not counted", func() (bool, string) {
+		v := open()
+		return v == before, fmt.Sprint(v)
+	})
 }
