@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
 	"strconv"
 	"sync"
 	"time"
@@ -17,25 +18,40 @@ import (
 	"better-compute.dev/compute/provider"
 )
 
-// Limiters holds one rate limiter per API token. Keys are SHA-256 digests, so the registry
-// never holds a token itself.
+// Limiters holds one rate limiter per API token and shared budget. Keys are SHA-256 digests,
+// so the registry never holds a token itself.
 type Limiters struct {
 	mu sync.Mutex
-	m  map[[sha256.Size]byte]*tokenLimiter
+	m  map[limiterKey]*tokenLimiter
+}
+
+// limiterKey names a limiter: the token's digest and where its bucket is kept. A process has
+// one database, so in service this is one limiter per token; a process that opens several
+// (tests, one database each) must not hand a provider of the second a limiter whose bucket is
+// in the first, which may be closed by then.
+type limiterKey struct {
+	token  [sha256.Size]byte
+	shared SharedBudget // nil: per process; otherwise comparable (see forToken)
 }
 
 // NewLimiters returns an empty registry (tests use one each so budgets do not leak between them).
 func NewLimiters() *Limiters {
-	return &Limiters{m: map[[sha256.Size]byte]*tokenLimiter{}}
+	return &Limiters{m: map[limiterKey]*tokenLimiter{}}
 }
 
 var defaultLimiters = NewLimiters()
 
-// forToken returns the token's limiter, creating it with the given budget on first use (later
-// callers share the first budget: one token has one budget at the provider). With a shared
-// budget the bucket lives in the database and every replica draws on it.
+// forToken returns the limiter of the token and shared budget, creating it with the given rate
+// on first use (later callers with the same budget share the first one's rate: one token has
+// one budget at the provider). With a shared budget the bucket lives in the database and every
+// replica draws on it.
 func (l *Limiters) forToken(token string, perMinute, burst int, shared SharedBudget) *tokenLimiter {
-	key := sha256.Sum256([]byte(token))
+	key := limiterKey{token: sha256.Sum256([]byte(token)), shared: shared}
+	if shared != nil && !reflect.TypeOf(shared).Comparable() {
+		// A budget that cannot be a map key (a struct holding a slice or map) is told apart by
+		// nothing: every such budget of the token shares the first one's limiter.
+		key.shared = nil
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if t := l.m[key]; t != nil {
@@ -43,7 +59,7 @@ func (l *Limiters) forToken(token string, perMinute, burst int, shared SharedBud
 	}
 	t := newTokenLimiter(perMinute, burst)
 	if shared != nil {
-		t.shared = newSharedBucket(shared, hex.EncodeToString(key[:]), perMinute, burst)
+		t.shared = newSharedBucket(shared, hex.EncodeToString(key.token[:]), perMinute, burst)
 	}
 	l.m[key] = t
 	return t

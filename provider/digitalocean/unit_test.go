@@ -229,3 +229,36 @@ func TestSharedBucketLeasesInOrder(t *testing.T) {
 		t.Errorf("the budget granted %d requests for %d sent: leased requests lapsed", got, n+1)
 	}
 }
+
+// TestLimitersKeyedByTokenAndBudget: providers of one token share a limiter only when their
+// budget is kept in the same place. A process that opened two databases (tests do) must not
+// give the second's providers a limiter drawing on the first, which may be closed by then: the
+// -count=2 runs of the reconciler tests failed with "take provider budget: closed pool".
+func TestLimitersKeyedByTokenAndBudget(t *testing.T) {
+	l := NewLimiters()
+	first, second := newMemBudget(), newMemBudget()
+	a := l.forToken("tok", 60, 5, first)
+	cases := []struct {
+		name   string
+		token  string
+		budget SharedBudget
+		shared bool
+	}{
+		{"same token, same budget", "tok", first, true},
+		{"same token, another budget", "tok", second, false},
+		{"same token, per process", "tok", nil, false},
+		{"another token, same budget", "other", first, false},
+	}
+	for _, c := range cases {
+		got := l.forToken(c.token, 60, 5, c.budget)
+		if (got == a) != c.shared {
+			t.Errorf("%s: shares the first limiter %v, want %v", c.name, got == a, c.shared)
+		}
+		if c.budget != nil && (got.shared == nil || got.shared.budget != c.budget) {
+			t.Errorf("%s: the limiter draws on another budget", c.name)
+		}
+	}
+	if b := l.forToken("tok", 60, 5, second); b != l.forToken("tok", 60, 5, second) {
+		t.Error("two providers of one token and budget got two limiters")
+	}
+}
