@@ -2,7 +2,9 @@ package k8sapply_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -115,10 +117,11 @@ func TestRealNoTakeover(t *testing.T) {
 	srv := kubetest.Start(t)
 	ctx := t.Context()
 	a := k8sapply.Applier{Client: srv.Client, PoolID: pool}
+	run := realRun()
 	cases := map[string]map[string]string{
-		"bc-real-theirs-nolabel":   {"team": "tenant"},
-		"bc-real-theirs-otherpool": {k8sapply.PoolLabel: "pool_someoneelse"},
-		"bc-real-theirs-ourlabel":  {k8sapply.PoolLabel: pool},
+		"bc-real-theirs-nolabel" + run:   {"team": "tenant"},
+		"bc-real-theirs-otherpool" + run: {k8sapply.PoolLabel: "pool_someoneelse"},
+		"bc-real-theirs-ourlabel" + run:  {k8sapply.PoolLabel: pool},
 	}
 	for name, labels := range cases {
 		theirs, err := srv.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}},
@@ -139,6 +142,19 @@ func TestRealNoTakeover(t *testing.T) {
 			t.Errorf("%s: the tenant's namespace changed or went: %+v %v", name, got, err)
 		}
 	}
+}
+
+// runs counts the runs of the real-server tests in this process. The API server lives as long
+// as the process and a namespace once made never goes (without a controller manager a deleted
+// namespace stays Terminating), so a test run again (-count) names its namespaces anew.
+var runs atomic.Int64
+
+// realRun is the suffix of this run's names: empty the first time, "-2" and on after.
+func realRun() string {
+	if n := runs.Add(1); n > 1 {
+		return fmt.Sprintf("-%d", n)
+	}
+	return ""
 }
 
 // racyNamespaces makes the tenant's namespace in the instant between our read (which it
@@ -187,7 +203,7 @@ func (n racyNamespaces) Get(ctx context.Context, name string, opts metav1.GetOpt
 // write, the namespace stays theirs: with a field of a different value the apply is refused,
 // with none it merges and is undone at once, leaving their labels only and no entry of ours.
 func TestRealRaceNeverTakesOver(t *testing.T) {
-	raceNeverTakesOver(t, kubetest.Start(t).Client, "real")
+	raceNeverTakesOver(t, kubetest.Start(t).Client, "real"+realRun())
 }
 
 // TestRaceNeverTakesOver is the same race on the field-managed fake clientset.
