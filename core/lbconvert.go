@@ -44,13 +44,18 @@ func loadBalancerProto(row store.LoadBalancer) (*v1.LoadBalancer, error) {
 	if err != nil {
 		return nil, err
 	}
+	return loadBalancerView(row, lb), nil
+}
+
+// loadBalancerView fills spec, the row's settings as a message, with the row's columns.
+func loadBalancerView(row store.LoadBalancer, lb *v1.LoadBalancer) *v1.LoadBalancer {
 	lb.Id, lb.TenantId, lb.ProjectId, lb.PoolId, lb.AccountId = row.ID, row.TenantID, row.ProjectID, row.PoolID, row.AccountID
 	lb.Name, lb.Description, lb.Scope, lb.Region, lb.SubnetId = row.Name, row.Description, row.Scope, row.Region, row.SubnetID
 	lb.State, lb.Address, lb.AddressV6, lb.LastError = row.State, row.Address, row.AddressV6, row.LastError
 	lb.ReachedInstanceIds = row.ReachedInstanceIDs
 	lb.CreateTime, lb.UpdateTime = timestamppb.New(row.CreatedAt), timestamppb.New(row.UpdatedAt)
 	lb.ReadyTime, lb.DeleteTime = tsOrNil(row.ReadyAt), tsOrNil(row.DeletedAt)
-	return lb, nil
+	return lb
 }
 
 // requestHash digests a create request deterministically for idempotency.

@@ -108,7 +108,9 @@ func (s *Service) CreateLoadBalancer(ctx context.Context, r *v1.CreateLoadBalanc
 	if err != nil {
 		return nil, storeErr(err, "load balancer")
 	}
-	return loadBalancerProto(plan.created)
+	// The answer is built from the settings this create stored, not parsed back from their JSON:
+	// the same message either way (TestCreateAnswersAsGet), without a decode per create.
+	return loadBalancerView(plan.created, proto.CloneOf(plan.spec)), nil
 }
 
 // readAheadSettled runs store.ReadAhead until settling reports false (a booking refused while
@@ -179,6 +181,7 @@ type lbCreatePlan struct {
 	subnetErr  error
 	rows       func() lbRows
 	created    store.LoadBalancer
+	spec       *v1.LoadBalancer // the settings created.Spec holds, as a message
 }
 
 // queue queues the transaction's first round trip: the reservation consumed (when a unit was
@@ -231,7 +234,8 @@ func (s *Service) decideLoadBalancerCreate(ctx context.Context, c Caller, r *v1.
 	if err := s.checkInstanceAccess(ctx, c, r.GetTenantId(), r.GetTargets().GetInstanceIds(), rows.instances); err != nil {
 		return nil, err
 	}
-	pool, _, err := poolVisibleWith(plan.pool, plan.poolErr, ahead.reservation.QuotaRows, r.GetTenantId(), r.GetPoolId())
+	pool := plan.pool
+	err := poolUsable(plan.pool, plan.poolErr, ahead.reservation.QuotaRows, r.GetTenantId(), r.GetPoolId())
 	if err != nil {
 		return nil, err
 	}
@@ -275,10 +279,11 @@ func (s *Service) decideLoadBalancerCreate(ctx context.Context, c Caller, r *v1.
 		// Reported after the request's own mistakes, which a caller fixes first.
 		return nil, apierr.Quota("no %s quota left on pool %s for tenant %s", lifecycle.LoadBalancer.Quota(), pool.ID, r.GetTenantId())
 	}
-	spec, err := marshalSpec(&v1.LoadBalancer{
+	plan.spec = &v1.LoadBalancer{
 		Targets: r.GetTargets(), Forwarding: r.GetForwarding(), HealthCheck: r.GetHealthCheck(), StickySessions: r.GetStickySessions(),
 		SourceRanges: r.GetSourceRanges(), RedirectHttpToHttps: r.GetRedirectHttpToHttps(), Domains: r.GetDomains(),
-	})
+	}
+	spec, err := marshalSpec(plan.spec)
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 
+	"google.golang.org/protobuf/proto"
+
 	"better-compute.dev/compute/apierr"
 	"better-compute.dev/compute/app/apptest"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
@@ -371,4 +373,50 @@ func used(t *testing.T, s *apptest.Stack, tn apptest.Tenant) int64 {
 		}
 	}
 	return -1
+}
+
+// TestCreateAnswersAsGet: a create answers with the load balancer a get of it returns, for
+// requests that set each of the settings (the create builds its answer from the message it
+// stored, a get parses the stored JSON back). Only what the reconciler may have changed since
+// (state, addresses, times it sets) is left out of the comparison.
+func TestCreateAnswersAsGet(t *testing.T) {
+	w := newWorld(t)
+	tn := w.a
+	i32 := func(v int32) *int32 { return &v }
+	cases := map[string]func(r *v1.CreateLoadBalancerRequest){
+		"pool targets, one rule": func(*v1.CreateLoadBalancerRequest) {},
+		"health check and sticky sessions": func(r *v1.CreateLoadBalancerRequest) {
+			r.HealthCheck = &v1.HealthCheck{Protocol: "http", Port: 8080, Path: "/healthz", IntervalSeconds: i32(10), TimeoutSeconds: i32(5)}
+			r.StickySessions = &v1.StickySessions{CookieName: "bc", TtlSeconds: 300}
+		},
+		"source ranges, redirect, description and subnet": func(r *v1.CreateLoadBalancerRequest) {
+			r.SourceRanges = &v1.SourceRanges{Allow: []string{"10.0.0.0/8", "192.168.1.0/24"}, Deny: []string{"10.9.0.0/16"}}
+			r.RedirectHttpToHttps = true
+			r.Description = "front door"
+			r.SubnetId = w.aSubnet
+		},
+	}
+	for name, edit := range cases {
+		t.Run(name, func(t *testing.T) {
+			r := regional(tn, poolTargets())
+			edit(r)
+			created, err := w.s.App.Service.CreateLoadBalancer(tn.Ctx, r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := w.s.App.Service.GetLoadBalancer(tn.Ctx, &v1.GetLoadBalancerRequest{TenantId: tn.ID, LoadBalancerId: created.GetId()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, lb := range []*v1.LoadBalancer{created, got} {
+				lb.State, lb.Address, lb.AddressV6, lb.LastError, lb.UpdateTime, lb.ReadyTime = "", "", "", "", nil, nil
+			}
+			if !proto.Equal(created, got) {
+				t.Errorf("create answered\n%v\nget answers\n%v", created, got)
+			}
+			if created.GetHealthCheck().GetPath() != r.GetHealthCheck().GetPath() || len(created.GetForwarding()) != 1 {
+				t.Errorf("create answered settings %v, asked %v", created, r)
+			}
+		})
+	}
 }

@@ -283,21 +283,30 @@ func poolVisible(p store.Pool, err error, quotas []store.Quota, tenantID, poolID
 
 // poolVisibleWith is poolVisible on the count of the tenant's quota rows on the pool.
 func poolVisibleWith(p store.Pool, err error, quotaRows int64, tenantID, poolID string) (store.Pool, *v1.PoolPolicy, error) {
-	nf := &apierr.Error{Code: apierr.NotFound, Field: "poolId", Message: "pool " + poolID + " not found"}
-	if err := refErr(err, true, nf); err != nil {
+	if err := poolUsable(p, err, quotaRows, tenantID, poolID); err != nil {
 		return p, nil, err
-	}
-	if p.TenantID != tenantID && quotaRows == 0 {
-		return p, nil, refErr(nil, false, nf)
-	}
-	if p.State == "archived" {
-		return p, nil, apierr.State("archived", "pool %s is archived", poolID)
 	}
 	policy := &v1.PoolPolicy{}
 	if err := storedJSON.Unmarshal(p.Policy, policy); err != nil {
 		return p, nil, apierr.InternalErr(err)
 	}
 	return p, policy, nil
+}
+
+// poolUsable is poolVisibleWith's verdict without the pool's policy, for callers that do not
+// read it (a load balancer create): decoding the policy is a JSON parse on every call.
+func poolUsable(p store.Pool, err error, quotaRows int64, tenantID, poolID string) error {
+	nf := &apierr.Error{Code: apierr.NotFound, Field: "poolId", Message: "pool " + poolID + " not found"}
+	if err := refErr(err, true, nf); err != nil {
+		return err
+	}
+	if p.TenantID != tenantID && quotaRows == 0 {
+		return refErr(nil, false, nf)
+	}
+	if p.State == "archived" {
+		return apierr.State("archived", "pool %s is archived", poolID)
+	}
+	return nil
 }
 
 // CreateInstance makes an instance in a pool and region, books an instances quota and queues it.

@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -34,6 +36,49 @@ import (
 // INSERT whose rows are made of parameters and constants (VALUES, or a SELECT without FROM that
 // unnests a parameter), with or without ON CONFLICT, reading no table.
 func fusable(sql string) (table string, ok bool) {
+	if v, hit := fusableSeen.Load(sql); hit {
+		f := v.(fusableAnswer)
+		return f.table, f.ok
+	}
+	table, ok = classify(sql)
+	remember(&fusableSeen, &fusableSize, sql, fusableAnswer{table, ok})
+	return table, ok
+}
+
+// The statements a replica sends are the code's constants, so what fusable and renumber make of
+// one is worked out once and kept: on a create's path the upper-casing, splitting and regular
+// expression cost more than the rest of the fuse. A statement built at run time (an IN list of
+// its own length) could make these maps grow without end, so each keeps at most cachedStatements
+// entries and works the rest out every time.
+var (
+	fusableSeen, renumbered  sync.Map
+	fusableSize, renumberLen atomic.Int64
+)
+
+const cachedStatements = 1024
+
+type fusableAnswer struct {
+	table string
+	ok    bool
+}
+
+type renumberKey struct {
+	sql string
+	by  int
+}
+
+// remember stores v under k unless the map already holds cachedStatements entries.
+func remember(m *sync.Map, size *atomic.Int64, k, v any) {
+	if size.Load() >= cachedStatements {
+		return
+	}
+	if _, loaded := m.LoadOrStore(k, v); !loaded {
+		size.Add(1)
+	}
+}
+
+// classify is fusable's answer, worked out.
+func classify(sql string) (table string, ok bool) {
 	s := strings.TrimSpace(sql)
 	const prefix = "INSERT INTO "
 	if !strings.HasPrefix(s, prefix) {
@@ -60,6 +105,17 @@ func renumber(sql string, by int) string {
 	if by == 0 {
 		return sql
 	}
+	k := renumberKey{sql, by}
+	if v, hit := renumbered.Load(k); hit {
+		return v.(string)
+	}
+	out := shift(sql, by)
+	remember(&renumbered, &renumberLen, k, out)
+	return out
+}
+
+// shift is renumber's answer, worked out.
+func shift(sql string, by int) string {
 	return placeholder.ReplaceAllStringFunc(sql, func(p string) string {
 		n, _ := strconv.Atoi(p[1:])
 		return "$" + strconv.Itoa(n+by)

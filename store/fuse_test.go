@@ -50,8 +50,15 @@ func TestFusedWritesDecide(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var w store.Writes
 			tc.writes(&w)
-			if got := w.Statements(context.Background()); len(got) != tc.want {
+			got := w.Statements(context.Background())
+			if len(got) != tc.want {
 				t.Fatalf("%d statements, want %d:\n%s", len(got), tc.want, strings.Join(got, "\n"))
+			}
+			// Decided again, from what the first decision kept: the same statements.
+			var again store.Writes
+			tc.writes(&again)
+			if got2 := again.Statements(context.Background()); strings.Join(got2, "\n") != strings.Join(got, "\n") {
+				t.Fatalf("decided again:\n%s\nfirst:\n%s", strings.Join(got2, "\n"), strings.Join(got, "\n"))
 			}
 		})
 	}

@@ -1,0 +1,7 @@
+-- load_balancers_tenant (tenant_id, id) answered no query any more: lists walk a tenant's load
+-- balancers in creation order through load_balancers_tenant_created (tenant_id, created_at, id),
+-- whose leading column serves every other lookup by tenant too, and names go through
+-- load_balancers_live_name. Every create still paid for its entry; dropping it takes one index
+-- write off each create. Both engines spell a plain index's drop the same way here.
+-- postgres: DROP INDEX IF EXISTS load_balancers_tenant;
+-- cockroach: DROP INDEX IF EXISTS load_balancers@load_balancers_tenant;
