@@ -235,7 +235,7 @@ func (s *Service) decideLoadBalancerCreate(ctx context.Context, c Caller, r *v1.
 		return nil, err
 	}
 	pool := plan.pool
-	err := poolUsable(plan.pool, plan.poolErr, ahead.reservation.QuotaRows, r.GetTenantId(), r.GetPoolId())
+	err := poolUsable(pool, plan.poolErr, ahead.reservation.QuotaRows, r.GetTenantId(), r.GetPoolId())
 	if err != nil {
 		return nil, err
 	}

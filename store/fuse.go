@@ -36,23 +36,21 @@ import (
 // INSERT whose rows are made of parameters and constants (VALUES, or a SELECT without FROM that
 // unnests a parameter), with or without ON CONFLICT, reading no table.
 func fusable(sql string) (table string, ok bool) {
-	if v, hit := fusableSeen.Load(sql); hit {
-		f := v.(fusableAnswer)
-		return f.table, f.ok
-	}
-	table, ok = classify(sql)
-	remember(&fusableSeen, &fusableSize, sql, fusableAnswer{table, ok})
-	return table, ok
+	f := fusableSeen.get(sql, func() fusableAnswer {
+		table, ok := classify(sql)
+		return fusableAnswer{table, ok}
+	})
+	return f.table, f.ok
 }
 
 // The statements a replica sends are the code's constants, so what fusable and renumber make of
 // one is worked out once and kept: on a create's path the upper-casing, splitting and regular
 // expression cost more than the rest of the fuse. A statement built at run time (an IN list of
-// its own length) could make these maps grow without end, so each keeps at most cachedStatements
-// entries and works the rest out every time.
+// its own length) could make these memos grow without end, so each keeps at most
+// cachedStatements entries and works the rest out every time.
 var (
-	fusableSeen, renumbered  sync.Map
-	fusableSize, renumberLen atomic.Int64
+	fusableSeen memo[string, fusableAnswer]
+	renumbered  memo[renumberKey, string]
 )
 
 const cachedStatements = 1024
@@ -67,14 +65,24 @@ type renumberKey struct {
 	by  int
 }
 
-// remember stores v under k unless the map already holds cachedStatements entries.
-func remember(m *sync.Map, size *atomic.Int64, k, v any) {
-	if size.Load() >= cachedStatements {
-		return
+// memo keeps the answers of a pure function, at most cachedStatements of them.
+type memo[K comparable, V any] struct {
+	m    sync.Map
+	size atomic.Int64
+}
+
+// get returns the answer kept for k, or works it out with compute and keeps it while there is room.
+func (c *memo[K, V]) get(k K, compute func() V) V {
+	if v, hit := c.m.Load(k); hit {
+		return v.(V)
 	}
-	if _, loaded := m.LoadOrStore(k, v); !loaded {
-		size.Add(1)
+	v := compute()
+	if c.size.Load() < cachedStatements {
+		if _, loaded := c.m.LoadOrStore(k, v); !loaded {
+			c.size.Add(1)
+		}
 	}
+	return v
 }
 
 // classify is fusable's answer, worked out.
@@ -105,20 +113,11 @@ func renumber(sql string, by int) string {
 	if by == 0 {
 		return sql
 	}
-	k := renumberKey{sql, by}
-	if v, hit := renumbered.Load(k); hit {
-		return v.(string)
-	}
-	out := shift(sql, by)
-	remember(&renumbered, &renumberLen, k, out)
-	return out
-}
-
-// shift is renumber's answer, worked out.
-func shift(sql string, by int) string {
-	return placeholder.ReplaceAllStringFunc(sql, func(p string) string {
-		n, _ := strconv.Atoi(p[1:])
-		return "$" + strconv.Itoa(n+by)
+	return renumbered.get(renumberKey{sql, by}, func() string {
+		return placeholder.ReplaceAllStringFunc(sql, func(p string) string {
+			n, _ := strconv.Atoi(p[1:])
+			return "$" + strconv.Itoa(n+by)
+		})
 	})
 }
 

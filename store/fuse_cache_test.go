@@ -17,10 +17,10 @@ func TestFuseCachesAreBounded(t *testing.T) {
 			t.Fatalf("renumber = %q, want %q", got, want)
 		}
 	}
-	if n := fusableSize.Load(); n > cachedStatements {
+	if n := fusableSeen.size.Load(); n > cachedStatements {
 		t.Errorf("fusable keeps %d statements, bound %d", n, cachedStatements)
 	}
-	if n := renumberLen.Load(); n > cachedStatements {
+	if n := renumbered.size.Load(); n > cachedStatements {
 		t.Errorf("renumber keeps %d statements, bound %d", n, cachedStatements)
 	}
 	if _, ok := fusable(`UPDATE a SET x = 1`); ok {
