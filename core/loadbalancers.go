@@ -58,12 +58,24 @@ func (s *Service) CreateLoadBalancer(ctx context.Context, r *v1.CreateLoadBalanc
 	if err != nil {
 		return nil, err
 	}
+	// The booking and the transaction's reads go in one round trip (store.ExecuteAheadTwoTrips);
+	// a replay, or a booking refused while others are in flight, stops before the transaction.
 	var ahead lbCreateAhead
-	if err := readAheadSettled(ctx, s.DB, func(rd *store.Reads) { ahead = lbCreateAhead{}; ahead.queue(rd, r) },
-		func() bool { return ahead.idemErr != nil && ahead.reservation.Settling() }); err != nil {
-		return nil, storeErr(err, "load balancer")
+	var plan lbCreatePlan
+	queueAhead := func(rd *store.Reads) { ahead = lbCreateAhead{}; ahead.queue(rd, r) }
+	settling := func() bool { return ahead.idemErr != nil && ahead.reservation.Settling() }
+	proceed := func() bool { return !settling() && ahead.fresh() }
+	queueReads := func(rd *store.Reads) { plan = lbCreatePlan{}; plan.queue(rd, r, ahead.reservation) }
+	decide := func() (*store.Writes, error) { return s.decideLoadBalancerCreate(ctx, c, r, hash, &ahead, &plan) }
+	ran, err := store.ExecuteAheadTwoTrips(ctx, s.DB, queueAhead, proceed, queueReads, decide)
+	if err == nil && !ran && settling() {
+		// Other creates of the quota are in flight: wait for them to settle, then go on.
+		err = readAheadSettled(ctx, s.DB, queueAhead, settling)
+		if err == nil && ahead.fresh() { // still refused at the deadline: the transaction says so
+			ran, err = true, store.ExecuteTwoTrips(ctx, s.DB, queueReads, decide)
+		}
 	}
-	committed := false
+	committed := ran && err == nil
 	if ahead.reservation.Booked {
 		defer func() {
 			if !committed {
@@ -71,21 +83,19 @@ func (s *Service) CreateLoadBalancer(ctx context.Context, r *v1.CreateLoadBalanc
 			}
 		}()
 	}
-	if ahead.idemErr == nil && !ahead.idem.Expired {
-		if ahead.idemLBErr != nil {
-			return nil, storeErr(ahead.idemLBErr, "load balancer")
+	if !ran {
+		if err != nil {
+			return nil, storeErr(err, "load balancer")
 		}
-		lb, _, err := replayed(r, hash, ahead.idem, ahead.idemLB)
-		return lb, err
-	}
-	if ahead.idemErr != nil && !errors.Is(ahead.idemErr, store.ErrNotFound) {
+		if ahead.idemErr == nil && !ahead.idem.Expired {
+			if ahead.idemLBErr != nil {
+				return nil, storeErr(ahead.idemLBErr, "load balancer")
+			}
+			lb, _, err := replayed(r, hash, ahead.idem, ahead.idemLB)
+			return lb, err
+		}
 		return nil, storeErr(ahead.idemErr, "idempotency record")
 	}
-	var plan lbCreatePlan
-	err = store.ExecuteTwoTrips(ctx, s.DB,
-		func(rd *store.Reads) { plan = lbCreatePlan{}; plan.queue(rd, r, ahead.reservation) },
-		func() (*store.Writes, error) { return s.decideLoadBalancerCreate(ctx, c, r, hash, &ahead, &plan) })
-	committed = err == nil
 	if constraint := store.ConstraintName(err); errors.Is(err, store.ErrConflict) &&
 		(constraint == "idempotency_keys_pkey" || constraint == "load_balancers_live_name") {
 		// A concurrent twin with the same key committed first (its row took the name before
@@ -160,6 +170,12 @@ type lbCreateAhead struct {
 	reservation store.QuotaReservation
 }
 
+// fresh reports whether the read-ahead found the key unused (or its record expired and dropped):
+// the create goes on to its transaction. Otherwise it is a replay, or the lookup failed.
+func (a *lbCreateAhead) fresh() bool {
+	return errors.Is(a.idemErr, store.ErrNotFound) || (a.idemErr == nil && a.idem.Expired)
+}
+
 // queue queues the round trip before the transaction: the key's expired record dropped (its
 // meaning has lapsed, so the create's transaction only ever inserts the key, and a concurrent
 // twin fails on idempotency_keys_pkey), the live record and its load balancer read, and the
@@ -184,12 +200,12 @@ type lbCreatePlan struct {
 	spec       *v1.LoadBalancer // the settings created.Spec holds, as a message
 }
 
-// queue queues the transaction's first round trip: the reservation consumed (when a unit was
-// booked), then every row the request names.
+// queue queues the transaction's first round trip: the reservation consumed, then every row the
+// request names. It is queued before the booking's answer is known (in the booking's round
+// trip), so the consume goes whether a unit was booked or not: a reservation never booked has no
+// row, and consumed stays false.
 func (p *lbCreatePlan) queue(rd *store.Reads, r *v1.CreateLoadBalancerRequest, res store.QuotaReservation) {
-	if res.Booked {
-		rd.ConsumeReservation(res.ID, &p.consumed)
-	}
+	rd.ConsumeReservation(res.ID, &p.consumed)
 	rd.Pool(r.GetPoolId(), &p.pool, &p.poolErr)
 	if r.GetProjectId() != "" {
 		rd.Project(r.GetTenantId(), r.GetProjectId(), &p.project, &p.projectErr)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // Quota reservations take a tenant's creates off its quota row's lock for all but one statement.
@@ -74,6 +75,9 @@ SELECT (SELECT n FROM visible), (SELECT n FROM inflight), (SELECT count(*) FROM 
 // Queue it in a ReadAhead batch, never inside ExecuteTwoTrips: its whole point is to hold the
 // quota row's lock for one statement only.
 func (r *Reads) ReserveQuota(poolID, tenantID, resource, id string, out *QuotaReservation) {
+	// The id is known before the answer: a transaction queued in the same round trip
+	// (ExecuteAheadTwoTrips) consumes the reservation by it.
+	*out = QuotaReservation{ID: id}
 	r.batch.Queue(sqlReserveQuota, poolID, tenantID, resource, id)
 	r.items = append(r.items, func(br pgx.BatchResults) error {
 		var reserved int64
@@ -151,17 +155,113 @@ func ReadAhead(ctx context.Context, db *DB, reads func(r *Reads)) error {
 	return retrying(ctx, func(ctx context.Context) error {
 		var r Reads
 		if !db.cockroach {
-			// The batch's commit does not wait for its WAL to reach disk. That is safe because
-			// nothing durable depends on it alone: a create's own transaction commits
-			// synchronously after it, and PostgreSQL flushes WAL in order, so once that commit
-			// is durable the booking before it is too. A crash in between loses a booking whose
-			// create never committed, which is what a refund would have done. It saves a
-			// create one of its two disk flushes. (CockroachDB has no such setting; its commits
-			// are replicated, not flushed locally.)
-			r.batch.Queue(`SELECT set_config('synchronous_commit', 'off', true)`)
-			r.items = append(r.items, func(br pgx.BatchResults) error { _, err := br.Exec(); return err })
+			r.commitAsync()
 		}
 		reads(&r)
 		return r.send(ctx, db.pool)
 	})
+}
+
+// commitAsync queues what makes the read-ahead's own commit not wait for its WAL to reach disk.
+// That is safe because nothing durable depends on it alone: a create's own transaction commits
+// synchronously after it, and PostgreSQL flushes WAL in order, so once that commit is durable
+// the booking before it is too. A crash in between loses a booking whose create never
+// committed, which is what a refund would have done. It saves a create one of its two disk
+// flushes. The setting is local to the read-ahead's transaction. (PostgreSQL only: CockroachDB
+// has no such setting; its commits are replicated, not flushed locally.)
+func (r *Reads) commitAsync() { r.exec(`SELECT set_config('synchronous_commit', 'off', true)`) }
+
+// ExecuteAheadTwoTrips is ReadAhead(ahead) followed, when proceed says so, by
+// ExecuteTwoTrips(reads, decide), in two round trips instead of three where the engine allows.
+//
+// On PostgreSQL the first round trip carries both the read-ahead and the transaction's reads:
+// ahead's statements, then COMMIT (which ends the batch's implicit transaction, so the booking
+// commits and releases the quota row exactly as a batch of its own would), then BEGIN
+// ISOLATION LEVEL SERIALIZABLE and reads' statements, which stay open in that transaction. The
+// server runs them in this order on one connection, so the transaction's reads see the
+// booking committed. What can go wrong keeps ReadAhead's and ExecuteTwoTrips's meaning:
+//   - a failure before the COMMIT (or a connection fault while the batch was out) rolls the
+//     whole batch back, or leaves a booking the sweeper gives back, and the batch is sent
+//     again with fresh reservation ids, as ReadAhead would;
+//   - once the read-ahead committed, the transaction is the only thing run again: a failed read,
+//     a decide that asks for a rerun, or a serialization failure at COMMIT continue with
+//     ExecuteTwoTrips(reads, decide) from a fresh transaction;
+//   - proceed false (a replay, a booking that should wait for in-flight ones to settle) rolls
+//     the open transaction back and reports ran false: the caller acts on ahead's answers.
+//
+// ran reports whether the transaction was attempted (its error, if any, is err). On
+// CockroachDB, which ends a batch's implicit transaction only at its end, the two phases go as
+// two calls, three round trips.
+func ExecuteAheadTwoTrips(ctx context.Context, db *DB, ahead func(r *Reads), proceed func() bool,
+	reads func(r *Reads), decide func() (*Writes, error)) (ran bool, err error) {
+	if db.cockroach {
+		if err := ReadAhead(ctx, db, ahead); err != nil {
+			return false, err
+		}
+		if !proceed() {
+			return false, nil
+		}
+		return true, ExecuteTwoTrips(ctx, db, reads, decide)
+	}
+	var open *pgxpool.Conn // the transaction the first round trip left open
+	rerun := false         // the read-ahead committed and the transaction must start afresh
+	err = retrying(ctx, func(ctx context.Context) error {
+		conn, err := db.pool.Acquire(ctx)
+		if err != nil {
+			return fmt.Errorf("store: acquire: %w", err)
+		}
+		var r Reads
+		ahead(&r)
+		r.commitAsync()
+		r.exec(`COMMIT`)
+		r.exec(`BEGIN ISOLATION LEVEL SERIALIZABLE`)
+		split := len(r.items)
+		reads(&r)
+		before, after := r.sendSplit(ctx, conn, split)
+		switch {
+		case before != nil:
+			rollbackConn(ctx, conn)
+			conn.Release()
+			return before
+		case after != nil:
+			rollbackConn(ctx, conn)
+			conn.Release()
+			rerun = true
+		default:
+			open = conn
+		}
+		return nil
+	})
+	if err != nil {
+		return false, err
+	}
+	if rerun {
+		if !proceed() {
+			return false, nil
+		}
+		return true, ExecuteTwoTrips(ctx, db, reads, decide)
+	}
+	if !proceed() {
+		rollbackConn(ctx, open)
+		open.Release()
+		return false, nil
+	}
+	err = finishAhead(ctx, open, decide)
+	if IsRetryable(err) {
+		return true, ExecuteTwoTrips(ctx, db, reads, decide)
+	}
+	return true, TranslateError(err)
+}
+
+// finishAhead is finishTwoTrips on the transaction ExecuteAheadTwoTrips opened, releasing its
+// connection whatever happens (a panic in decide included, after a rollback).
+func finishAhead(ctx context.Context, conn *pgxpool.Conn, decide func() (*Writes, error)) error {
+	defer conn.Release()
+	defer func() {
+		if p := recover(); p != nil {
+			rollbackConn(ctx, conn)
+			panic(p)
+		}
+	}()
+	return finishTwoTrips(ctx, conn, decide)
 }

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
+
 	"better-compute.dev/compute/store"
 	"better-compute.dev/compute/store/storetest"
 )
@@ -174,5 +176,104 @@ func TestStaleReservationsAreRefunded(t *testing.T) {
 	}
 	if n, err := store.RefundStaleReservations(ctx, db, 10*time.Minute, 100); err != nil || n != 0 {
 		t.Fatalf("second sweep: %d %v", n, err)
+	}
+}
+
+// TestAheadTwoTrips: ExecuteAheadTwoTrips books and reads in one round trip and keeps the
+// meaning of ReadAhead then ExecuteTwoTrips: the booking commits before the transaction (another
+// connection sees it while the transaction is open), a refused proceed rolls the transaction
+// back and leaves the booking to its caller, a failure in the read-ahead undoes the whole batch,
+// and a failure after the read-ahead committed reruns the transaction alone, never the booking.
+func TestAheadTwoTrips(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	serialization := &pgconn.PgError{Code: "40001", Message: "lost a race (test)"}
+	for _, tc := range []struct {
+		name                            string
+		failAhead, failRead, failDecide bool
+		proceed                         bool
+		wantRan, wantErr                bool
+		wantUsed, wantLeft              int64
+		wantAheads, wantReads           int
+		wantTrips                       int64
+	}{
+		{name: "booked and consumed", proceed: true, wantRan: true, wantUsed: 1, wantLeft: 0, wantAheads: 1, wantReads: 1, wantTrips: 2},
+		{name: "proceed refused", proceed: false, wantUsed: 1, wantLeft: 1, wantAheads: 1, wantReads: 1, wantTrips: 2},
+		{name: "read-ahead fails", failAhead: true, proceed: true, wantErr: true, wantUsed: 0, wantLeft: 0, wantAheads: 1, wantReads: 1},
+		{name: "read after the commit fails", failRead: true, proceed: true, wantRan: true, wantUsed: 1, wantLeft: 0, wantAheads: 1, wantReads: 2},
+		{name: "decide asks for a rerun", failDecide: true, proceed: true, wantRan: true, wantUsed: 1, wantLeft: 0, wantAheads: 1, wantReads: 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			schema := storetest.NewSchema(t)
+			var rt storetest.RoundTrips
+			db, err := store.Open(store.WithTracer(ctx, &rt), schema.URL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			tenantID, poolID := reservationQuota(t, db, 5)
+			var res store.QuotaReservation
+			var consumed bool
+			aheads, reads, decides := 0, 0, 0
+			var seenUsed int64 = -1
+			before := rt.Count()
+			ran, err := store.ExecuteAheadTwoTrips(ctx, db,
+				func(r *store.Reads) {
+					aheads++
+					r.ReserveQuota(poolID, tenantID, "loadBalancers", fmt.Sprintf("qres_%d", aheads), &res)
+					if tc.failAhead {
+						var v int
+						var found error
+						r.ReadInt(&v, &found, `SELECT 1 / 0`)
+					}
+				},
+				func() bool { return tc.proceed && res.Booked },
+				func(r *store.Reads) {
+					reads++
+					r.ConsumeReservation(res.ID, &consumed)
+					if tc.failRead && reads == 1 {
+						var v int
+						var found error
+						r.ReadInt(&v, &found, `SELECT 1 / 0`)
+					}
+				},
+				func() (*store.Writes, error) {
+					decides++
+					// Another connection sees the booking while this transaction is open.
+					if err := db.Pool().QueryRow(ctx, `SELECT used FROM quotas WHERE pool_id = $1`, poolID).Scan(&seenUsed); err != nil {
+						return nil, err
+					}
+					if tc.failDecide && decides == 1 {
+						return nil, serialization
+					}
+					if !consumed {
+						return nil, fmt.Errorf("reservation %s not consumed", res.ID)
+					}
+					return nil, nil
+				})
+			trips := rt.Count() - before
+			if ran != tc.wantRan || (err != nil) != tc.wantErr {
+				t.Fatalf("ran %v err %v, want ran %v, error %v", ran, err, tc.wantRan, tc.wantErr)
+			}
+			if aheads != tc.wantAheads || reads != tc.wantReads {
+				t.Errorf("read-ahead queued %d times, reads %d; want %d, %d", aheads, reads, tc.wantAheads, tc.wantReads)
+			}
+			if tc.wantRan && seenUsed != 1 {
+				t.Errorf("another connection saw used = %d during the transaction, want 1 (the booking committed)", seenUsed)
+			}
+			if tc.wantTrips != 0 && trips-int64(decides) != tc.wantTrips {
+				// decide's own probe is one round trip of its own.
+				t.Errorf("%d round trips besides decide's probes, want %d", trips-int64(decides), tc.wantTrips)
+			}
+			if used, left := reservationState(t, db); used != tc.wantUsed || left != tc.wantLeft {
+				t.Errorf("used %d, reservations left %d; want %d, %d", used, left, tc.wantUsed, tc.wantLeft)
+			}
+			// The connection went back to the pool outside any transaction.
+			var one int
+			if err := db.Pool().QueryRow(ctx, `SELECT 1`).Scan(&one); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }

@@ -40,13 +40,18 @@ func runTwoTripsOnce(ctx context.Context, db *DB, reads func(r *Reads), decide f
 		}
 	}()
 	var r Reads
-	r.batch.Queue(`BEGIN ISOLATION LEVEL SERIALIZABLE`)
-	r.items = append(r.items, func(br pgx.BatchResults) error { _, err := br.Exec(); return err })
+	r.exec(`BEGIN ISOLATION LEVEL SERIALIZABLE`)
 	reads(&r)
 	if err := r.send(ctx, conn); err != nil {
 		rollbackConn(ctx, conn)
 		return retryableDeadlock(err)
 	}
+	return finishTwoTrips(ctx, conn, decide)
+}
+
+// finishTwoTrips decides on the answers of a transaction's first round trip, which conn holds
+// open, and sends the writes with COMMIT.
+func finishTwoTrips(ctx context.Context, conn *pgxpool.Conn, decide func() (*Writes, error)) error {
 	w, err := decide()
 	if err != nil {
 		rollbackConn(ctx, conn)
@@ -100,17 +105,40 @@ type Reads struct {
 }
 
 func (r *Reads) send(ctx context.Context, to batchSender) error {
+	err, _ := r.sendSplit(ctx, to, len(r.items))
+	return err
+}
+
+// sendSplit sends the batch and reports the first error among its first split statements and
+// the first among the rest apart. The server skips every statement after a failed one until
+// the batch's end, so a failure before split is also reported after it.
+func (r *Reads) sendSplit(ctx context.Context, to batchSender, split int) (before, after error) {
 	br := to.SendBatch(ctx, &r.batch)
-	var first error
-	for _, read := range r.items {
-		if err := read(br); err != nil && first == nil {
-			first = fmt.Errorf("store: reads: %w", TranslateError(err))
+	for i, read := range r.items {
+		err := read(br)
+		switch {
+		case err == nil:
+		case i < split && before == nil:
+			before = fmt.Errorf("store: reads: %w", TranslateError(err))
+		case i >= split && after == nil:
+			after = fmt.Errorf("store: reads: %w", TranslateError(err))
 		}
 	}
-	if err := br.Close(); err != nil && first == nil {
-		first = fmt.Errorf("store: reads: %w", TranslateError(err))
+	if err := br.Close(); err != nil {
+		err = fmt.Errorf("store: reads: %w", TranslateError(err))
+		if split >= len(r.items) && before == nil {
+			before = err
+		} else if after == nil {
+			after = err
+		}
 	}
-	return first
+	return before, after
+}
+
+// exec queues a statement whose answer is only its success.
+func (r *Reads) exec(sql string, args ...any) {
+	r.batch.Queue(sql, args...)
+	r.items = append(r.items, func(br pgx.BatchResults) error { _, err := br.Exec(); return err })
 }
 
 // readOne queues a query of at most one row: *found is nil when it came, ErrNotFound when not.
