@@ -318,7 +318,7 @@ func (s *Service) decideLoadBalancerCreate(ctx context.Context, c Caller, r *v1.
 	}); err != nil {
 		return nil, err
 	}
-	w.Enqueue(ReconcileKind, lb.ID, nil)
+	w.EnqueueNew(ReconcileKind, lb.ID)
 	return &w, nil
 }
 

@@ -43,11 +43,13 @@ type QuotaReservation struct {
 	// Booked: a unit was taken and the reservation row exists.
 	Booked bool
 	// QuotaRows counts the tenant's quota rows on the pool, any resource (a pool a tenant has
-	// no quota on, and does not own, is not visible to it).
+	// no quota on, and does not own, is not visible to it). Counted only when the booking was
+	// refused; a booked unit proves one and reports 1.
 	QuotaRows int64
-	// InFlight counts the other reservations of the same quota, not yet consumed or refunded.
-	// A booking refused while some are in flight may succeed once they settle: they become
-	// resources or are given back within a request's time (see Settling).
+	// InFlight counts the other reservations of the same quota, not yet consumed or refunded,
+	// when the booking was refused (0 when it was booked). A booking refused while some are in
+	// flight may succeed once they settle: they become resources or are given back within a
+	// request's time (see Settling).
 	InFlight int64
 }
 
@@ -57,19 +59,25 @@ type QuotaReservation struct {
 // old way, such a booking waited for the row lock; this is that wait, taken outside.
 func (q QuotaReservation) Settling() bool { return !q.Booked && q.InFlight > 0 }
 
-const sqlReserveQuota = `WITH visible AS (
-	SELECT count(*) AS n FROM quotas WHERE pool_id = $1 AND tenant_id = $2
-), inflight AS (
-	SELECT count(*) AS n FROM quota_reservations WHERE pool_id = $1 AND tenant_id = $2 AND resource = $3
-), booked AS (
+// sqlReserveQuota counts the tenant's quota rows and the reservations in flight only when the
+// booking was refused, the only case whose answer they change: a booking proves a quota row
+// (reported as 1), and nobody waits on in-flight reservations once booked. Both counts are
+// scalar subqueries in CASE arms, which both engines evaluate only when the arm is taken, so
+// a booked create reads no index it does not write.
+const sqlReserveQuota = `WITH booked AS (
 	UPDATE quotas SET used = used + 1
 	 WHERE pool_id = $1 AND tenant_id = $2 AND resource = $3 AND used < quota_limit
 	RETURNING pool_id
 ), reserved AS (
 	INSERT INTO quota_reservations (id, pool_id, tenant_id, resource) SELECT $4, pool_id, $2, $3 FROM booked
 	RETURNING id
+), outcome AS (
+	SELECT count(*) AS n FROM reserved
 )
-SELECT (SELECT n FROM visible), (SELECT n FROM inflight), (SELECT count(*) FROM reserved)`
+SELECT CASE WHEN o.n > 0 THEN 1 ELSE (SELECT count(*) FROM quotas WHERE pool_id = $1 AND tenant_id = $2) END,
+       CASE WHEN o.n > 0 THEN 0 ELSE (SELECT count(*) FROM quota_reservations WHERE pool_id = $1 AND tenant_id = $2 AND resource = $3) END,
+       o.n
+  FROM outcome o`
 
 // ReserveQuota queues the booking of one unit of (pool, tenant, resource) under reservation id.
 // Queue it in a ReadAhead batch, never inside ExecuteTwoTrips: its whole point is to hold the

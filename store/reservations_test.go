@@ -126,7 +126,7 @@ func TestRefundGivesBackOnce(t *testing.T) {
 	tenantID, poolID := reservationQuota(t, db, 5)
 	a := reserve(t, db, tenantID, poolID, "qres_a")
 	b := reserve(t, db, tenantID, poolID, "qres_b")
-	if !a.Booked || !b.Booked || a.QuotaRows != 1 || b.InFlight != 1 {
+	if !a.Booked || !b.Booked || a.QuotaRows != 1 || b.InFlight != 0 {
 		t.Fatalf("reservations %+v %+v", a, b)
 	}
 	for range 2 {
@@ -152,6 +152,39 @@ func TestRefundGivesBackOnce(t *testing.T) {
 	}
 	if none.Booked || none.QuotaRows != 0 {
 		t.Fatalf("foreign pool: %+v", none)
+	}
+}
+
+// TestRefusedBookingCounts: a refused booking reports the tenant's quota rows and the
+// reservations in flight (what Settling and the pool's visibility are judged on); a booked one
+// reports the quota row it proved and nothing in flight, without counting.
+func TestRefusedBookingCounts(t *testing.T) {
+	t.Parallel()
+	db := storetest.New(t)
+	tenantID, poolID := reservationQuota(t, db, 2)
+	a := reserve(t, db, tenantID, poolID, "qres_a")
+	b := reserve(t, db, tenantID, poolID, "qres_b")
+	c := reserve(t, db, tenantID, poolID, "qres_c")
+	for _, tc := range []struct {
+		name                string
+		got                 store.QuotaReservation
+		booked, settling    bool
+		quotaRows, inFlight int64
+	}{
+		{"first booked", a, true, false, 1, 0},
+		{"second booked", b, true, false, 1, 0},
+		{"third refused while two are in flight", c, false, true, 1, 2},
+	} {
+		if tc.got.Booked != tc.booked || tc.got.Settling() != tc.settling || tc.got.QuotaRows != tc.quotaRows || tc.got.InFlight != tc.inFlight {
+			t.Errorf("%s: %+v (settling %v), want booked %v, settling %v, quota rows %d, in flight %d",
+				tc.name, tc.got, tc.got.Settling(), tc.booked, tc.settling, tc.quotaRows, tc.inFlight)
+		}
+	}
+	if err := store.RefundReservation(context.Background(), db, a.ID); err != nil {
+		t.Fatal(err)
+	}
+	if d := reserve(t, db, tenantID, poolID, "qres_d"); !d.Booked || d.InFlight != 0 {
+		t.Errorf("after a refund: %+v, want booked", d)
 	}
 }
 

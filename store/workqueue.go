@@ -70,6 +70,10 @@ ON CONFLICT (kind, resource_id) DO UPDATE SET
 	generation = work_items.generation + 1,
 	updated_at = now()`
 
+// sqlEnqueueNew is sqlEnqueue's insert arm alone, due now (Writes.EnqueueNew).
+const sqlEnqueueNew = `INSERT INTO work_items (kind, resource_id, due_at, generation, created_at, updated_at)
+VALUES ($1, $2, now(), 1, now(), now())`
+
 // Enqueue asks for kind's reconciler to run on resourceID at dueAt (nil: now), inside tx, the
 // transaction that records the change. An item already queued keeps the earlier due time and
 // its generation grows, so a replica working on it now will run it once more afterwards.

@@ -145,6 +145,38 @@ func TestEnqueueKeepsEarliestDueAndCountsGenerations(t *testing.T) {
 	}
 }
 
+// TestEnqueueNewIsAPlainInsert: a create's work item (Writes.EnqueueNew) is the item Enqueue
+// would have made (generation 1, due now: claimable at once, and Enqueue afterwards counts on
+// from it), and an item that already exists fails the transaction instead of being merged.
+func TestEnqueueNewIsAPlainInsert(t *testing.T) {
+	t.Parallel()
+	q := newQueue(t)
+	enqueueNew := func(id string) error {
+		return store.ExecuteTwoTrips(q.ctx, q.db, func(*store.Reads) {}, func() (*store.Writes, error) {
+			var w store.Writes
+			w.EnqueueNew(kindA, id)
+			return &w, nil
+		})
+	}
+	if err := enqueueNew("fresh"); err != nil {
+		t.Fatal(err)
+	}
+	if w := q.item(kindA, "fresh"); w.DueAt == nil || w.Generation != 1 {
+		t.Fatalf("new item = due %v generation %d, want due now, generation 1", w.DueAt, w.Generation)
+	}
+	if got := ids(q.claim("h", 10)); !cmp.Equal(got, []string{kindA + "/fresh"}) {
+		t.Fatalf("claimed %v, want the new item", got)
+	}
+	q.enqueue(kindA, "fresh", nil)
+	if w := q.item(kindA, "fresh"); w.Generation != 2 {
+		t.Errorf("after Enqueue generation %d, want 2", w.Generation)
+	}
+	err := enqueueNew("fresh")
+	if !errors.Is(err, store.ErrConflict) || store.ConstraintName(err) != "work_items_pkey" {
+		t.Fatalf("EnqueueNew of an existing item: %v, want a conflict on work_items_pkey", err)
+	}
+}
+
 func TestLeaseExpiryAndTakeover(t *testing.T) {
 	t.Parallel()
 	q := newQueue(t)

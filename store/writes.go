@@ -111,6 +111,14 @@ func (w *Writes) Enqueue(kind, resourceID string, dueAt *time.Time) {
 	w.add("enqueue "+kind+"/"+resourceID, nil, sqlEnqueue, kind, resourceID, dueAt)
 }
 
+// EnqueueNew queues the first work item of a resource the same transaction creates: a plain
+// insert, because no item can exist yet for a fresh id, and an insert that cannot conflict
+// skips the upsert's speculative insertion (two WAL records fewer per create). An item that
+// did exist would fail the transaction on work_items_pkey rather than be merged.
+func (w *Writes) EnqueueNew(kind, resourceID string) {
+	w.add("enqueue new "+kind+"/"+resourceID, nil, sqlEnqueueNew, kind, resourceID)
+}
+
 // PutIdempotency queues PutIdempotency's insert; a live record of the key makes Send fail with
 // ErrConflict on idempotency_keys_pkey.
 func (w *Writes) PutIdempotency(rec IdempotencyRecord) {
