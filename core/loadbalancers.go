@@ -35,14 +35,15 @@ const (
 const opCreateLoadBalancer = "loadBalancers.create"
 
 // CreateLoadBalancer records a load balancer, pending, books one loadBalancers quota on the pool,
-// publishes providerLoadBalancer.created and queues the reconciler, in three round trips:
+// publishes providerLoadBalancer.created and queues the reconciler, in two round trips
+// (store.ExecuteAheadTwoTrips; three on CockroachDB):
 //
-//  1. store.ReadAhead: the idempotency key (an expired record is dropped, a live one answers
-//     the call) and the quota booking, as a reservation of one unit (store/reservations.go),
-//     each committing on its own so that a tenant's creates hold its quota row's lock for one
-//     statement, not a transaction;
-//  2. and 3. store.ExecuteTwoTrips: the reservation consumed and every row the request names
-//     read, then the writes and COMMIT.
+//  1. the idempotency key (an expired record is dropped, a live one answers the call) and the
+//     quota booking, as a reservation of one unit (store/reservations.go), committing on their
+//     own so that a tenant's creates hold its quota row's lock for one statement, not a
+//     transaction; then, in the same batch, the transaction's BEGIN, the reservation consumed
+//     and every row the request names read;
+//  2. the writes and COMMIT.
 //
 // A reservation whose create does not commit is refunded at once (and by the sweeper, when
 // this replica dies first).
