@@ -124,16 +124,14 @@ func (s *Service) CreateLoadBalancer(ctx context.Context, r *v1.CreateLoadBalanc
 	return loadBalancerView(plan.created, proto.CloneOf(plan.spec)), nil
 }
 
-// readAheadSettled runs store.ReadAhead until settling reports false (a booking refused while
-// other reservations of the quota were in flight), pausing a few milliseconds more each time,
-// for at most settleFor: the in-flight creates commit or are refunded within a request's time.
+// readAheadSettled is called once a read-ahead found its booking refused while other
+// reservations of the quota were in flight (settling): it pauses a few milliseconds more each
+// time and reads ahead again, until settling reports false or settleFor has passed. The
+// in-flight creates commit or are refunded within a request's time.
 func readAheadSettled(ctx context.Context, db *store.DB, queue func(rd *store.Reads), settling func() bool) error {
 	deadline := time.Now().Add(settleFor)
-	for pause := time.Millisecond; ; pause = min(2*pause, 50*time.Millisecond) {
-		if err := store.ReadAhead(ctx, db, queue); err != nil {
-			return err
-		}
-		if !settling() || time.Now().Add(pause).After(deadline) {
+	for pause := time.Millisecond; settling(); pause = min(2*pause, 50*time.Millisecond) {
+		if time.Now().Add(pause).After(deadline) {
 			return nil
 		}
 		t := time.NewTimer(pause/2 + rand.N(pause))
@@ -143,7 +141,11 @@ func readAheadSettled(ctx context.Context, db *store.DB, queue func(rd *store.Re
 			return ctx.Err()
 		case <-t.C:
 		}
+		if err := store.ReadAhead(ctx, db, queue); err != nil {
+			return err
+		}
 	}
+	return nil
 }
 
 // settleFor bounds how long a create at its quota's edge waits for in-flight creates to settle.

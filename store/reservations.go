@@ -80,8 +80,8 @@ SELECT CASE WHEN o.n > 0 THEN 1 ELSE (SELECT count(*) FROM quotas WHERE pool_id 
   FROM outcome o`
 
 // ReserveQuota queues the booking of one unit of (pool, tenant, resource) under reservation id.
-// Queue it in a ReadAhead batch, never inside ExecuteTwoTrips: its whole point is to hold the
-// quota row's lock for one statement only.
+// Queue it in a read-ahead (ReadAhead, or ExecuteAheadTwoTrips's ahead), never among a
+// transaction's reads: its whole point is to hold the quota row's lock for one statement only.
 func (r *Reads) ReserveQuota(poolID, tenantID, resource, id string, out *QuotaReservation) {
 	// The id is known before the answer: a transaction queued in the same round trip
 	// (ExecuteAheadTwoTrips) consumes the reservation by it.
@@ -211,13 +211,11 @@ func ExecuteAheadTwoTrips(ctx context.Context, db *DB, ahead func(r *Reads), pro
 		}
 		return true, ExecuteTwoTrips(ctx, db, reads, decide)
 	}
-	var open *pgxpool.Conn // the transaction the first round trip left open
-	rerun := false         // the read-ahead committed and the transaction must start afresh
+	// open is the transaction the first round trip left open; nil once the read-ahead committed
+	// but the transaction's reads failed, so that the transaction must start afresh.
+	var open *pgxpool.Conn
 	err = retrying(ctx, func(ctx context.Context) error {
-		conn, err := db.pool.Acquire(ctx)
-		if err != nil {
-			return fmt.Errorf("store: acquire: %w", err)
-		}
+		// Queued before a connection is taken: ahead and reads run no statement themselves.
 		var r Reads
 		ahead(&r)
 		r.commitAsync()
@@ -225,34 +223,30 @@ func ExecuteAheadTwoTrips(ctx context.Context, db *DB, ahead func(r *Reads), pro
 		r.exec(`BEGIN ISOLATION LEVEL SERIALIZABLE`)
 		split := len(r.items)
 		reads(&r)
-		before, after := r.sendSplit(ctx, conn, split)
-		switch {
-		case before != nil:
-			rollbackConn(ctx, conn)
-			conn.Release()
-			return before
-		case after != nil:
-			rollbackConn(ctx, conn)
-			conn.Release()
-			rerun = true
-		default:
-			open = conn
+		conn, err := db.pool.Acquire(ctx)
+		if err != nil {
+			return fmt.Errorf("store: acquire: %w", err)
 		}
+		before, after := r.sendSplit(ctx, conn, split)
+		if before != nil || after != nil {
+			rollbackConn(ctx, conn)
+			conn.Release()
+			return before // nil: the read-ahead committed, and only the transaction goes again
+		}
+		open = conn
 		return nil
 	})
-	if err != nil {
+	switch {
+	case err != nil:
 		return false, err
-	}
-	if rerun {
-		if !proceed() {
-			return false, nil
+	case !proceed():
+		if open != nil {
+			rollbackConn(ctx, open)
+			open.Release()
 		}
-		return true, ExecuteTwoTrips(ctx, db, reads, decide)
-	}
-	if !proceed() {
-		rollbackConn(ctx, open)
-		open.Release()
 		return false, nil
+	case open == nil:
+		return true, ExecuteTwoTrips(ctx, db, reads, decide)
 	}
 	err = finishAhead(ctx, open, decide)
 	if IsRetryable(err) {
@@ -265,11 +259,6 @@ func ExecuteAheadTwoTrips(ctx context.Context, db *DB, ahead func(r *Reads), pro
 // connection whatever happens (a panic in decide included, after a rollback).
 func finishAhead(ctx context.Context, conn *pgxpool.Conn, decide func() (*Writes, error)) error {
 	defer conn.Release()
-	defer func() {
-		if p := recover(); p != nil {
-			rollbackConn(ctx, conn)
-			panic(p)
-		}
-	}()
+	defer rollbackOnPanic(ctx, conn)
 	return finishTwoTrips(ctx, conn, decide)
 }

@@ -33,12 +33,7 @@ func runTwoTripsOnce(ctx context.Context, db *DB, reads func(r *Reads), decide f
 	// A connection left inside a transaction (a rollback that could not be sent) is closed by
 	// the pool on release rather than reused.
 	defer conn.Release()
-	defer func() {
-		if p := recover(); p != nil {
-			rollbackConn(ctx, conn)
-			panic(p)
-		}
-	}()
+	defer rollbackOnPanic(ctx, conn)
 	var r Reads
 	r.exec(`BEGIN ISOLATION LEVEL SERIALIZABLE`)
 	reads(&r)
@@ -88,6 +83,16 @@ func finishTwoTrips(ctx context.Context, conn *pgxpool.Conn, decide func() (*Wri
 	}
 }
 
+// rollbackOnPanic, deferred right after a connection is acquired, ends its open transaction
+// when the code using it panics, and panics on (the pool would otherwise get the connection back
+// inside the transaction).
+func rollbackOnPanic(ctx context.Context, conn *pgxpool.Conn) {
+	if p := recover(); p != nil {
+		rollbackConn(ctx, conn)
+		panic(p)
+	}
+}
+
 // rollbackConn ends the open transaction of conn, if any. A failure leaves the connection
 // inside it, and the pool closes it on release.
 func rollbackConn(ctx context.Context, conn *pgxpool.Conn) {
@@ -124,12 +129,14 @@ func (r *Reads) sendSplit(ctx context.Context, to batchSender, split int) (befor
 			after = fmt.Errorf("store: reads: %w", TranslateError(err))
 		}
 	}
+	// A failure only Close reports (nothing left unread failed) is the later part's.
 	if err := br.Close(); err != nil {
 		err = fmt.Errorf("store: reads: %w", TranslateError(err))
-		if split >= len(r.items) && before == nil {
-			before = err
-		} else if after == nil {
+		switch {
+		case split < len(r.items) && after == nil:
 			after = err
+		case split >= len(r.items) && before == nil:
+			before = err
 		}
 	}
 	return before, after
