@@ -17,8 +17,8 @@ import (
 // pruneKind is the periodic pass that removes long-idle work items.
 const pruneKind = "work.prune"
 
-// reservationSweepKind is the periodic pass that refunds quota reservations whose replica died
-// between booking and commit (store/reservations.go).
+// reservationSweepKind is the periodic pass that refunds quota reservations whose replica (of the
+// previous version, which booked ahead) died between booking and commit (store/reservations.go).
 const reservationSweepKind = "quota.reservations.sweep"
 
 // runReconcilers runs this replica's share of the reconcile work until ctx ends: the

@@ -3,10 +3,8 @@ package core
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
 	"slices"
 	"strconv"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"google.golang.org/protobuf/proto"
@@ -36,17 +34,17 @@ const opCreateLoadBalancer = "loadBalancers.create"
 
 // CreateLoadBalancer records a load balancer, pending, books one loadBalancers quota on the pool,
 // publishes providerLoadBalancer.created and queues the reconciler, in two round trips
-// (store.ExecuteAheadTwoTrips; three on CockroachDB):
+// (store.ExecuteLockedTwoTrips; the argument for its isolation is in store/booking.go):
 //
-//  1. the idempotency key (an expired record is dropped, a live one answers the call) and the
-//     quota booking, as a reservation of one unit (store/reservations.go), committing on their
-//     own so that a tenant's creates hold its quota row's lock for one statement, not a
-//     transaction; then, in the same batch, the transaction's BEGIN, the reservation consumed
-//     and every row the request names read;
-//  2. the writes and COMMIT.
+//  1. BEGIN, the quota booking (CockroachDB: the unit taken, the quota row's lock first; on
+//     PostgreSQL: whether a unit is free), the idempotency key (an expired record is dropped, a
+//     live one answers the call as a replay) and every row the request names, locked FOR SHARE
+//     on PostgreSQL;
+//  2. the core judges the request in Go, then every write, the unit taken last on PostgreSQL
+//     (the quota row is locked from there to COMMIT only, so a busy tenant's creates queue on
+//     it for the shortest time), and COMMIT.
 //
-// A reservation whose create does not commit is refunded at once (and by the sweeper, when
-// this replica dies first).
+// A create that ends without a load balancer rolls its transaction back, booking included.
 func (s *Service) CreateLoadBalancer(ctx context.Context, r *v1.CreateLoadBalancerRequest) (*v1.LoadBalancer, error) {
 	c, err := caller(ctx)
 	if err != nil {
@@ -59,43 +57,21 @@ func (s *Service) CreateLoadBalancer(ctx context.Context, r *v1.CreateLoadBalanc
 	if err != nil {
 		return nil, err
 	}
-	// The booking and the transaction's reads go in one round trip (store.ExecuteAheadTwoTrips);
-	// a replay, or a booking refused while others are in flight, stops before the transaction.
-	var ahead lbCreateAhead
 	var plan lbCreatePlan
-	queueAhead := func(rd *store.Reads) { ahead = lbCreateAhead{}; ahead.queue(rd, r) }
-	settling := func() bool { return ahead.idemErr != nil && ahead.reservation.Settling() }
-	proceed := func() bool { return !settling() && ahead.fresh() }
-	queueReads := func(rd *store.Reads) { plan = lbCreatePlan{}; plan.queue(rd, r, ahead.reservation) }
-	decide := func() (*store.Writes, error) { return s.decideLoadBalancerCreate(ctx, c, r, hash, &ahead, &plan) }
-	ran, err := store.ExecuteAheadTwoTrips(ctx, s.DB, queueAhead, proceed, queueReads, decide)
-	if err == nil && !ran && settling() {
-		// Other creates of the quota are in flight: wait for them to settle, then go on.
-		err = readAheadSettled(ctx, s.DB, queueAhead, settling)
-		if err == nil && ahead.fresh() { // still refused at the deadline: the transaction says so
-			ran, err = true, store.ExecuteTwoTrips(ctx, s.DB, queueReads, decide)
-		}
+	queue := func(rd *store.Reads) { plan = lbCreatePlan{}; plan.queue(rd, r) }
+	decide := func() (*store.Writes, error) { return s.decideLoadBalancerCreate(ctx, c, r, hash, &plan) }
+	err = store.ExecuteLockedTwoTrips(ctx, s.DB, queue, decide)
+	if errors.Is(err, store.ErrQuotaRefused) {
+		// The unit the reads saw free was taken by a concurrent create before this one's writes.
+		err = noQuotaLeft(r)
 	}
-	committed := ran && err == nil
-	if ahead.reservation.Booked {
-		defer func() {
-			if !committed {
-				s.refundReservation(ctx, ahead.reservation.ID)
-			}
-		}()
-	}
-	if !ran {
-		if err != nil {
-			return nil, storeErr(err, "load balancer")
+	if errors.Is(err, errReplay) {
+		// The key's live record answers; the transaction (and its booking) was rolled back.
+		if plan.idemLBErr != nil {
+			return nil, storeErr(plan.idemLBErr, "load balancer")
 		}
-		if ahead.idemErr == nil && !ahead.idem.Expired {
-			if ahead.idemLBErr != nil {
-				return nil, storeErr(ahead.idemLBErr, "load balancer")
-			}
-			lb, _, err := replayed(r, hash, ahead.idem, ahead.idemLB)
-			return lb, err
-		}
-		return nil, storeErr(ahead.idemErr, "idempotency record")
+		lb, _, err := replayed(r, hash, plan.idem, plan.idemLB)
+		return lb, err
 	}
 	if constraint := store.ConstraintName(err); errors.Is(err, store.ErrConflict) &&
 		(constraint == "idempotency_keys_pkey" || constraint == "load_balancers_live_name") {
@@ -124,74 +100,22 @@ func (s *Service) CreateLoadBalancer(ctx context.Context, r *v1.CreateLoadBalanc
 	return loadBalancerView(plan.created, proto.CloneOf(plan.spec)), nil
 }
 
-// readAheadSettled is called once a read-ahead found its booking refused while other
-// reservations of the quota were in flight (settling): it pauses a few milliseconds more each
-// time and reads ahead again, until settling reports false or settleFor has passed. The
-// in-flight creates commit or are refunded within a request's time.
-func readAheadSettled(ctx context.Context, db *store.DB, queue func(rd *store.Reads), settling func() bool) error {
-	deadline := time.Now().Add(settleFor)
-	for pause := time.Millisecond; settling(); pause = min(2*pause, 50*time.Millisecond) {
-		if time.Now().Add(pause).After(deadline) {
-			return nil
-		}
-		t := time.NewTimer(pause/2 + rand.N(pause))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
-		}
-		if err := store.ReadAhead(ctx, db, queue); err != nil {
-			return err
-		}
-	}
-	return nil
+// noQuotaLeft is a create's answer when its pool has no loadBalancers unit left for the tenant.
+func noQuotaLeft(r *v1.CreateLoadBalancerRequest) error {
+	return apierr.Quota("no %s quota left on pool %s for tenant %s", lifecycle.LoadBalancer.Quota(), r.GetPoolId(), r.GetTenantId())
 }
 
-// settleFor bounds how long a create at its quota's edge waits for in-flight creates to settle.
-const settleFor = 5 * time.Second
-
-// refundReservation gives back a reservation whose create did not commit. It must run even when
-// the caller has gone (its context cancelled); a failure leaves the unit to the sweeper.
-func (s *Service) refundReservation(ctx context.Context, id string) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), refundTimeout)
-	defer cancel()
-	if err := store.RefundReservation(ctx, s.DB, id); err != nil && s.Log != nil {
-		s.Log.WarnContext(ctx, "quota reservation not refunded; the sweeper will", "reservation", id, "err", err)
-	}
-}
-
-// refundTimeout bounds an inline refund; the sweeper is the fallback.
-const refundTimeout = 5 * time.Second
-
-// lbCreateAhead holds what a create reads and books before its transaction.
-type lbCreateAhead struct {
-	idem        store.IdempotencyRecord
-	idemErr     error
-	idemLB      store.LoadBalancer
-	idemLBErr   error
-	reservation store.QuotaReservation
-}
-
-// fresh reports whether the read-ahead found the key unused (or its record expired and dropped):
-// the create goes on to its transaction. Otherwise it is a replay, or the lookup failed.
-func (a *lbCreateAhead) fresh() bool {
-	return errors.Is(a.idemErr, store.ErrNotFound) || (a.idemErr == nil && a.idem.Expired)
-}
-
-// queue queues the round trip before the transaction: the key's expired record dropped (its
-// meaning has lapsed, so the create's transaction only ever inserts the key, and a concurrent
-// twin fails on idempotency_keys_pkey), the live record and its load balancer read, and the
-// quota reserved last, so that the row lock it takes is held for the shortest time. Called once
-// per attempt, so the reservation id is fresh each time.
-func (a *lbCreateAhead) queue(rd *store.Reads, r *v1.CreateLoadBalancerRequest) {
-	rd.IdempotentLoadBalancer(r.GetTenantId(), opCreateLoadBalancer, r.GetIdempotencyKey(), &a.idem, &a.idemErr, &a.idemLB, &a.idemLBErr)
-	lifecycle.LoadBalancer.Reserve(rd, lifecycle.Subject{TenantID: r.GetTenantId(), PoolID: r.GetPoolId()}, ids.New(ids.QuotaReserve), &a.reservation)
-}
+// errReplay is decide's answer when the key's live record was found: the transaction rolls
+// back, and the record answers the call.
+var errReplay = errors.New("core: the idempotency key has a live record")
 
 // lbCreatePlan holds what a create's first round trip reads, and the row its second writes.
 type lbCreatePlan struct {
-	consumed   bool
+	booking    store.QuotaBooking
+	idem       store.IdempotencyRecord
+	idemErr    error
+	idemLB     store.LoadBalancer
+	idemLBErr  error
 	pool       store.Pool
 	poolErr    error
 	project    store.Project
@@ -203,12 +127,15 @@ type lbCreatePlan struct {
 	spec       *v1.LoadBalancer // the settings created.Spec holds, as a message
 }
 
-// queue queues the transaction's first round trip: the reservation consumed, then every row the
-// request names. It is queued before the booking's answer is known (in the booking's round
-// trip), so the consume goes whether a unit was booked or not: a reservation never booked has no
-// row, and consumed stays false.
-func (p *lbCreatePlan) queue(rd *store.Reads, r *v1.CreateLoadBalancerRequest, res store.QuotaReservation) {
-	rd.ConsumeReservation(res.ID, &p.consumed)
+// replay reports whether the key has a live record: the call is answered from it.
+func (p *lbCreatePlan) replay() bool { return p.idemErr == nil && !p.idem.Expired }
+
+// queue queues the transaction's first round trip: the booking first (on CockroachDB its lock is
+// what the tenant's concurrent creates queue on), the idempotency key, then every row the
+// request names.
+func (p *lbCreatePlan) queue(rd *store.Reads, r *v1.CreateLoadBalancerRequest) {
+	lifecycle.LoadBalancer.Book(rd, lifecycle.Subject{TenantID: r.GetTenantId(), PoolID: r.GetPoolId()}, &p.booking)
+	rd.IdempotentLoadBalancer(r.GetTenantId(), opCreateLoadBalancer, r.GetIdempotencyKey(), &p.idem, &p.idemErr, &p.idemLB, &p.idemLBErr)
 	rd.Pool(r.GetPoolId(), &p.pool, &p.poolErr)
 	if r.GetProjectId() != "" {
 		rd.Project(r.GetTenantId(), r.GetProjectId(), &p.project, &p.projectErr)
@@ -248,13 +175,16 @@ func replayed(r *v1.CreateLoadBalancerRequest, hash []byte, rec store.Idempotenc
 // decideLoadBalancerCreate judges a create on its first round trip's rows (in the order a caller
 // fixes its mistakes: credentials on named instances, the pool, placement, references, then the
 // quota) and returns the writes of the second.
-func (s *Service) decideLoadBalancerCreate(ctx context.Context, c Caller, r *v1.CreateLoadBalancerRequest, hash []byte, ahead *lbCreateAhead, plan *lbCreatePlan) (*store.Writes, error) {
+func (s *Service) decideLoadBalancerCreate(ctx context.Context, c Caller, r *v1.CreateLoadBalancerRequest, hash []byte, plan *lbCreatePlan) (*store.Writes, error) {
+	if plan.replay() {
+		return nil, errReplay
+	}
 	rows := plan.rows()
 	if err := s.checkInstanceAccess(ctx, c, r.GetTenantId(), r.GetTargets().GetInstanceIds(), rows.instances); err != nil {
 		return nil, err
 	}
 	pool := plan.pool
-	err := poolUsable(pool, plan.poolErr, ahead.reservation.QuotaRows, r.GetTenantId(), r.GetPoolId())
+	err := poolUsable(pool, plan.poolErr, plan.booking.QuotaRows, r.GetTenantId(), r.GetPoolId())
 	if err != nil {
 		return nil, err
 	}
@@ -290,13 +220,9 @@ func (s *Service) decideLoadBalancerCreate(ctx context.Context, c Caller, r *v1.
 	if err != nil {
 		return nil, err
 	}
-	if ahead.reservation.Booked && !plan.consumed {
-		// The sweeper gave the unit back: this create outlived ReservationLifetime.
-		return nil, apierr.UnavailableErr("the quota reservation (held too long)", nil)
-	}
-	if !ahead.reservation.Booked {
+	if !plan.booking.Booked {
 		// Reported after the request's own mistakes, which a caller fixes first.
-		return nil, apierr.Quota("no %s quota left on pool %s for tenant %s", lifecycle.LoadBalancer.Quota(), pool.ID, r.GetTenantId())
+		return nil, noQuotaLeft(r)
 	}
 	plan.spec = &v1.LoadBalancer{
 		Targets: r.GetTargets(), Forwarding: r.GetForwarding(), HealthCheck: r.GetHealthCheck(), StickySessions: r.GetStickySessions(),
@@ -322,6 +248,8 @@ func (s *Service) decideLoadBalancerCreate(ctx context.Context, c Caller, r *v1.
 		return nil, err
 	}
 	w.EnqueueNew(ReconcileKind, lb.ID)
+	// Last, so that the quota row is locked from this statement to COMMIT only.
+	lifecycle.LoadBalancer.Take(&w, &plan.booking)
 	return &w, nil
 }
 

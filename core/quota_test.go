@@ -122,10 +122,10 @@ func TestIdempotency(t *testing.T) {
 	}
 }
 
-// TestFailedCreateGivesItsReservationBack: a create books its unit before its transaction
-// (store/reservations.go); every way it can end without a load balancer gives the unit back at
-// once — bad references, a replay, a twin's name taken — and leaves no reservation behind.
-func TestFailedCreateGivesItsReservationBack(t *testing.T) {
+// TestFailedCreateKeepsNoUnit: a create books its unit first thing in its transaction
+// (store/booking.go); every way it can end without a load balancer (bad references, a replay, a
+// twin's name taken) rolls the booking back with it, and no create writes a reservation row.
+func TestFailedCreateKeepsNoUnit(t *testing.T) {
 	t.Parallel()
 	s := apptest.Start(t)
 	tn := s.NewTenant(t, "refunds", "editor")

@@ -237,11 +237,15 @@ func (k *Kind) Apply(ctx context.Context, q store.Querier, t Transition, s Subje
 	return err
 }
 
-// Reserve queues the booking of a create as a quota reservation (store.Reads.ReserveQuota),
-// for creates that book ahead of their transaction; the transaction then calls Queue.
-func (k *Kind) Reserve(rd *store.Reads, s Subject, reservationID string, out *store.QuotaReservation) {
-	rd.ReserveQuota(s.PoolID, s.TenantID, k.Quota(), reservationID, out)
+// Book queues the booking of a create among its locked transaction's reads
+// (store.Reads.BookQuota); the transaction's writes then go through Queue, and Take last.
+func (k *Kind) Book(rd *store.Reads, s Subject, out *store.QuotaBooking) {
+	rd.BookQuota(s.PoolID, s.TenantID, k.Quota(), out)
 }
+
+// Take queues the taking of the unit Book saw free as the transaction's last write
+// (store.Writes.TakeQuota), where the engine books in two steps.
+func (k *Kind) Take(w *store.Writes, b *store.QuotaBooking) { w.TakeQuota(b) }
 
 // Queue is Apply for a transaction's last writes (store.Writes), whose booking, if any, was
 // made by Reserve, in Apply's order: the meter stopped, the meter started, the event. A

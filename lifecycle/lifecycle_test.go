@@ -222,12 +222,17 @@ func TestApplyWritesTheRule(t *testing.T) {
 	if _, err := store.SetQuota(ctx, q, store.Quota{PoolID: "pool_life", TenantID: "life", Resource: "loadBalancers", Limit: 1}); err != nil {
 		t.Fatal(err)
 	}
-	var res store.QuotaReservation
-	if err := store.ReadAhead(ctx, db, func(rd *store.Reads) { lifecycle.LoadBalancer.Reserve(rd, lb, "qres_life", &res) }); err != nil {
+	var res store.QuotaBooking
+	if err := store.ExecuteLockedTwoTrips(ctx, db, func(rd *store.Reads) { lifecycle.LoadBalancer.Book(rd, lb, &res) },
+		func() (*store.Writes, error) {
+			var w store.Writes
+			lifecycle.LoadBalancer.Take(&w, &res)
+			return &w, nil
+		}); err != nil {
 		t.Fatal(err)
 	}
 	if !res.Booked || used(t, db, "loadBalancers") != 1 {
-		t.Errorf("the create's reservation booked nothing: %+v", res)
+		t.Errorf("the create's booking took nothing: %+v", res)
 	}
 	for _, step := range []struct {
 		t    lifecycle.Transition
@@ -323,7 +328,7 @@ func readSeed(t *testing.T) string {
 // production code books or refunds quota, opens or closes a meter, or appends an event: every
 // one of those is a lifecycle transition, so a new one gets its row in a table.
 func TestNoRuleOutsideTheTable(t *testing.T) {
-	direct := regexp.MustCompile(`\.(AppendEvent|StartUsage|StopUsage|RefundQuota|BookQuota|ReserveQuota)\(`)
+	direct := regexp.MustCompile(`\.(AppendEvent|StartUsage|StopUsage|RefundQuota|BookQuota)\(`)
 	root, err := filepath.Abs("..")
 	if err != nil {
 		t.Fatal(err)

@@ -23,8 +23,8 @@ func PruneIdleWork(db *store.DB, idleFor time.Duration) Handler {
 }
 
 // RefundStaleReservations is a periodic pass giving back the quota units of reservations older
-// than lifetime: a create books its unit before its transaction (store/reservations.go), and a
-// replica that died in between leaves the reservation behind.
+// than lifetime: replicas of the previous version booked a create's unit before its transaction
+// (store/reservations.go), and one that died in between left the reservation behind.
 func RefundStaleReservations(db *store.DB, lifetime time.Duration) Handler {
 	return HandlerFunc(func(ctx context.Context, _ store.Lease) (Result, error) {
 		for {

@@ -13,7 +13,7 @@ import (
 // a replica a region away from its database pays in round trips (create, update, delete):
 //
 //  1. BEGIN and every statement whose answer decides (reads, and writes whose answer is read,
-//     such as a reservation consumed), queued by reads into one batch;
+//     such as a quota booked), queued by reads into one batch;
 //  2. decide looks at those answers (in Go, no database) and returns the writes, which are
 //     sent with COMMIT as the second batch.
 //
@@ -22,10 +22,21 @@ import (
 // decide's error rolls the transaction back (one more round trip, on the error path only).
 // A connection fault while the second batch is out is ErrCommitUnknown: COMMIT may have run.
 func ExecuteTwoTrips(ctx context.Context, db *DB, reads func(r *Reads), decide func() (*Writes, error)) error {
-	return retrying(ctx, func(ctx context.Context) error { return runTwoTripsOnce(ctx, db, reads, decide) })
+	return retrying(ctx, func(ctx context.Context) error { return runTwoTripsOnce(ctx, db, false, reads, decide) })
 }
 
-func runTwoTripsOnce(ctx context.Context, db *DB, reads func(r *Reads), decide func() (*Writes, error)) (err error) {
+// ExecuteLockedTwoTrips is ExecuteTwoTrips for a transaction whose decisions rest on row locks
+// instead of SERIALIZABLE's read tracking: a create that books its quota among its reads. On
+// PostgreSQL it runs at READ COMMITTED and every read of Reads that decides locks its rows FOR
+// SHARE (Reads.locked); on CockroachDB it is SERIALIZABLE like every other transaction. The
+// argument for why a create keeps the seed's rules on both engines is in booking.go; a
+// transaction of another shape must not use it.
+func ExecuteLockedTwoTrips(ctx context.Context, db *DB, reads func(r *Reads), decide func() (*Writes, error)) error {
+	return retrying(ctx, func(ctx context.Context) error { return runTwoTripsOnce(ctx, db, !db.cockroach, reads, decide) })
+}
+
+// runTwoTripsOnce is one attempt of ExecuteTwoTrips (locked false) or ExecuteLockedTwoTrips.
+func runTwoTripsOnce(ctx context.Context, db *DB, locked bool, reads func(r *Reads), decide func() (*Writes, error)) (err error) {
 	conn, err := db.pool.Acquire(ctx)
 	if err != nil {
 		return fmt.Errorf("store: acquire: %w", err)
@@ -34,20 +45,27 @@ func runTwoTripsOnce(ctx context.Context, db *DB, reads func(r *Reads), decide f
 	// the pool on release rather than reused.
 	defer conn.Release()
 	defer rollbackOnPanic(ctx, conn)
-	var r Reads
-	r.exec(`BEGIN ISOLATION LEVEL SERIALIZABLE`)
+	r := Reads{locked: locked}
+	if locked {
+		r.exec(`BEGIN ISOLATION LEVEL READ COMMITTED`)
+	} else {
+		r.exec(`BEGIN ISOLATION LEVEL SERIALIZABLE`)
+	}
 	reads(&r)
 	if err := r.send(ctx, conn); err != nil {
 		rollbackConn(ctx, conn)
 		return retryableDeadlock(err)
 	}
-	return finishTwoTrips(ctx, conn, decide)
+	return finishTwoTrips(ctx, conn, &r, decide)
 }
 
-// finishTwoTrips decides on the answers of a transaction's first round trip, which conn holds
+// finishTwoTrips decides on the answers of a transaction's first round trip r, which conn holds
 // open, and sends the writes with COMMIT.
-func finishTwoTrips(ctx context.Context, conn *pgxpool.Conn, decide func() (*Writes, error)) error {
+func finishTwoTrips(ctx context.Context, conn *pgxpool.Conn, r *Reads, decide func() (*Writes, error)) error {
 	w, err := decide()
+	if err == nil {
+		err = r.untaken()
+	}
 	if err != nil {
 		rollbackConn(ctx, conn)
 		return retryableDeadlock(err)
@@ -107,6 +125,20 @@ func rollbackConn(ctx context.Context, conn *pgxpool.Conn) {
 type Reads struct {
 	batch pgx.Batch
 	items []func(br pgx.BatchResults) error
+	// locked: the reads run at READ COMMITTED (ExecuteLockedTwoTrips on PostgreSQL), where a
+	// row read to decide must be locked FOR SHARE so that nobody changes it before COMMIT.
+	locked bool
+	// takes are the quota units the reads saw free, which the writes must take (BookQuota).
+	takes []*QuotaBooking
+}
+
+// shared returns sql as a read that decides: locking its rows FOR SHARE in a locked
+// transaction, unchanged in a SERIALIZABLE one (which tracks the read itself).
+func (r *Reads) shared(plain, forShare string) string {
+	if r.locked {
+		return forShare
+	}
+	return plain
 }
 
 func (r *Reads) send(ctx context.Context, to batchSender) error {
@@ -206,7 +238,7 @@ func readAffected(r *Reads, n *int64, sql string, args ...any) {
 
 // Pool queues GetPool.
 func (r *Reads) Pool(id string, out *Pool, found *error) {
-	readOne(r, scanPool, out, found, sqlGetPool, id)
+	readOne(r, scanPool, out, found, r.shared(sqlGetPool, sqlGetPool+forShare), id)
 }
 
 // IdempotentLoadBalancer queues the lookup of a create's idempotency key, live or expired, and of
@@ -229,33 +261,39 @@ func (r *Reads) IdempotentLoadBalancer(tenantID, operation, key string, rec *Ide
 
 // Project queues GetProject.
 func (r *Reads) Project(tenantID, id string, out *Project, found *error) {
-	readOne(r, scanProject, out, found, sqlGetProject, tenantID, id)
+	readOne(r, scanProject, out, found, r.shared(sqlGetProject, sqlGetProject+forShare), tenantID, id)
 }
 
 // Subnet queues GetSubnet.
 func (r *Reads) Subnet(id string, out *Subnet, found *error) {
-	readOne(r, scanSubnet, out, found, sqlGetSubnet, id)
+	readOne(r, scanSubnet, out, found, r.shared(sqlGetSubnet, sqlGetSubnet+forShare), id)
 }
 
 // Instances queues the instances named by ids and, when of is not "", those load balancer of
 // targets today (an update re-checks the targets it keeps).
 func (r *Reads) Instances(ids []string, of string, out *[]Instance) {
-	readAll(r, scanInstance, out, `SELECT `+instanceCols+` FROM instances WHERE id = ANY($1)
-		   OR id IN (SELECT instance_id FROM load_balancer_instance_targets WHERE load_balancer_id = $2) ORDER BY id`, ids, of)
+	readAll(r, scanInstance, out, r.shared(sqlTargetInstances, sqlTargetInstances+forShare), ids, of)
 }
+
+const sqlTargetInstances = `SELECT ` + instanceCols + ` FROM instances WHERE id = ANY($1)
+		   OR id IN (SELECT instance_id FROM load_balancer_instance_targets WHERE load_balancer_id = $2) ORDER BY id`
 
 // LoadBalancers queues the load balancers named by ids and those global load balancer of
 // targets today.
 func (r *Reads) LoadBalancers(ids []string, of string, out *[]LoadBalancer) {
-	readAll(r, scanLoadBalancer, out, `SELECT `+loadBalancerCols+` FROM load_balancers WHERE id = ANY($1)
-		   OR id IN (SELECT regional_id FROM load_balancer_lb_targets WHERE global_id = $2) ORDER BY id`, ids, of)
+	readAll(r, scanLoadBalancer, out, r.shared(sqlTargetLoadBalancers, sqlTargetLoadBalancers+forShare), ids, of)
 }
+
+const sqlTargetLoadBalancers = `SELECT ` + loadBalancerCols + ` FROM load_balancers WHERE id = ANY($1)
+		   OR id IN (SELECT regional_id FROM load_balancer_lb_targets WHERE global_id = $2) ORDER BY id`
 
 // Certificates queues the certificates named by ids and those load balancer of uses today.
 func (r *Reads) Certificates(ids []string, of string, out *[]Certificate) {
-	readAll(r, scanCertificate, out, `SELECT `+certificateCols+` FROM certificates WHERE id = ANY($1)
-		   OR id IN (SELECT certificate_id FROM load_balancer_certificates WHERE load_balancer_id = $2) ORDER BY id`, ids, of)
+	readAll(r, scanCertificate, out, r.shared(sqlTargetCertificates, sqlTargetCertificates+forShare), ids, of)
 }
+
+const sqlTargetCertificates = `SELECT ` + certificateCols + ` FROM certificates WHERE id = ANY($1)
+		   OR id IN (SELECT certificate_id FROM load_balancer_certificates WHERE load_balancer_id = $2) ORDER BY id`
 
 // LoadBalancerForUpdate queues GetLoadBalancerForUpdate.
 func (r *Reads) LoadBalancerForUpdate(id string, out *LoadBalancer, found *error) {

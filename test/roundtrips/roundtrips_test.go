@@ -26,7 +26,8 @@ import (
 
 // budgets are the counts in dev configuration (OpenFGA on its memory datastore), principal and
 // authorization answers cached as in a conversation: a create is two round trips, the booking
-// riding with the transaction's reads (store.ExecuteAheadTwoTrips); an update or delete reads the row's owner for the prologue, then
+// the first of the transaction's reads (store.ExecuteLockedTwoTrips); an update or delete reads
+// the row's owner for the prologue, then
 // runs the same two-trip transaction. A list's count does not grow with its items. A regression
 // fails; lower them when the path gets cheaper.
 var budgets = map[string]int64{
@@ -72,11 +73,10 @@ func startReplicaAt(t *testing.T, schema *storetest.Schema, databaseURL, datasto
 
 // statementBudgets bound the statements a call sends, batched or not: each has a fixed cost on
 // the server (bind, executor start and end, snapshot), which bounds what one database serves.
-// A create: the read-ahead (idempotency lookup with its expired record dropped, the load
-// balancer it names, the booking, synchronous_commit off, the COMMIT that ends it) and the
-// transaction (BEGIN, the reservation consumed, the pool; the fused inserts, COMMIT). The
-// read-ahead's COMMIT is the statement that saves a round trip.
-var statementBudgets = map[string]int64{"create": 10, "get": 1, "list of 1": 1, "list of 20": 1, "update": 12, "delete": 7}
+// A create: BEGIN, whether a quota unit is free, the idempotency lookup (with its expired record
+// dropped) and the load balancer it names, the pool; the fused inserts, the unit taken, COMMIT
+// (store.ExecuteLockedTwoTrips).
+var statementBudgets = map[string]int64{"create": 8, "get": 1, "list of 1": 1, "list of 20": 1, "update": 12, "delete": 7}
 
 func TestRoundTripsPerCall(t *testing.T) {
 	rt := &storetest.RoundTrips{}
