@@ -67,10 +67,11 @@ func (s *Service) CreateLoadBalancer(ctx context.Context, r *v1.CreateLoadBalanc
 	}
 	if errors.Is(err, errReplay) {
 		// The key's live record answers; the transaction (and its booking) was rolled back.
-		if plan.idemLBErr != nil {
-			return nil, storeErr(plan.idemLBErr, "load balancer")
+		row, err := store.GetLoadBalancer(ctx, s.DB.Q(), plan.idem.ResourceID)
+		if err != nil {
+			return nil, storeErr(err, "load balancer")
 		}
-		lb, _, err := replayed(r, hash, plan.idem, plan.idemLB)
+		lb, _, err := replayed(r, hash, plan.idem, row)
 		return lb, err
 	}
 	if constraint := store.ConstraintName(err); errors.Is(err, store.ErrConflict) &&
@@ -114,8 +115,6 @@ type lbCreatePlan struct {
 	booking    store.QuotaBooking
 	idem       store.IdempotencyRecord
 	idemErr    error
-	idemLB     store.LoadBalancer
-	idemLBErr  error
 	pool       store.Pool
 	poolErr    error
 	project    store.Project
@@ -135,7 +134,7 @@ func (p *lbCreatePlan) replay() bool { return p.idemErr == nil && !p.idem.Expire
 // request names.
 func (p *lbCreatePlan) queue(rd *store.Reads, r *v1.CreateLoadBalancerRequest) {
 	lifecycle.LoadBalancer.Book(rd, lifecycle.Subject{TenantID: r.GetTenantId(), PoolID: r.GetPoolId()}, &p.booking)
-	rd.IdempotentLoadBalancer(r.GetTenantId(), opCreateLoadBalancer, r.GetIdempotencyKey(), &p.idem, &p.idemErr, &p.idemLB, &p.idemLBErr)
+	rd.Idempotency(r.GetTenantId(), opCreateLoadBalancer, r.GetIdempotencyKey(), &p.idem, &p.idemErr)
 	rd.Pool(r.GetPoolId(), &p.pool, &p.poolErr)
 	if r.GetProjectId() != "" {
 		rd.Project(r.GetTenantId(), r.GetProjectId(), &p.project, &p.projectErr)

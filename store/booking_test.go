@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -264,6 +265,63 @@ func TestRefusedBookingCounts(t *testing.T) {
 	} {
 		if got := book(tc.pool); got.Booked != tc.booked || got.QuotaRows != tc.quotaRows {
 			t.Errorf("%s: %+v, want booked %v, quota rows %d", tc.name, got, tc.booked, tc.quotaRows)
+		}
+	}
+}
+
+// TestTakeIsTheLastStatement: the unit is taken by a statement of its own after the fused inserts
+// (so the quota row is locked from there to COMMIT only); when no unit is left it fails the
+// transaction, so none of the inserts before it is written and the create is refused with
+// ErrQuotaRefused.
+func TestTakeIsTheLastStatement(t *testing.T) {
+	t.Parallel()
+	db := storetest.New(t)
+	ctx := context.Background()
+	tenantID, poolID := reservationQuota(t, db, 1)
+	if _, err := db.Pool().Exec(ctx, `CREATE TABLE made (id TEXT PRIMARY KEY)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Pool().Exec(ctx, `CREATE TABLE also (id TEXT PRIMARY KEY)`); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name      string
+		usedFirst bool // a concurrent create took the last unit between the two trips
+		wantErr   error
+		wantMade  int64
+	}{
+		{"a unit left: inserted and taken", false, nil, 1},
+		{"the unit gone: nothing written", true, store.ErrQuotaRefused, 1},
+	} {
+		var b store.QuotaBooking
+		var statements []string
+		err := store.ExecuteLockedTwoTrips(ctx, db, func(r *store.Reads) { r.BookQuota(poolID, tenantID, "loadBalancers", &b) },
+			func() (*store.Writes, error) {
+				if tc.usedFirst {
+					if _, err := db.Pool().Exec(ctx, `UPDATE quotas SET used = quota_limit WHERE pool_id = $1`, poolID); err != nil {
+						return nil, err
+					}
+					b.Booked = true // as the reads saw it before the concurrent create committed
+				}
+				var w store.Writes
+				w.Exec("make", `INSERT INTO made VALUES ($1)`, tc.name)
+				w.Exec("also", `INSERT INTO also VALUES ($1)`, tc.name)
+				w.TakeQuota(&b)
+				statements = w.Statements(ctx)
+				return &w, nil
+			})
+		if !errors.Is(err, tc.wantErr) && !(err == nil && tc.wantErr == nil) {
+			t.Errorf("%s: %v, want %v", tc.name, err, tc.wantErr)
+		}
+		if len(statements) != 2 || !strings.Contains(statements[1], "UPDATE quotas") {
+			t.Errorf("%s: the writes went as %q, want the inserts fused, then the unit taken", tc.name, statements)
+		}
+		var made int64
+		if err := db.Pool().QueryRow(ctx, `SELECT (SELECT count(*) FROM made) + (SELECT count(*) FROM also)`).Scan(&made); err != nil {
+			t.Fatal(err)
+		}
+		if used, _ := reservationState(t, db); made != 2*tc.wantMade || used != 1 {
+			t.Errorf("%s: made %d, used %d; want %d, 1", tc.name, made, used, 2*tc.wantMade)
 		}
 	}
 }

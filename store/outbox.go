@@ -152,7 +152,7 @@ type IdempotencyRecord struct {
 	Key         string
 	RequestHash []byte
 	ResourceID  string
-	// Expired: the record outlived IdempotencyTTL (read by Reads.IdempotentLoadBalancer, which
+	// Expired: the record outlived IdempotencyTTL (read by Reads.Idempotency, which
 	// also sees expired records so that the create replaces them).
 	Expired bool
 }

@@ -241,22 +241,19 @@ func (r *Reads) Pool(id string, out *Pool, found *error) {
 	readOne(r, scanPool, out, found, r.shared(sqlGetPool, sqlGetPool+forShare), id)
 }
 
-// IdempotentLoadBalancer queues the lookup of a create's idempotency key, live or expired, and of
-// the load balancer a live record names. An expired record is dropped in the same statement:
-// its meaning has lapsed, and a create that read ahead this way only ever inserts the key in its
-// transaction (Writes.RecordIdempotency). The lookup still reports the dropped record, as
-// expired: the statement's arms share one snapshot.
-func (r *Reads) IdempotentLoadBalancer(tenantID, operation, key string, rec *IdempotencyRecord, recFound *error, lb *LoadBalancer, lbFound *error) {
-	readOne(r, scanIdempotency, rec, recFound,
+// Idempotency queues the lookup of a create's idempotency key, live or expired. An expired
+// record is dropped in the same statement: its meaning has lapsed, and a create that looked its
+// key up this way only ever inserts the key in its transaction (Writes.RecordIdempotency). The
+// lookup still reports the dropped record, as expired: the statement's arms share one
+// snapshot. The resource a live record names is not read here: a replay is rare, and reads it
+// after its transaction ends (every create would otherwise send one more statement for it).
+func (r *Reads) Idempotency(tenantID, operation, key string, rec *IdempotencyRecord, found *error) {
+	readOne(r, scanIdempotency, rec, found,
 		`WITH dropped AS (
 		   DELETE FROM idempotency_keys WHERE tenant_id = $1 AND operation = $2 AND idem_key = $3 AND expires_at <= now()
 		 )
 		 SELECT tenant_id, operation, idem_key, request_hash, resource_id, expires_at <= now() FROM idempotency_keys
 		  WHERE tenant_id = $1 AND operation = $2 AND idem_key = $3`, tenantID, operation, key)
-	readOne(r, scanLoadBalancer, lb, lbFound,
-		`SELECT `+loadBalancerCols+` FROM load_balancers WHERE id =
-		   (SELECT resource_id FROM idempotency_keys
-		     WHERE tenant_id = $1 AND operation = $2 AND idem_key = $3 AND expires_at > now())`, tenantID, operation, key)
 }
 
 // Project queues GetProject.
