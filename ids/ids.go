@@ -31,7 +31,6 @@ const (
 	MachineFlavor   = "flv_"
 	UsageRecord     = "use_"
 	IdempotencyKeyT = "idem_"
-	QuotaReserve    = "qres_"
 )
 
 var (
