@@ -155,26 +155,59 @@ func (w *Writes) fused(ctx context.Context) *Writes {
 	return out
 }
 
+// fusedRunKey names a run of statements fused into one: a create sends the same run every time,
+// so its fused text is worked out once (fusedSeen), like fusable's and renumber's answers.
+type fusedRunKey struct {
+	n   int
+	sql [maxMemoRun]string
+	row int
+}
+
+// maxMemoRun is the longest run whose fused text is kept; a longer one is worked out each time.
+const maxMemoRun = 8
+
+var fusedSeen memo[fusedRunKey, string]
+
+// fusedText is the statement that runs qs as arms of one WITH, returning the row of qs[row]
+// (row < 0: none).
+func fusedText(qs []*pgx.QueuedQuery, row int) string {
+	build := func() string {
+		var sql strings.Builder
+		sql.WriteString("WITH ")
+		args := 0
+		for k, q := range qs {
+			if k > 0 {
+				sql.WriteString(", ")
+			}
+			sql.WriteString("w" + strconv.Itoa(k) + " AS (" + renumber(q.SQL, args) + ")")
+			args += len(q.Arguments)
+		}
+		if row >= 0 {
+			sql.WriteString(" SELECT * FROM w" + strconv.Itoa(row))
+		} else {
+			sql.WriteString(" SELECT 1")
+		}
+		return sql.String()
+	}
+	if len(qs) > maxMemoRun {
+		return build()
+	}
+	key := fusedRunKey{n: len(qs), row: row}
+	for k, q := range qs {
+		key.sql[k] = q.SQL
+	}
+	return fusedSeen.get(key, build)
+}
+
 // fuse queues qs as one statement; row is the index of the write whose row is read, or -1.
 func (w *Writes) fuse(qs []*pgx.QueuedQuery, items []writeItem, row int) {
-	var sql strings.Builder
 	var args []any
-	var what []string
-	sql.WriteString("WITH ")
+	what := make([]string, 0, len(qs))
 	for k, q := range qs {
-		if k > 0 {
-			sql.WriteString(", ")
-		}
-		sql.WriteString("w" + strconv.Itoa(k) + " AS (" + renumber(q.SQL, len(args)) + ")")
 		args = append(args, q.Arguments...)
 		what = append(what, items[k].what)
 	}
-	if row >= 0 {
-		sql.WriteString(" SELECT * FROM w" + strconv.Itoa(row))
-	} else {
-		sql.WriteString(" SELECT 1")
-	}
-	w.batch.Queue(sql.String(), args...)
+	w.batch.Queue(fusedText(qs, row), args...)
 	read := func(br pgx.BatchResults) error { _, err := br.Exec(); return err }
 	if row >= 0 {
 		read = items[row].read
