@@ -34,6 +34,30 @@ func waitBlockedBy(t *testing.T, db *store.DB, pid int) {
 	}
 }
 
+// bookingEnv is a fresh schema with one tenant's quota row of limit units and an empty table of
+// each name, (id TEXT PRIMARY KEY), for a test's transactions to write.
+func bookingEnv(t *testing.T, limit int64, tables ...string) (db *store.DB, tenantID, poolID string) {
+	t.Helper()
+	db = storetest.New(t)
+	tenantID, poolID = reservationQuota(t, db, limit)
+	for _, table := range tables {
+		if _, err := db.Pool().Exec(context.Background(), `CREATE TABLE `+table+` (id TEXT PRIMARY KEY)`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return db, tenantID, poolID
+}
+
+// rows counts what sql (a count) reports.
+func rows(t *testing.T, db *store.DB, sql string) int64 {
+	t.Helper()
+	var n int64
+	if err := db.Pool().QueryRow(context.Background(), sql).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
 var errCreateFailed = errors.New("the create failed after its booking")
 
 // TestLockedBookingsKeepTheQuota: 32 concurrent creates of one tenant against a limit of 10, each
@@ -42,11 +66,7 @@ var errCreateFailed = errors.New("the create failed after its booking")
 // contenders waited on the quota row's lock instead of aborting.
 func TestLockedBookingsKeepTheQuota(t *testing.T) {
 	t.Parallel()
-	db := storetest.New(t)
-	tenantID, poolID := reservationQuota(t, db, 10)
-	if _, err := db.Pool().Exec(context.Background(), `CREATE TABLE made (id TEXT PRIMARY KEY)`); err != nil {
-		t.Fatal(err)
-	}
+	db, tenantID, poolID := bookingEnv(t, 10, "made")
 	var attempts, refused atomic.Int64
 	var wg sync.WaitGroup
 	for i := range 32 {
@@ -77,10 +97,7 @@ func TestLockedBookingsKeepTheQuota(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	var made int64
-	if err := db.Pool().QueryRow(context.Background(), `SELECT count(*) FROM made`).Scan(&made); err != nil {
-		t.Fatal(err)
-	}
+	made := rows(t, db, `SELECT count(*) FROM made`)
 	used, _ := reservationState(t, db)
 	// A take waits for the holder's COMMIT or rollback and then judges the committed row, so
 	// only committed creates ever make one refused: the 16 even ones fill the 10 units exactly.
@@ -111,12 +128,8 @@ func TestTakeWaitsForItsHolder(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			db := storetest.New(t)
+			db, tenantID, poolID := bookingEnv(t, 1, "made")
 			ctx := context.Background()
-			tenantID, poolID := reservationQuota(t, db, 1)
-			if _, err := db.Pool().Exec(ctx, `CREATE TABLE made (id TEXT PRIMARY KEY)`); err != nil {
-				t.Fatal(err)
-			}
 			decided, proceed := make(chan struct{}), make(chan struct{})
 			done := make(chan error, 1)
 			var b store.QuotaBooking
@@ -162,10 +175,7 @@ func TestTakeWaitsForItsHolder(t *testing.T) {
 			if err := <-done; !errors.Is(err, tc.wantErr) && !(err == nil && tc.wantErr == nil) {
 				t.Fatalf("waiter: %v, want %v", err, tc.wantErr)
 			}
-			var made int64
-			if err := db.Pool().QueryRow(ctx, `SELECT count(*) FROM made`).Scan(&made); err != nil {
-				t.Fatal(err)
-			}
+			made := rows(t, db, `SELECT count(*) FROM made`)
 			if used, _ := reservationState(t, db); used != tc.wantUsed || made != tc.wantWrites {
 				t.Errorf("used %d, waiter's writes %d; want %d, %d", used, made, tc.wantUsed, tc.wantWrites)
 			}
@@ -275,15 +285,8 @@ func TestRefusedBookingCounts(t *testing.T) {
 // ErrQuotaRefused.
 func TestTakeIsTheLastStatement(t *testing.T) {
 	t.Parallel()
-	db := storetest.New(t)
+	db, tenantID, poolID := bookingEnv(t, 1, "made", "also")
 	ctx := context.Background()
-	tenantID, poolID := reservationQuota(t, db, 1)
-	if _, err := db.Pool().Exec(ctx, `CREATE TABLE made (id TEXT PRIMARY KEY)`); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Pool().Exec(ctx, `CREATE TABLE also (id TEXT PRIMARY KEY)`); err != nil {
-		t.Fatal(err)
-	}
 	for _, tc := range []struct {
 		name      string
 		usedFirst bool // a concurrent create took the last unit between the two trips
@@ -316,10 +319,7 @@ func TestTakeIsTheLastStatement(t *testing.T) {
 		if len(statements) != 2 || !strings.Contains(statements[1], "UPDATE quotas") {
 			t.Errorf("%s: the writes went as %q, want the inserts fused, then the unit taken", tc.name, statements)
 		}
-		var made int64
-		if err := db.Pool().QueryRow(ctx, `SELECT (SELECT count(*) FROM made) + (SELECT count(*) FROM also)`).Scan(&made); err != nil {
-			t.Fatal(err)
-		}
+		made := rows(t, db, `SELECT (SELECT count(*) FROM made) + (SELECT count(*) FROM also)`)
 		if used, _ := reservationState(t, db); made != 2*tc.wantMade || used != 1 {
 			t.Errorf("%s: made %d, used %d; want %d, 1", tc.name, made, used, 2*tc.wantMade)
 		}
