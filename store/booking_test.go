@@ -325,3 +325,24 @@ func TestTakeIsTheLastStatement(t *testing.T) {
 		}
 	}
 }
+
+// TestUnitSeenFreeMustBeTaken: writes that forget to take the unit their reads saw free are
+// refused before COMMIT (a create must never commit without its booking), and nothing of them
+// is written.
+func TestUnitSeenFreeMustBeTaken(t *testing.T) {
+	t.Parallel()
+	db, tenantID, poolID := bookingEnv(t, 1, "made")
+	var b store.QuotaBooking
+	err := store.ExecuteLockedTwoTrips(context.Background(), db, func(r *store.Reads) { r.BookQuota(poolID, tenantID, "loadBalancers", &b) },
+		func() (*store.Writes, error) {
+			var w store.Writes
+			w.Exec("make", `INSERT INTO made VALUES ('untaken')`)
+			return &w, nil
+		})
+	if err == nil || !strings.Contains(err.Error(), "not taken") {
+		t.Fatalf("writes without their unit: %v, want refused", err)
+	}
+	if used, _ := reservationState(t, db); used != 0 || rows(t, db, `SELECT count(*) FROM made`) != 0 {
+		t.Errorf("used %d after a refused transaction, want 0 and nothing made", used)
+	}
+}
