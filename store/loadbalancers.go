@@ -55,10 +55,11 @@ func InsertLoadBalancer(ctx context.Context, q Querier, l LoadBalancer) (LoadBal
 		l.ID, l.TenantID, l.ProjectID, l.PoolID, l.AccountID, l.Name, l.Description, l.Scope, l.Region, l.SubnetID, l.Spec)
 }
 
-const sqlInsertLoadBalancer = `INSERT INTO load_balancers (id, tenant_id, project_id, pool_id, account_id, name, description, scope, region,
+const sqlInsertLoadBalancer = sqlInsertLoadBalancerValues + ` RETURNING ` + loadBalancerCols
+
+const sqlInsertLoadBalancerValues = `INSERT INTO load_balancers (id, tenant_id, project_id, pool_id, account_id, name, description, scope, region,
 		        subnet_id, spec, state)
-		 VALUES ($1, $2, nullif($3, ''), $4, $5, $6, $7, $8, $9, nullif($10, ''), $11, 'pending')
-		 RETURNING ` + loadBalancerCols
+		 VALUES ($1, $2, nullif($3, ''), $4, $5, $6, $7, $8, $9, nullif($10, ''), $11, 'pending')`
 
 // GetLoadBalancer reads a load balancer by id alone; callers compare its tenant.
 func GetLoadBalancer(ctx context.Context, q Querier, id string) (LoadBalancer, error) {

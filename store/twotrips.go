@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -308,10 +309,35 @@ func scanIdempotency(r pgx.Row) (IdempotencyRecord, error) {
 	return rec, err
 }
 
-// InsertLoadBalancer queues InsertLoadBalancer; out receives the row as written.
+// InsertLoadBalancer queues InsertLoadBalancer; out receives the row as written. Only what the
+// server makes is sent back (its creation time): the rest is what was sent and the columns'
+// defaults, which newLoadBalancerRow knows (TestInsertedRowAsRead compares the two), so a
+// create's answer does not carry its own settings back over the wire and through the decoders.
 func (w *Writes) InsertLoadBalancer(l LoadBalancer, out *LoadBalancer) {
-	w.loadBalancerRow("insert load balancer", out, sqlInsertLoadBalancer,
+	w.addRow("insert load balancer", func(row pgx.Row) error {
+		var created time.Time
+		if err := row.Scan(&created); err != nil {
+			return err
+		}
+		*out = newLoadBalancerRow(l, created)
+		return nil
+	}, sqlInsertLoadBalancerCreated,
 		l.ID, l.TenantID, l.ProjectID, l.PoolID, l.AccountID, l.Name, l.Description, l.Scope, l.Region, l.SubnetID, l.Spec)
+}
+
+// sqlInsertLoadBalancerCreated is sqlInsertLoadBalancer returning the creation time alone.
+const sqlInsertLoadBalancerCreated = sqlInsertLoadBalancerValues + ` RETURNING created_at`
+
+// newLoadBalancerRow is the row sqlInsertLoadBalancer writes for l at created: l's values and the
+// defaults of load_balancers' other columns. Spec is the JSON sent, which a read returns as the
+// server re-spaced it (the same settings).
+func newLoadBalancerRow(l LoadBalancer, created time.Time) LoadBalancer {
+	return LoadBalancer{
+		ID: l.ID, TenantID: l.TenantID, ProjectID: l.ProjectID, PoolID: l.PoolID, AccountID: l.AccountID, Name: l.Name,
+		Description: l.Description, Scope: l.Scope, Region: l.Region, SubnetID: l.SubnetID, Spec: l.Spec,
+		SpecVersion: 1, State: "pending", ReachedInstanceIDs: []string{}, ReachedMachineIDs: []string{},
+		CreatedAt: created, UpdatedAt: created,
+	}
 }
 
 // UpdateLoadBalancerSpec queues UpdateLoadBalancerSpec.
