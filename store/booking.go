@@ -104,10 +104,10 @@ var ErrQuotaRefused = errors.New("store: no quota unit left")
 // BookQuota queues the booking of one unit of (pool, tenant, resource) among a locked
 // transaction's reads (ExecuteLockedTwoTrips). On PostgreSQL it reads whether a unit is free,
 // and the transaction's writes must take it (Writes.TakeQuota, checked before COMMIT), so that
-// the quota row is locked only from that statement to COMMIT. On CockroachDB it takes the unit
-// at once, as the first statement: a row read in the first trip and written in the second
-// would make concurrent creates fail each other's read refresh, where a lock taken first makes
-// them queue.
+// the quota row is locked only from that statement to COMMIT. Elsewhere (CockroachDB, or a
+// SERIALIZABLE ExecuteTwoTrips) it takes the unit at once, and a caller queues it first: a row
+// read in the first trip and written in the second would make concurrent creates fail each
+// other's read refresh, where a lock taken first makes them queue.
 func (r *Reads) BookQuota(poolID, tenantID, resource string, out *QuotaBooking) {
 	*out = QuotaBooking{}
 	if !r.locked {
