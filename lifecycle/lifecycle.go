@@ -248,8 +248,8 @@ func (k *Kind) Book(rd *store.Reads, s Subject, out *store.QuotaBooking) {
 func (k *Kind) Take(w *store.Writes, b *store.QuotaBooking) { w.TakeQuota(b) }
 
 // Queue is Apply for a transaction's last writes (store.Writes), whose booking, if any, was
-// made by Reserve, in Apply's order: the meter stopped, the meter started, the event. A
-// transition that refunds is not queued this way (a refund's answer is checked).
+// made by Book (and is taken by Take), in Apply's order: the meter stopped, the meter started,
+// the event. A transition that refunds is not queued this way (a refund's answer is checked).
 func (k *Kind) Queue(w *store.Writes, t Transition, s Subject, data map[string]any) error {
 	r, err := k.rule(t, data)
 	if err != nil {

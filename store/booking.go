@@ -146,16 +146,11 @@ func (w *Writes) TakeQuota(b *QuotaBooking) {
 	w.batch.Queue(sqlTakeQuota, b.take.poolID, b.take.tenantID, b.take.resource)
 	w.items = append(w.items, writeItem{what: "quota " + b.take.resource, read: func(br pgx.BatchResults) error {
 		_, err := br.Exec()
-		return refusedAs(err, ErrQuotaRefused)
+		if sqlState(err) == codeDivisionByZero {
+			return ErrQuotaRefused
+		}
+		return err
 	}})
-}
-
-// refusedAs reports sqlTakeQuota's refusal (division_by_zero) as refused.
-func refusedAs(err, refused error) error {
-	if sqlState(err) == codeDivisionByZero {
-		return refused
-	}
-	return err
 }
 
 // untaken reports a unit the reads saw free that the writes did not take: a create that would

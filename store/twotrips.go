@@ -143,36 +143,18 @@ func (r *Reads) shared(plain, forShare string) string {
 }
 
 func (r *Reads) send(ctx context.Context, to batchSender) error {
-	err, _ := r.sendSplit(ctx, to, len(r.items))
-	return err
-}
-
-// sendSplit sends the batch and reports the first error among its first split statements and
-// the first among the rest apart. The server skips every statement after a failed one until
-// the batch's end, so a failure before split is also reported after it.
-func (r *Reads) sendSplit(ctx context.Context, to batchSender, split int) (before, after error) {
 	br := to.SendBatch(ctx, &r.batch)
-	for i, read := range r.items {
-		err := read(br)
-		switch {
-		case err == nil:
-		case i < split && before == nil:
-			before = fmt.Errorf("store: reads: %w", TranslateError(err))
-		case i >= split && after == nil:
-			after = fmt.Errorf("store: reads: %w", TranslateError(err))
+	var first error
+	for _, read := range r.items {
+		if err := read(br); err != nil && first == nil {
+			first = fmt.Errorf("store: reads: %w", TranslateError(err))
 		}
 	}
-	// A failure only Close reports (nothing left unread failed) is the later part's.
-	if err := br.Close(); err != nil {
-		err = fmt.Errorf("store: reads: %w", TranslateError(err))
-		switch {
-		case split < len(r.items) && after == nil:
-			after = err
-		case split >= len(r.items) && before == nil:
-			before = err
-		}
+	// Close reports a failure of the batch itself (nothing left unread failed).
+	if err := br.Close(); err != nil && first == nil {
+		first = fmt.Errorf("store: reads: %w", TranslateError(err))
 	}
-	return before, after
+	return first
 }
 
 // exec queues a statement whose answer is only its success.
