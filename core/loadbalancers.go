@@ -67,12 +67,7 @@ func (s *Service) CreateLoadBalancer(ctx context.Context, r *v1.CreateLoadBalanc
 	}
 	if errors.Is(err, errReplay) {
 		// The key's live record answers; the transaction (and its booking) was rolled back.
-		row, err := store.GetLoadBalancer(ctx, s.DB.Q(), plan.idem.ResourceID)
-		if err != nil {
-			return nil, storeErr(err, "load balancer")
-		}
-		lb, _, err := replayed(r, hash, plan.idem, row)
-		return lb, err
+		return s.replayed(ctx, r, hash, plan.idem)
 	}
 	if constraint := store.ConstraintName(err); errors.Is(err, store.ErrConflict) &&
 		(constraint == "idempotency_keys_pkey" || constraint == "load_balancers_live_name") {
@@ -155,20 +150,21 @@ func (s *Service) replayCreate(ctx context.Context, r *v1.CreateLoadBalancerRequ
 	if err != nil {
 		return nil, true, storeErr(err, "idempotency record")
 	}
-	row, err := store.GetLoadBalancer(ctx, s.DB.Q(), rec.ResourceID)
-	if err != nil {
-		return nil, true, storeErr(err, "load balancer")
-	}
-	return replayed(r, hash, rec, row)
+	lb, err := s.replayed(ctx, r, hash, rec)
+	return lb, true, err
 }
 
-// replayed is the answer to a create whose key has a live record rec naming row.
-func replayed(r *v1.CreateLoadBalancerRequest, hash []byte, rec store.IdempotencyRecord, row store.LoadBalancer) (*v1.LoadBalancer, bool, error) {
+// replayed is the answer to a create whose key has a live record rec: the load balancer it
+// names, read now, when the request is the one the key was first used with.
+func (s *Service) replayed(ctx context.Context, r *v1.CreateLoadBalancerRequest, hash []byte, rec store.IdempotencyRecord) (*v1.LoadBalancer, error) {
 	if string(rec.RequestHash) != string(hash) {
-		return nil, true, apierr.Invalid("idempotencyKey", "idempotencyKey %s was used with a different request", r.GetIdempotencyKey())
+		return nil, apierr.Invalid("idempotencyKey", "idempotencyKey %s was used with a different request", r.GetIdempotencyKey())
 	}
-	lb, err := loadBalancerProto(row)
-	return lb, true, err
+	row, err := store.GetLoadBalancer(ctx, s.DB.Q(), rec.ResourceID)
+	if err != nil {
+		return nil, storeErr(err, "load balancer")
+	}
+	return loadBalancerProto(row)
 }
 
 // decideLoadBalancerCreate judges a create on its first round trip's rows (in the order a caller
