@@ -194,9 +194,8 @@ func TestLockedReadsHoldTheirRows(t *testing.T) {
 	}{{"locked", true}, {"serializable", false}} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			db := storetest.New(t)
+			db, _, poolID := bookingEnv(t, 1)
 			ctx := context.Background()
-			_, poolID := reservationQuota(t, db, 1)
 			holding, release := make(chan int, 1), make(chan struct{})
 			done := make(chan error, 1)
 			go func() {
@@ -249,9 +248,8 @@ func TestLockedReadsHoldTheirRows(t *testing.T) {
 // it is), and a pool the tenant has no quota on books nothing and shows none.
 func TestRefusedBookingCounts(t *testing.T) {
 	t.Parallel()
-	db := storetest.New(t)
+	db, tenantID, poolID := bookingEnv(t, 1)
 	ctx := context.Background()
-	tenantID, poolID := reservationQuota(t, db, 1)
 	if _, err := store.SetQuota(ctx, db.Q(), store.Quota{PoolID: poolID, TenantID: tenantID, Resource: "instances", Limit: 3}); err != nil {
 		t.Fatal(err)
 	}
