@@ -206,7 +206,7 @@ func (c *client) item(ck Check) (*openfgav1.BatchCheckItem, error) {
 	}
 	it := &openfgav1.BatchCheckItem{
 		TupleKey: &openfgav1.CheckRequestTupleKey{
-			User:     principalType + ":" + ck.Principal,
+			User:     principalUser(ck.Principal),
 			Relation: rel,
 			Object:   obj.String(),
 		},
@@ -232,7 +232,7 @@ func (c *client) item(ck Check) (*openfgav1.BatchCheckItem, error) {
 	it.ContextualTuples = &openfgav1.ContextualTupleKeys{TupleKeys: []*openfgav1.TupleKey{{
 		Object:   obj.String(),
 		Relation: tenantRelation,
-		User:     TypeTenant + ":" + obj.Tenant,
+		User:     tenantUser(obj.Tenant),
 		Condition: &openfgav1.RelationshipCondition{
 			Name:    "database_tenant",
 			Context: bindCtx,

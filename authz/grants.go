@@ -21,7 +21,7 @@ func (c *client) GrantPlatformAdmin(ctx context.Context, principal string) error
 	if err := validID("principal", principal); err != nil {
 		return err
 	}
-	return c.write(ctx, &openfgav1.TupleKey{Object: PlatformObject.String(), Relation: "admin", User: principalType + ":" + principal}, true)
+	return c.write(ctx, &openfgav1.TupleKey{Object: PlatformObject.String(), Relation: "admin", User: principalUser(principal)}, true)
 }
 
 // RevokeTenantRole removes role on tenant from principal.
@@ -62,9 +62,9 @@ func tenantRoleKey(tenant, principal string, role Role) (*openfgav1.TupleKey, er
 		return nil, fmt.Errorf("%w: unknown role %q", ErrInvalid, role)
 	}
 	return &openfgav1.TupleKey{
-		Object:   TypeTenant + ":" + tenant,
+		Object:   TenantObject(tenant).String(),
 		Relation: string(role),
-		User:     principalType + ":" + principal,
+		User:     principalUser(principal),
 	}, nil
 }
 
@@ -84,7 +84,7 @@ func (c *client) objectKey(obj Object, principal string, level Level) (*openfgav
 	return &openfgav1.TupleKey{
 		Object:   obj.String(),
 		Relation: string(level),
-		User:     principalType + ":" + principal,
+		User:     principalUser(principal),
 	}, nil
 }
 

@@ -126,8 +126,9 @@ type Object struct {
 	Tenant string
 }
 
-// String renders the object as OpenFGA spells it ("type:id").
-func (o Object) String() string { return o.Type + ":" + o.ID }
+// String renders the object as OpenFGA spells it ("type:id"), the id encoded
+// by EngineID.
+func (o Object) String() string { return o.Type + ":" + EngineID(o.ID) }
 
 // PlatformObject is the one compute-platform object.
 var PlatformObject = Object{Type: TypePlatform, ID: "root"}
@@ -142,6 +143,69 @@ type Check struct {
 	Permission Permission
 	Object     Object
 }
+
+// EngineID encodes an id for the authorization engine. The engine reads ':' as
+// the type separator and '#' as userset syntax in every object and user, while
+// the API allows ':' in ids (a tenant "acme:prod"). Those two bytes and the
+// escape byte itself are percent-encoded, so the encoding is reversible and two
+// ids never meet: "a:b" is "a%3Ab" and "a%3Ab" is "a%253Ab". Ids without them,
+// which is every id written before the encoding existed, are unchanged, so
+// stored tuples keep their meaning.
+func EngineID(id string) string {
+	if !strings.ContainsAny(id, "%:#") {
+		return id
+	}
+	var b strings.Builder
+	b.Grow(len(id) + 8)
+	for i := 0; i < len(id); i++ {
+		switch c := id[i]; c {
+		case '%':
+			b.WriteString("%25")
+		case ':':
+			b.WriteString("%3A")
+		case '#':
+			b.WriteString("%23")
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+// DecodeEngineID reverses EngineID.
+func DecodeEngineID(enc string) (string, error) {
+	if !strings.Contains(enc, "%") {
+		return enc, nil
+	}
+	var b strings.Builder
+	for i := 0; i < len(enc); i++ {
+		if enc[i] != '%' {
+			b.WriteByte(enc[i])
+			continue
+		}
+		if i+2 >= len(enc) {
+			return "", fmt.Errorf("%w: engine id %q ends inside an escape", ErrInvalid, enc)
+		}
+		switch enc[i+1 : i+3] {
+		case "25":
+			b.WriteByte('%')
+		case "3A":
+			b.WriteByte(':')
+		case "23":
+			b.WriteByte('#')
+		default:
+			return "", fmt.Errorf("%w: engine id %q has an unknown escape", ErrInvalid, enc)
+		}
+		i += 2
+	}
+	return b.String(), nil
+}
+
+// principalUser renders a principal as the engine's user ("user:<id>").
+func principalUser(principal string) string { return principalType + ":" + EngineID(principal) }
+
+// tenantUser renders a tenant as the engine's user of a tenant tuple.
+func tenantUser(tenant string) string { return TypeTenant + ":" + EngineID(tenant) }
 
 // idPattern bounds ids sent to the engine: no whitespace, '#' or '*', which
 // OpenFGA reads as userset or wildcard syntax.
