@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"better-compute.dev/compute/apierr"
+	"better-compute.dev/compute/requestid"
 )
 
 // Bounds of a request body on the API: every body is read whole before a handler sees it, within
@@ -91,7 +92,7 @@ func refuseBody(w http.ResponseWriter, r *http.Request, msg string) {
 	ct := r.Header.Get("Content-Type")
 	switch {
 	case strings.HasPrefix(r.URL.Path, JSONPrefix):
-		writeJSONErrorStatus(w, http.StatusBadRequest, JSONError{Code: apierr.InvalidInput, Message: msg})
+		writeJSONErrorStatus(w, http.StatusBadRequest, JSONError{Code: apierr.InvalidInput, Message: msg, RequestID: requestid.FromContext(r.Context())})
 	case strings.HasPrefix(ct, "application/grpc"):
 		// Trailers-only answer: the status travels in the headers.
 		w.Header().Set("Content-Type", ct)

@@ -20,14 +20,14 @@ import (
 )
 
 // rawPost sends a POST with a chunked body written as given and returns the status line and body.
-func rawPost(t *testing.T, base, path, contentType, chunked string) (int, string) {
+func rawPost(t *testing.T, base, token, path, contentType, chunked string) (int, string) {
 	t.Helper()
 	conn, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: %s\r\nAuthorization: Bearer x\r\nTransfer-Encoding: chunked\r\n\r\n%s", path, contentType, chunked)
+	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: %s\r\nAuthorization: Bearer %s\r\nTransfer-Encoding: chunked\r\n\r\n%s", path, contentType, token, chunked)
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -38,15 +38,16 @@ func rawPost(t *testing.T, base, path, contentType, chunked string) (int, string
 }
 
 // TestBrokenBodiesAreTheCallersMistake: a body whose chunked encoding is broken, or that is too
-// large, is answered INVALID_INPUT on the JSON mapping and invalid_argument on Connect.
+// large, is answered INVALID_INPUT on the JSON mapping and invalid_argument on Connect, once the
+// caller is authenticated (TestCredentialsBeforeContent covers the anonymous caller).
 func TestBrokenBodiesAreTheCallersMistake(t *testing.T) {
 	s := apptest.Start(t)
 	const bad = "zz\r\nabc\r\n0\r\n\r\n"
-	status, body := rawPost(t, s.App.URL, "/api/compute/loadBalancers/get", "application/json", bad)
+	status, body := rawPost(t, s.App.URL, s.AdminToken, "/api/compute/loadBalancers/get", "application/json", bad)
 	if status != http.StatusBadRequest || !strings.Contains(body, `"INVALID_INPUT"`) {
 		t.Errorf("JSON mapping: %d %s, want 400 INVALID_INPUT", status, body)
 	}
-	status, body = rawPost(t, s.App.URL, "/bettercompute.compute.v1.LoadBalancerService/GetLoadBalancer", "application/json", bad)
+	status, body = rawPost(t, s.App.URL, s.AdminToken, "/bettercompute.compute.v1.LoadBalancerService/GetLoadBalancer", "application/json", bad)
 	if status != http.StatusBadRequest || !strings.Contains(body, `"invalid_argument"`) {
 		t.Errorf("Connect: %d %s, want 400 invalid_argument", status, body)
 	}
@@ -54,6 +55,7 @@ func TestBrokenBodiesAreTheCallersMistake(t *testing.T) {
 	for _, path := range []string{"/api/compute/loadBalancers/get", "/bettercompute.compute.v1.LoadBalancerService/GetLoadBalancer"} {
 		req, _ := http.NewRequest(http.MethodPost, s.App.URL+path, bytes.NewReader(big))
 		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+s.AdminToken)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)

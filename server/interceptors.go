@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
-	"strings"
 	"time"
 
 	"buf.build/go/protovalidate"
@@ -84,25 +83,22 @@ func (i *interceptor) WrapStreamingHandler(next connect.StreamingHandlerFunc) co
 	}
 }
 
-// admit validates the request (bad input is INVALID_INPUT before anything else is looked at) and
-// resolves the bearer token to a caller.
+// admit validates the request and makes sure it has a caller. authenticateFirst has resolved the
+// bearer token before the body was read; a handler reached another way (a test mounting the
+// handlers alone) authenticates here, still before validating.
 func (i *interceptor) admit(ctx context.Context, authorization string, msg any) (context.Context, error) {
+	if _, ok := core.CallerFrom(ctx); !ok {
+		var err error
+		if ctx, err = authenticate(ctx, i.svc, authorization); err != nil {
+			return ctx, toConnect(err)
+		}
+	}
 	if m, ok := msg.(proto.Message); ok {
 		if err := i.validateMessage(m); err != nil {
 			return ctx, err
 		}
 	}
-	// The scheme is case-insensitive (RFC 9110 section 11.6.2): "bearer" and "BEARER" are Bearer.
-	scheme, token, ok := strings.Cut(strings.TrimSpace(authorization), " ")
-	token = strings.TrimSpace(token)
-	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
-		return ctx, toConnect(&apierr.Error{Code: apierr.Unauthenticated, Message: "an Authorization: Bearer token is required"})
-	}
-	c, err := i.svc.Authenticate(ctx, token)
-	if err != nil {
-		return ctx, toConnect(err)
-	}
-	return core.WithCaller(ctx, c), nil
+	return ctx, nil
 }
 
 // observe records the call's outcome. Only the procedure, code and duration are logged: never the
@@ -163,6 +159,11 @@ func (i *interceptor) validateMessage(m proto.Message) error {
 // recovered turns a handler's panic into INTERNAL for its caller and keeps the replica serving.
 // The panic value is logged, not returned: it may quote anything the handler held.
 func (i *interceptor) recovered(ctx context.Context, spec connect.Spec, _ http.Header, p any) error {
-	i.log.ErrorContext(ctx, "handler panicked", "procedure", spec.Procedure, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
-	return toConnect(&apierr.Error{Code: apierr.Internal, Message: "internal error"})
+	return toConnect(i.panicked(ctx, spec.Procedure, p))
+}
+
+// panicked logs a panic of the call to procedure and returns the INTERNAL its caller gets.
+func (i *interceptor) panicked(ctx context.Context, procedure string, p any) error {
+	i.log.ErrorContext(ctx, "handler panicked", "procedure", procedure, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+	return &apierr.Error{Code: apierr.Internal, Message: "internal error"}
 }

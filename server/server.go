@@ -107,8 +107,9 @@ func New(opts Options) (http.Handler, error) {
 	if bodyTimeout <= 0 {
 		bodyTimeout = BodyReadTimeout
 	}
-	root.Handle("/", readBodyFirst(bodyTimeout, api))
-	root.Handle(JSONPrefix, readBodyFirst(bodyTimeout, jsonMapping(api)))
+	// Credentials before content: the token is resolved before the body is read or judged.
+	root.Handle("/", authenticateFirst(ic, readBodyFirst(bodyTimeout, api)))
+	root.Handle(JSONPrefix, authenticateFirst(ic, readBodyFirst(bodyTimeout, jsonMapping(api))))
 	root.HandleFunc("GET "+JSONPrefix+"openapi.json", serveOpenAPI)
 	health := opts.Health
 	if health == nil {

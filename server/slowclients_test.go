@@ -17,13 +17,13 @@ import (
 
 // dripBody opens a connection that sends a request's headers and then its body one byte at a time,
 // and reports the status the server answered with (0 if none came before give-up).
-func dripBody(addr, path string, every, giveUp time.Duration) int {
+func dripBody(addr, token, path string, every, giveUp time.Duration) int {
 	conn, err := net.Dial("tcp", addr)
 	if err != nil {
 		return -1
 	}
 	defer conn.Close()
-	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n", path)
+	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nAuthorization: Bearer %s\r\nContent-Length: 1000\r\n\r\n", path, token)
 	status := make(chan int, 1)
 	go func() {
 		_ = conn.SetReadDeadline(time.Now().Add(giveUp))
@@ -66,7 +66,7 @@ func TestSlowBodiesAreCutWhileOthersAreServed(t *testing.T) {
 			if i%2 == 1 {
 				path = "/bettercompute.compute.v1.LoadBalancerService/ListLoadBalancers"
 			}
-			if dripBody(addr, path, 50*time.Millisecond, 20*time.Second) == http.StatusBadRequest {
+			if dripBody(addr, tn.Token, path, 50*time.Millisecond, 20*time.Second) == http.StatusBadRequest {
 				cut.Add(1)
 			}
 		}()

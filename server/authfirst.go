@@ -1,0 +1,80 @@
+package server
+
+import (
+	"context"
+	"net/http"
+	"strings"
+
+	"connectrpc.com/connect"
+
+	"better-compute.dev/compute/apierr"
+	"better-compute.dev/compute/core"
+	c "better-compute.dev/compute/gen/go/bettercompute/compute/v1/computev1connect"
+	"better-compute.dev/compute/requestid"
+)
+
+// servicePrefix is the path prefix of every Connect, gRPC and gRPC-Web procedure of the API.
+const servicePrefix = "/" + apiPackage + "."
+
+// authenticateFirst resolves the bearer token of every API call before anything else looks at
+// the request: before its body is read, decoded or validated. An anonymous caller learns only
+// that credentials are required, never the API's rules. The caller travels in the request's
+// context, where the interceptor finds it. Public paths (health, the OpenAPI document, the
+// console, reflection) and the substrate join (authenticated by its join token) pass untouched.
+func authenticateFirst(ic *interceptor, next http.Handler) http.Handler {
+	errs := connect.NewErrorWriter()
+	refuse := func(w http.ResponseWriter, r *http.Request, err error) {
+		if errs.IsSupported(r) && !strings.HasPrefix(r.URL.Path, JSONPrefix) {
+			_ = errs.Write(w, r, withRequestID(r.Context(), toConnect(err)))
+			return
+		}
+		// The JSON mapping, or a protocol Connect does not know: a plain JSON error body.
+		e := apierr.From(err)
+		writeJSONError(w, JSONError{Code: e.Code, Message: e.Message, RequestID: requestid.FromContext(r.Context())})
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !needsBearer(r.URL.Path) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		ctx, err := func() (ctx context.Context, err error) {
+			defer func() {
+				if p := recover(); p != nil {
+					err = ic.panicked(r.Context(), r.URL.Path, p)
+				}
+			}()
+			return authenticate(r.Context(), ic.svc, r.Header.Get("Authorization"))
+		}()
+		if err != nil {
+			refuse(w, r, err)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+// needsBearer tells whether a path is an API call that a bearer token must authenticate.
+func needsBearer(path string) bool {
+	switch {
+	case strings.HasPrefix(path, JSONPrefix):
+		return true // GET openapi.json has a route of its own, ahead of this one
+	case strings.HasPrefix(path, "/"+c.SubstrateJoinServiceName+"/"):
+		return false
+	}
+	return strings.HasPrefix(path, servicePrefix)
+}
+
+// authenticate resolves an Authorization header to the caller, in ctx.
+func authenticate(ctx context.Context, svc *core.Service, authorization string) (context.Context, error) {
+	// The scheme is case-insensitive (RFC 9110 section 11.6.2): "bearer" and "BEARER" are Bearer.
+	scheme, token, ok := strings.Cut(strings.TrimSpace(authorization), " ")
+	token = strings.TrimSpace(token)
+	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
+		return ctx, &apierr.Error{Code: apierr.Unauthenticated, Message: "an Authorization: Bearer token is required"}
+	}
+	caller, err := svc.Authenticate(ctx, token)
+	if err != nil {
+		return ctx, err
+	}
+	return core.WithCaller(ctx, caller), nil
+}
