@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strings"
+	"time"
 
 	"connectrpc.com/connect"
 
@@ -37,6 +38,7 @@ func authenticateFirst(ic *interceptor, next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
+		start := time.Now()
 		ctx, err := func() (ctx context.Context, err error) {
 			defer func() {
 				if p := recover(); p != nil {
@@ -46,6 +48,9 @@ func authenticateFirst(ic *interceptor, next http.Handler) http.Handler {
 			return authenticate(r.Context(), ic.svc, r.Header.Get("Authorization"))
 		}()
 		if err != nil {
+			// Counted and logged as every other call's outcome, under a procedure name the server
+			// knows (a caller's made-up path must not become a metric label).
+			ic.observe(r.Context(), knownProcedure(r.URL.Path), start, toConnect(err))
 			refuse(w, r, err)
 			return
 		}
@@ -78,3 +83,23 @@ func authenticate(ctx context.Context, svc *core.Service, authorization string) 
 	}
 	return core.WithCaller(ctx, caller), nil
 }
+
+// knownProcedure names the procedure a path calls, or "unknown" when it calls none.
+func knownProcedure(path string) string {
+	if p, ok := jsonRoutes[strings.TrimPrefix(path, JSONPrefix)]; ok {
+		return p
+	}
+	if _, ok := procedureNames[path]; ok {
+		return path
+	}
+	return "unknown"
+}
+
+// procedureNames holds every Connect procedure of the API.
+var procedureNames = func() map[string]struct{} {
+	out := map[string]struct{}{}
+	for _, p := range Procedures() {
+		out[p.Name] = struct{}{}
+	}
+	return out
+}()
