@@ -12,6 +12,7 @@ import (
 	"connectrpc.com/connect"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"better-compute.dev/compute/apierr"
@@ -86,6 +87,10 @@ func validationError(err error) *connect.Error {
 			msgs = append(msgs, fmt.Sprintf("and %d more", len(ve.Violations)-i))
 			break
 		}
+		if missingString(v) {
+			msgs = append(msgs, path+" is required")
+			continue
+		}
 		msgs = append(msgs, fmt.Sprintf("%s: %s", path, v.Proto.GetMessage()))
 	}
 	ce := toConnect(apierr.Invalid(first, "%s", strings.Join(msgs, "; ")))
@@ -93,6 +98,23 @@ func validationError(err error) *connect.Error {
 		ce.AddDetail(d)
 	}
 	return ce
+}
+
+// missingString tells a string field that was left out from one whose value breaks a rule: an
+// empty id or name fails its pattern or length rule, and "does not match regex pattern" would send
+// a new user looking for what is wrong with a value they never sent.
+func missingString(v *protovalidate.Violation) bool {
+	fd := v.FieldDescriptor
+	if fd == nil || fd.IsList() || fd.IsMap() || v.Proto.GetForKey() {
+		return false
+	}
+	switch fd.Kind() {
+	case protoreflect.StringKind:
+		return v.FieldValue.IsValid() && v.FieldValue.String() == ""
+	case protoreflect.BytesKind:
+		return v.FieldValue.IsValid() && len(v.FieldValue.Bytes()) == 0
+	}
+	return false
 }
 
 // maxViolationsInMessage bounds the message: a request with thousands of bad items gets a short
