@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -12,6 +13,8 @@ import (
 	"connectrpc.com/connect"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
 
 	"better-compute.dev/compute/apierr"
 	c "better-compute.dev/compute/gen/go/bettercompute/compute/v1/computev1connect"
@@ -27,6 +30,22 @@ const JSONPrefix = "/api/compute/"
 // json_route option (proto/bettercompute/compute/v1/options.proto). Streams (events/watch) have
 // none: they are served over Connect, gRPC and gRPC-Web only.
 var jsonRoutes = routesOf(Procedures())
+
+// inputs holds the request message of every procedure, by procedure name.
+var inputs = func() map[string]protoreflect.MessageDescriptor {
+	out := map[string]protoreflect.MessageDescriptor{}
+	protoregistry.GlobalFiles.RangeFilesByPackage(apiPackage, func(fd protoreflect.FileDescriptor) bool {
+		for i := range fd.Services().Len() {
+			sd := fd.Services().Get(i)
+			for j := range sd.Methods().Len() {
+				md := sd.Methods().Get(j)
+				out["/"+string(sd.FullName())+"/"+string(md.Name())] = md.Input()
+			}
+		}
+		return true
+	})
+	return out
+}()
 
 // routesOf maps each procedure's JSON route to it. Two procedures claiming one route is a schema
 // mistake, refused when the package loads.
@@ -95,6 +114,13 @@ func jsonMapping(connectMux http.Handler) http.Handler {
 			writeJSONErrorStatus(w, http.StatusMethodNotAllowed, JSONError{Code: apierr.InvalidInput, Message: "use POST", RequestID: requestid.FromContext(r.Context())})
 			return
 		}
+		// The body is in memory (readBodyFirst): kept to explain a decoding failure.
+		var body []byte
+		if r.Body != nil {
+			body, _ = io.ReadAll(r.Body)
+			_ = r.Body.Close()
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		}
 		inner := r.Clone(r.Context())
 		inner.URL.Path = procedure
 		inner.URL.RawPath = ""
@@ -110,6 +136,12 @@ func jsonMapping(connectMux http.Handler) http.Handler {
 		connectMux.ServeHTTP(rec, inner)
 		if rec.status != 0 && rec.status != http.StatusOK {
 			je := translateConnectError(rec.body.Bytes())
+			if je.Code == apierr.InvalidInput && je.Field == "" {
+				// The decoder refused the body: name the field that does not fit.
+				if m := explainJSON(body, inputs[procedure]); m != nil {
+					je.Field, je.Message = m.Field, m.Error()
+				}
+			}
 			je.RequestID = requestid.FromContext(r.Context())
 			writeJSONError(w, je)
 		}

@@ -124,7 +124,7 @@ func TestRequestIDReachesLogsAndEvents(t *testing.T) {
 	}
 	_, got := s.PostJSON(t, "/api/compute/events/list", tn.Token, map[string]any{"tenantId": tn.ID, "resourceId": "r"})
 	evs, _ := got["events"].([]any)
-	if len(evs) != 1 || evs[0].(map[string]any)["requestId"] != nil {
+	if len(evs) != 1 || evs[0].(map[string]any)["requestId"] != "" {
 		t.Errorf("an event of no call: %v", got)
 	}
 
