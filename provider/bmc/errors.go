@@ -5,7 +5,9 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"io"
 	"net"
+	"net/url"
 	"regexp"
 	"strings"
 	"syscall"
@@ -28,6 +30,7 @@ var (
 	ErrPowerUnknown = errors.New("bmc: power state unknown")     // never power on or cycle then
 	ErrTLS          = errors.New("bmc: certificate not trusted") // verification failed
 	ErrUnclassified = errors.New("bmc: failure not understood")  // permanent, so it surfaces
+	ErrNotSettled   = errors.New("bmc: power did not settle")    // the reading never showed the change
 )
 
 // Error is a failed step. Its message has been scrubbed of the target's password (and of
@@ -93,9 +96,15 @@ func classify(err error) error {
 	if errors.As(err, &ne) && ne.Timeout() {
 		return ErrTimeout
 	}
+	// A connection that failed or broke before an answer, whatever the driver wrapped around it
+	// ("no Opener implementations found" from bmclib's login among them): the BMC is not
+	// reachable now, and a later attempt may find it.
 	var dnsErr *net.DNSError
 	var opErr *net.OpError
-	if errors.As(err, &dnsErr) || errors.As(err, &opErr) {
+	var urlErr *url.Error
+	var errno syscall.Errno
+	if errors.As(err, &dnsErr) || errors.As(err, &opErr) || errors.As(err, &urlErr) || errors.As(err, &errno) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) {
 		return ErrUnreachable
 	}
 	return classifyText(strings.ToLower(err.Error()))

@@ -1,6 +1,10 @@
 package bmc
 
-import "better-compute.dev/compute/metal"
+import (
+	"time"
+
+	"better-compute.dev/compute/metal"
+)
 
 // Step is one action of a workflow at the BMC.
 type Step string
@@ -53,7 +57,16 @@ type Report struct {
 	PowerBefore PowerState `json:"powerBefore,omitempty"` // as read at the start
 	PowerAfter  PowerState `json:"powerAfter,omitempty"`  // as read at the end, when it could be
 	// RawPower is the driver's power string as last read ("On", "Chassis Power is on").
-	RawPower  string     `json:"rawPower,omitempty"`
+	RawPower string `json:"rawPower,omitempty"`
+	// PowerLast is the BMC's last power reading in this run and PowerReadAt when it was read.
+	PowerLast   PowerState `json:"powerLast,omitempty"`
+	PowerReadAt time.Time  `json:"powerReadAt,omitzero"`
+	// PowerRequested is the state a power change of this run asked for while the BMC's reading
+	// does not show it yet (a run that failed before it settled); empty once it did.
+	PowerRequested PowerState `json:"powerRequested,omitempty"`
+	// Auth is how the run authenticated: AuthSession, AuthBasic or AuthRMCP; empty when it
+	// never logged in.
+	Auth      string     `json:"auth,omitempty"`
 	Inventory *Inventory `json:"inventory,omitempty"`
 	// Provider is the bmclib driver that answered (GetMetadata().SuccessfulProvider).
 	Provider string `json:"provider,omitempty"`
