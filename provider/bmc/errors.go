@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -75,6 +76,17 @@ var statusPattern = regexp.MustCompile(`(?:^|[^0-9])([45][0-9][0-9]): `)
 // and TLS errors, contexts), then the texts drivers are known to produce (ipmitool's output
 // arrives as text only).
 func classify(err error) error {
+	var ce *gfcommon.CollectionError
+	if errors.As(err, &ce) && !ce.Empty() {
+		// A collection read that failed on some members: the first member's failure (by link)
+		// is the kind; gofish keeps each member's error typed.
+		links := make([]string, 0, len(ce.Failures))
+		for l := range ce.Failures {
+			links = append(links, l)
+		}
+		slices.Sort(links)
+		return classify(ce.Failures[links[0]])
+	}
 	var ge *gfcommon.Error
 	if errors.As(err, &ge) && ge.HTTPReturnedStatusCode != 0 {
 		return kindOfStatus(ge.HTTPReturnedStatusCode)

@@ -122,6 +122,8 @@ func systemID(s *redfish.ComputerSystem) string {
 // invalid target listing the ids (permanent: the node must say which machine it is). bmclib
 // addresses a system by its Name, so the chosen system's Name must be its own.
 func pickSystem(systems []*redfish.ComputerSystem, want string) (*redfish.ComputerSystem, error) {
+	// gofish reads a collection's members concurrently: order them by id.
+	slices.SortFunc(systems, func(a, b *redfish.ComputerSystem) int { return strings.Compare(systemID(a), systemID(b)) })
 	ids := make([]string, len(systems))
 	for i, s := range systems {
 		ids[i] = systemID(s)
@@ -189,5 +191,6 @@ func (r *Runner) SystemIDs(ctx context.Context, t Target) ([]string, error) {
 	for i, s := range systems {
 		ids[i] = systemID(s)
 	}
+	slices.Sort(ids)
 	return ids, nil
 }
