@@ -201,6 +201,31 @@ func RecordMetalOutcome(ctx context.Context, q Querier, o MetalOutcome) (MetalNo
 		nullJSON(o.Inventory), o.ClearImage, o.PowerReadAt, o.PowerRequested, o.BMCAuth)
 }
 
+// MetalPowerNote is a power change a run is waiting for, shown on the node while it settles.
+type MetalPowerNote struct {
+	ID             string
+	Version        int64 // as the run read it; a node that moved since is left alone
+	PowerState     string
+	PowerReadAt    *time.Time
+	PowerRequested string
+}
+
+// NoteMetalPower records the BMC's reading and the requested state while a change settles,
+// fenced on the version; ErrNotFound when the node moved.
+func NoteMetalPower(ctx context.Context, q Querier, p MetalPowerNote) error {
+	tag, err := q.Exec(ctx,
+		`UPDATE metal_nodes SET power_state = CASE WHEN $3 = '' THEN power_state ELSE $3 END,
+		        power_read_at = coalesce($4, power_read_at), power_requested = $5, updated_at = now()
+		  WHERE id = $1 AND version = $2`, p.ID, p.Version, p.PowerState, p.PowerReadAt, p.PowerRequested)
+	if err != nil {
+		return TranslateError(err)
+	}
+	if tag.RowsAffected() == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
+
 // DatabaseNow is the database clock, the one state_entered_at is written with: deadlines of
 // transient states are measured on it, so replicas with skewed clocks agree.
 func DatabaseNow(ctx context.Context, q Querier) (time.Time, error) {

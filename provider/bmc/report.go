@@ -1,6 +1,7 @@
 package bmc
 
 import (
+	"context"
 	"time"
 
 	"better-compute.dev/compute/metal"
@@ -72,6 +73,9 @@ type Report struct {
 	Provider string `json:"provider,omitempty"`
 	// LastAnswer is the BMC's last answer, "<call>: <answer or error>", scrubbed and bounded.
 	LastAnswer string `json:"lastAnswer,omitempty"`
+
+	// settling is RunOptions.Settling of the run that fills the report.
+	settling func(ctx context.Context, requested, reading PowerState, readAt time.Time)
 }
 
 func (r *Report) done(step Step, detail string) {

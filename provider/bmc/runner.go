@@ -157,7 +157,24 @@ func (r *Runner) Run(ctx context.Context, t Target, w metal.Workflow) (Report, e
 // RunChecked is Run asking check before every request it sends (see Check): the first error
 // stops the run before that request, with ErrStopped.
 func (r *Runner) RunChecked(ctx context.Context, t Target, w metal.Workflow, check Check) (Report, error) {
-	rep := Report{Workflow: w, Target: t.String()}
+	return r.RunWith(ctx, t, w, RunOptions{Check: check})
+}
+
+// RunOptions are what one run asks of its caller besides the target.
+type RunOptions struct {
+	// Check is asked before every request and every CheckInterval (see Check).
+	Check Check
+	// Settling is told when the BMC has accepted a power change and the run starts waiting for
+	// it to show: the state asked for, and the last reading with its time (the BMC's, before
+	// the change applied). The metal reconciler shows it on the node while the change settles.
+	// It runs on the run's goroutine, between BMC requests.
+	Settling func(ctx context.Context, requested, reading PowerState, readAt time.Time)
+}
+
+// RunWith is Run with options.
+func (r *Runner) RunWith(ctx context.Context, t Target, w metal.Workflow, o RunOptions) (Report, error) {
+	check := o.Check
+	rep := Report{Workflow: w, Target: t.String(), settling: o.Settling}
 	if w == metal.WorkflowNone {
 		return rep, nil
 	}
@@ -236,6 +253,9 @@ func (r *Runner) setPower(ctx context.Context, s conn, step Step, action string,
 		return err
 	}
 	rep.PowerRequested = want
+	if rep.settling != nil {
+		rep.settling(ctx, want, rep.PowerLast, rep.PowerReadAt)
+	}
 	bound, poll := r.settleBounds()
 	deadline := time.Now().Add(bound)
 	for {
