@@ -185,7 +185,7 @@ func TestTwoSystemsBehindOneBMC(t *testing.T) {
 	if got := sim.SystemActions("1"); len(got) != 0 {
 		t.Errorf("system 1 was changed by system 2's inspect: %v", got)
 	}
-	want := []string{"reset On", "boot Pxe Once UEFI", "reset ForceRestart", "reset ForceOff"}
+	want := []string{"reset On", "boot Pxe Once UEFI", "reset ForceOff", "reset On", "reset ForceOff"}
 	if diff := cmp.Diff(want, sim.SystemActions("2")); diff != "" {
 		t.Errorf("system 2 actions (-want +got):\n%s", diff)
 	}

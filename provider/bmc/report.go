@@ -18,7 +18,7 @@ const (
 	StepPowerOff   Step = "power-off"   // hard off: a released machine must not keep running
 	StepBootPXE    Step = "boot-pxe"    // one-time network boot override
 	StepBootDisk   Step = "boot-disk"   // persistent boot from disk (PXE off)
-	StepReboot     Step = "power-cycle" // cycle if on, power on if off
+	StepReboot     Step = "power-cycle" // off then on if on (each waited for), on if off
 	StepInventory  Step = "inventory"   // read hardware inventory (commissioning's "tests")
 )
 

@@ -307,8 +307,10 @@ func (r *Runner) step(ctx context.Context, s conn, t Target, step Step, power *P
 		*power = PowerOff
 		return "off", nil
 	case StepReboot:
-		// Read again: the machine may have changed since the run began, and a Redfish cycle
-		// of a machine that is off is refused, so the action depends on the fresh answer.
+		// Read again: the machine may have changed since the run began. A running machine is
+		// powered off and on, each change waited for, rather than cycled: a BMC that applies a
+		// restart late reports "on" before and after it, so a cycle could not be seen to happen,
+		// and the next step (a disk override after a PXE boot) would land before the restart.
 		p, err := readPower(ctx, s, rep)
 		if err != nil {
 			return "", err
@@ -316,15 +318,18 @@ func (r *Runner) step(ctx context.Context, s conn, t Target, step Step, power *P
 		if err := checkPower(step, p, true); err != nil {
 			return "", err
 		}
-		action := "cycle"
-		if p == PowerOff {
-			action = "on"
+		detail := "on"
+		if p == PowerOn {
+			if err := r.setPower(ctx, s, step, "off", PowerOff, rep); err != nil {
+				return "", err
+			}
+			detail = "off, on"
 		}
-		if err := r.setPower(ctx, s, step, action, PowerOn, rep); err != nil {
+		if err := r.setPower(ctx, s, step, "on", PowerOn, rep); err != nil {
 			return "", err
 		}
 		*power = PowerOn
-		return action, nil
+		return detail, nil
 	case StepBootPXE:
 		return "pxe once " + mode, s.setBoot(ctx, "pxe", false, efi)
 	case StepBootDisk:
