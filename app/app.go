@@ -152,6 +152,7 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 	a.Authz = server.TimedAuthorizer(a.Authz)
 	a.Service = &core.Service{DB: db, Authz: a.Authz, Keyring: ring, Log: cfg.Logger, Outbound: netguard.Policy{Allow: cfg.OutboundAllow},
 		WatchPoll: cfg.WatchPoll, WatchHeartbeat: cfg.WatchHeartbeat}
+	a.Service.MetalSystems = metalSystems(a.Service.Outbound)
 	a.health = server.NewHealth(db, a.Authz)
 	reg := prometheus.NewRegistry()
 	if a.Handler, err = server.New(server.Options{Service: a.Service, Logger: cfg.Logger, CORSOrigins: cfg.CORSOrigins, Health: a.health,

@@ -33,6 +33,9 @@ type ReconcileConfig struct {
 	// DigitalOcean tunes the godo client: BC_DO_REQUESTS_PER_MINUTE, BC_DO_BURST,
 	// BC_DO_REQUEST_TIMEOUT.
 	DigitalOcean digitalocean.Options
+	// MetalPowerSettle bounds how long a metal workflow waits, after each power change, for the
+	// BMC to report it (BC_METAL_POWER_SETTLE; default bmc.DefaultPowerSettle).
+	MetalPowerSettle time.Duration
 	// JoinURL is the public base URL bcd on substrate nodes calls to join (BC_PUBLIC_URL); empty
 	// means this replica's own listener address.
 	JoinURL string

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"better-compute.dev/compute/core"
-	"better-compute.dev/compute/provider/bmc"
 	"better-compute.dev/compute/provider/digitalocean"
 	"better-compute.dev/compute/reconcile"
 	metalrec "better-compute.dev/compute/reconcile/metal"
@@ -63,7 +62,7 @@ func (a *App) newRunner(rc ReconcileConfig) (*reconcile.Runner, error) {
 	runner, err := reconcile.New(reconcile.Options{
 		DB: a.DB, Holder: a.Config.Replica, Handlers: map[string]reconcile.Handler{
 			core.ReconcileKind: rec,
-			metalrec.Kind:      metalrec.New(a.DB, a.Service.Keyring, &bmc.Runner{Logger: a.Config.Logger, Outbound: a.Service.Outbound}, a.Config.Logger),
+			metalrec.Kind:      metalrec.New(a.DB, a.Service.Keyring, a.metalRunner(), a.Config.Logger),
 			substrates.Kind:    subs,
 		},
 		// Metal waits on tenant-named BMCs that may hang: it gets a bounded share, per tenant too.

@@ -4,6 +4,9 @@ import (
 	"context"
 	"crypto/x509"
 	"errors"
+	"slices"
+	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -38,8 +41,41 @@ const (
 	defaultIPMIPort    = 623
 )
 
+// MetalSystemLister logs in to a Redfish BMC with the enrollment's settings (through the
+// outbound policy) and returns the ids of the systems it manages. app wires provider/bmc's.
+type MetalSystemLister func(ctx context.Context, b *v1.MetalBmcSettings) ([]string, error)
+
+// metalSystemsWait bounds enrollment's look at a Redfish BMC's systems, so a BMC that hangs holds
+// an API call this long at most: a BMC that does not answer in time is enrolled as asked, and the
+// reconciler checks the system on every run (the probe shows the ids in lastError).
+const metalSystemsWait = 5 * time.Second
+
+// checkMetalSystem refuses a Redfish enrollment that does not name its system behind a BMC
+// managing several, or names one the BMC does not have, listing the ids the BMC has. It asks the
+// BMC before any transaction; a BMC that cannot be asked (unreachable, credentials refused)
+// passes here and is reported by the probe.
+func (s *Service) checkMetalSystem(ctx context.Context, b *v1.MetalBmcSettings) error {
+	if s.MetalSystems == nil || b.GetProtocol() != "redfish" {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, metalSystemsWait)
+	defer cancel()
+	ids, err := s.MetalSystems(ctx, b)
+	if err != nil || len(ids) == 0 {
+		return nil
+	}
+	switch want := b.GetSystemId(); {
+	case want == "" && len(ids) > 1:
+		return apierr.Invalid("bmc.systemId", "the BMC manages %d systems (%s): bmc.systemId must name one", len(ids), strings.Join(ids, ", "))
+	case want != "" && !slices.Contains(ids, want):
+		return apierr.Invalid("bmc.systemId", "the BMC has no system %q (it has %s)", want, strings.Join(ids, ", "))
+	}
+	return nil
+}
+
 // EnrollNode records a machine by its BMC, enrolled, with its password sealed and bound to the
-// new node's id, and queues a probe of the BMC. It never talks to the BMC itself.
+// new node's id, and queues a probe of the BMC. It changes nothing at the BMC; for Redfish it
+// reads which systems the BMC manages (checkMetalSystem).
 func (s *Service) EnrollNode(ctx context.Context, r *v1.EnrollNodeRequest) (*v1.MetalNode, error) {
 	c, err := caller(ctx)
 	if err != nil {
@@ -59,12 +95,15 @@ func (s *Service) EnrollNode(ctx context.Context, r *v1.EnrollNodeRequest) (*v1.
 	if err != nil && !errors.Is(err, netguard.ErrUnresolved) {
 		return nil, apierr.Invalid("bmc.address", "bmc.address %q is not allowed: %v", b.GetAddress(), err)
 	}
+	if err := s.checkMetalSystem(ctx, b); err != nil {
+		return nil, err
+	}
 	row := store.MetalNode{
 		ID: ids.New(ids.MetalNode), TenantID: r.GetTenantId(), Name: r.GetName(), State: string(metal.Enrolled),
 		PendingWork: store.MetalWorkProbe, BMCAddress: b.GetAddress(), BMCHostKey: netguard.HostKey(addrs, b.GetAddress()),
 		BMCPort:     effectivePort(b.GetProtocol(), b.GetPort()),
 		BMCProtocol: b.GetProtocol(), BMCUsername: b.GetUsername(), BMCInsecureTLS: b.GetInsecureTls(),
-		BMCCACertPEM: b.GetCaCertPem(), BMCLegacyBoot: b.GetLegacyBoot(),
+		BMCCACertPEM: b.GetCaCertPem(), BMCLegacyBoot: b.GetLegacyBoot(), BMCSystemID: b.GetSystemId(),
 	}
 	if row.BMCPasswordSealed, err = s.sealBMCPassword(row.ID, b.GetPassword()); err != nil {
 		return nil, err
@@ -323,6 +362,8 @@ func checkBMCSettings(b *v1.MetalBmcSettings) error {
 		return apierr.Invalid("bmc.password", "bmc.password is required")
 	case b.GetInsecureTls() && b.GetCaCertPem() != "":
 		return apierr.Invalid("bmc.caCertPem", "insecureTls and caCertPem exclude each other")
+	case b.GetSystemId() != "" && b.GetProtocol() != "redfish":
+		return apierr.Invalid("bmc.systemId", "bmc.systemId names a Redfish system; an IPMI BMC has none")
 	}
 	if b.GetCaCertPem() != "" && !x509.NewCertPool().AppendCertsFromPEM([]byte(b.GetCaCertPem())) {
 		return apierr.Invalid("bmc.caCertPem", "bmc.caCertPem holds no PEM certificate")
@@ -344,7 +385,7 @@ func effectivePort(protocol string, port int32) int {
 func metalStoreErr(err error) error {
 	if errors.Is(err, store.ErrConflict) && store.ConstraintName(err) == store.MetalNodeBMCKey {
 		return &apierr.Error{Code: apierr.InvalidInput, Field: "bmc.address", Cause: err,
-			Message: "a metal node of this tenant already uses that BMC (the same host, protocol and port)"}
+			Message: "a metal node of this tenant already uses that BMC (the same host, protocol, port and system)"}
 	}
 	return storeErr(err, "metal node")
 }

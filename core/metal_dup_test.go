@@ -79,6 +79,18 @@ func TestMetalDuplicateBMCByNormalisedHost(t *testing.T) {
 			t.Errorf("%s: %v, want enrolled", tc.reason, err)
 		}
 	}
+	// Several systems behind one BMC (a blade chassis): the system is part of the endpoint.
+	withSystem := func(name, protocol, system string) error {
+		r := metalEnrollRequest(e.tenantA, name, "127.0.0.1")
+		r.Bmc.Protocol, r.Bmc.Port, r.Bmc.SystemId = protocol, 8443, system
+		_, err := e.svc.EnrollNode(e.editorA, r)
+		return err
+	}
+	if err := withSystem("blade-2", "redfish", "2"); err != nil {
+		t.Errorf("another system behind an enrolled BMC: %v, want enrolled", err)
+	}
+	metalWantErr(t, "the same system twice", withSystem("blade-2-again", "redfish", "2"), apierr.InvalidInput, "bmc.address")
+	metalWantErr(t, "an IPMI BMC naming a system", withSystem("ipmi-blade", "ipmi", "2"), apierr.InvalidInput, "bmc.systemId")
 }
 
 // TestMetalEnrollRefusesOwnAddresses: an address of the replica itself (not loopback) is

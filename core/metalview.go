@@ -17,11 +17,15 @@ func metalNodeProto(n store.MetalNode) *v1.MetalNode {
 			Address: n.BMCAddress, Port: int32(n.BMCPort), Protocol: n.BMCProtocol, Username: n.BMCUsername,
 			CredentialsSet: len(n.BMCPasswordSealed) > 0, InsecureTls: n.BMCInsecureTLS,
 			CaPinned: n.BMCCACertPEM != "", LegacyBoot: n.BMCLegacyBoot,
+			SystemId: n.BMCSystemID, Authentication: n.BMCAuth,
 		},
 		LastError: n.LastError, FailureReason: n.FailureReason, LastAnswer: n.LastAnswer,
-		PowerState: n.PowerState, Image: n.Image,
+		PowerState: n.PowerState, PowerRequested: n.PowerRequested, Image: n.Image,
 		StateEnteredTime: timestamppb.New(n.StateEnteredAt),
 		CreateTime:       timestamppb.New(n.CreatedAt), UpdateTime: timestamppb.New(n.UpdatedAt),
+	}
+	if n.PowerReadAt != nil {
+		out.PowerReadTime = timestamppb.New(*n.PowerReadAt)
 	}
 	for _, v := range metal.Allowed(metal.State(n.State)) {
 		out.AllowedVerbs = append(out.AllowedVerbs, string(v))

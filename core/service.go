@@ -32,6 +32,9 @@ type Service struct {
 	// Outbound is the policy for addresses tenants name (BMCs): checked at enrollment, and
 	// again by the metal reconciler at connect time. The zero value is production's.
 	Outbound netguard.Policy
+	// MetalSystems lists the systems behind a Redfish BMC at enrollment (nil: not checked
+	// there; the reconciler refuses a run that does not name its system anyway).
+	MetalSystems MetalSystemLister
 	// WatchPoll is how often an event watch looks for new events; zero is DefaultWatchPoll.
 	WatchPoll time.Duration
 	// WatchHeartbeat is how long a watch stays silent before it sends a heartbeat; zero is

@@ -29,14 +29,21 @@ type MetalNode struct {
 	BMCInsecureTLS    bool
 	BMCCACertPEM      string
 	BMCLegacyBoot     bool
-	Image             string
-	LastError         string
-	FailureReason     string
-	LastAnswer        string
-	PowerState        string
-	Inventory         []byte // JSON of the hardware summary; nil before the first inspection
-	CreatedAt         time.Time
-	UpdatedAt         time.Time
+	// BMCSystemID is the Redfish system this node is behind a BMC managing several; empty is
+	// the BMC's only one. Part of the duplicate key.
+	BMCSystemID string
+	// BMCAuth is how the reconciler last authenticated (session, basic, rmcp+).
+	BMCAuth        string
+	Image          string
+	LastError      string
+	FailureReason  string
+	LastAnswer     string
+	PowerState     string
+	PowerReadAt    *time.Time // when the BMC reported PowerState; nil before it first did
+	PowerRequested string     // a power change's state not yet shown by the reading
+	Inventory      []byte     // JSON of the hardware summary; nil before the first inspection
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
 }
 
 // Values of MetalNode.PendingWork: what the reconciler owes a node in a resting state.
@@ -54,7 +61,8 @@ const (
 
 const metalNodeCols = `id, tenant_id, name, state, state_entered_at, version, pending_work, bmc_address, bmc_host_key, bmc_port,
 	bmc_protocol, bmc_username, bmc_password_sealed, bmc_insecure_tls, bmc_ca_cert_pem, bmc_legacy_boot, image,
-	last_error, failure_reason, last_answer, power_state, inventory, created_at, updated_at`
+	last_error, failure_reason, last_answer, power_state, inventory, created_at, updated_at,
+	bmc_system_id, bmc_auth, power_read_at, power_requested`
 
 func scanMetalNode(r pgx.Row) (MetalNode, error) {
 	var n MetalNode
@@ -62,24 +70,25 @@ func scanMetalNode(r pgx.Row) (MetalNode, error) {
 	err := r.Scan(&n.ID, &n.TenantID, &n.Name, &n.State, &n.StateEnteredAt, &n.Version, &n.PendingWork,
 		&n.BMCAddress, &n.BMCHostKey, &port, &n.BMCProtocol, &n.BMCUsername, &n.BMCPasswordSealed, &n.BMCInsecureTLS,
 		&n.BMCCACertPEM, &n.BMCLegacyBoot, &n.Image, &n.LastError, &n.FailureReason, &n.LastAnswer,
-		&n.PowerState, &n.Inventory, &n.CreatedAt, &n.UpdatedAt)
+		&n.PowerState, &n.Inventory, &n.CreatedAt, &n.UpdatedAt, &n.BMCSystemID, &n.BMCAuth, &n.PowerReadAt, &n.PowerRequested)
 	n.BMCPort = int(port)
 	return n, err
 }
 
 // InsertMetalNode adds a node in n.State with n.PendingWork. A duplicate name, or a duplicate BMC
-// (protocol, BMCHostKey and port) within the tenant, is ErrConflict on MetalNodeNameKey or
+// (protocol, BMCHostKey, port and BMCSystemID) within the tenant, is ErrConflict on MetalNodeNameKey or
 // MetalNodeBMCKey. An empty BMCHostKey is the address's spelling normalised without resolving
 // (the API always sets it: netguard.HostKey).
 func InsertMetalNode(ctx context.Context, q Querier, n MetalNode) (MetalNode, error) {
 	return one(ctx, q, scanMetalNode,
 		`INSERT INTO metal_nodes (id, tenant_id, name, state, pending_work, bmc_address, bmc_port, bmc_protocol,
-		        bmc_username, bmc_password_sealed, bmc_insecure_tls, bmc_ca_cert_pem, bmc_legacy_boot, bmc_host_key)
+		        bmc_username, bmc_password_sealed, bmc_insecure_tls, bmc_ca_cert_pem, bmc_legacy_boot, bmc_host_key,
+		        bmc_system_id)
 		 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,
-		         coalesce(nullif($14, ''), lower(rtrim(btrim($6, '[]'), '.'))))
+		         coalesce(nullif($14, ''), lower(rtrim(btrim($6, '[]'), '.'))), $15)
 		 RETURNING `+metalNodeCols,
 		n.ID, n.TenantID, n.Name, n.State, n.PendingWork, n.BMCAddress, int64(n.BMCPort), n.BMCProtocol,
-		n.BMCUsername, n.BMCPasswordSealed, n.BMCInsecureTLS, n.BMCCACertPEM, n.BMCLegacyBoot, n.BMCHostKey)
+		n.BMCUsername, n.BMCPasswordSealed, n.BMCInsecureTLS, n.BMCCACertPEM, n.BMCLegacyBoot, n.BMCHostKey, n.BMCSystemID)
 }
 
 // GetMetalNode reads a node by id alone; callers compare its tenant.
@@ -165,8 +174,13 @@ type MetalOutcome struct {
 	FailureReason string
 	LastAnswer    string
 	PowerState    string // empty keeps the previous one
-	Inventory     []byte // nil keeps the previous one
-	ClearImage    bool
+	// PowerReadAt is when the BMC reported PowerState (nil keeps the previous reading's time);
+	// PowerRequested is written as given (empty: nothing left to settle).
+	PowerReadAt    *time.Time
+	PowerRequested string
+	BMCAuth        string // empty keeps the previous one
+	Inventory      []byte // nil keeps the previous one
+	ClearImage     bool
 }
 
 // RecordMetalOutcome writes a reconciler's outcome, fenced on the version it read.
@@ -179,10 +193,37 @@ func RecordMetalOutcome(ctx context.Context, q Querier, o MetalOutcome) (MetalNo
 		        power_state = CASE WHEN $8 = '' THEN power_state ELSE $8 END,
 		        inventory = coalesce($9::jsonb, inventory),
 		        image = CASE WHEN $10 THEN '' ELSE image END,
+		        power_read_at = coalesce($11, power_read_at), power_requested = $12,
+		        bmc_auth = CASE WHEN $13 = '' THEN bmc_auth ELSE $13 END,
 		        updated_at = now()
 		  WHERE id = $1 AND version = $2 RETURNING `+metalNodeCols,
 		o.ID, o.Version, o.State, o.PendingWork, o.LastError, o.FailureReason, o.LastAnswer, o.PowerState,
-		nullJSON(o.Inventory), o.ClearImage)
+		nullJSON(o.Inventory), o.ClearImage, o.PowerReadAt, o.PowerRequested, o.BMCAuth)
+}
+
+// MetalPowerNote is a power change a run is waiting for, shown on the node while it settles.
+type MetalPowerNote struct {
+	ID             string
+	Version        int64 // as the run read it; a node that moved since is left alone
+	PowerState     string
+	PowerReadAt    *time.Time
+	PowerRequested string
+}
+
+// NoteMetalPower records the BMC's reading and the requested state while a change settles,
+// fenced on the version; ErrNotFound when the node moved.
+func NoteMetalPower(ctx context.Context, q Querier, p MetalPowerNote) error {
+	tag, err := q.Exec(ctx,
+		`UPDATE metal_nodes SET power_state = CASE WHEN $3 = '' THEN power_state ELSE $3 END,
+		        power_read_at = coalesce($4, power_read_at), power_requested = $5, updated_at = now()
+		  WHERE id = $1 AND version = $2`, p.ID, p.Version, p.PowerState, p.PowerReadAt, p.PowerRequested)
+	if err != nil {
+		return TranslateError(err)
+	}
+	if tag.RowsAffected() == 0 {
+		return ErrNotFound
+	}
+	return nil
 }
 
 // DatabaseNow is the database clock, the one state_entered_at is written with: deadlines of

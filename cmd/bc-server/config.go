@@ -57,6 +57,7 @@ var envVars = []envVar{
 	{"BC_PROVIDER_POLL", "2s", "how soon a pass returns while the provider works"},
 	{"BC_DEPENDENCY_POLL", "10s", "how soon a pass returns while a dependency is not ready"},
 	{"BC_CREATE_WINDOW", "10s", "bound of one create request; kept under half the lease"},
+	{"BC_METAL_POWER_SETTLE", "1m", "how long a metal workflow waits after a power change for the BMC to report it"},
 	{"BC_DO_REQUESTS_PER_MINUTE", "240", "DigitalOcean requests a minute per token"},
 	{"BC_DO_BURST", "10", "DigitalOcean request burst"},
 	{"BC_DO_REQUEST_TIMEOUT", "30s", "DigitalOcean request timeout; kept under half the lease"},
@@ -235,6 +236,7 @@ func parseConfig(env environment, requireServe bool) (Config, error) {
 	dur("BC_PROVIDER_POLL", &r.ProviderPoll, false)
 	dur("BC_DEPENDENCY_POLL", &r.DependencyPoll, false)
 	dur("BC_CREATE_WINDOW", &r.CreateWindow, false)
+	dur("BC_METAL_POWER_SETTLE", &r.MetalPowerSettle, false)
 	num("BC_DO_REQUESTS_PER_MINUTE", &r.DigitalOcean.RequestsPerMinute)
 	num("BC_DO_BURST", &r.DigitalOcean.Burst)
 	dur("BC_DO_REQUEST_TIMEOUT", &r.DigitalOcean.RequestTimeout, false)

@@ -45,7 +45,7 @@ func TestParseConfigBadValueNamesVariable(t *testing.T) {
 		"BC_RECONCILE_CONCURRENCY": "0", "BC_LEASE_TTL": "soon", "BC_RECONCILE_POLL": "x",
 		"BC_PERIODIC_INTERVAL": "6m", "BC_RECONCILE_BACKOFF": "-5s", "BC_RECONCILE_BACKOFF_MAX": "1",
 		"BC_PROVIDER_POLL": "fast", "BC_DEPENDENCY_POLL": "0", "BC_CREATE_WINDOW": "long",
-		"BC_DO_REQUESTS_PER_MINUTE": "many", "BC_DO_BURST": "-1", "BC_DO_REQUEST_TIMEOUT": "1y",
+		"BC_DO_REQUESTS_PER_MINUTE": "many", "BC_DO_BURST": "-1", "BC_DO_REQUEST_TIMEOUT": "1y", "BC_METAL_POWER_SETTLE": "-1m",
 		"BC_OTLP_ENDPOINT": "collector:4317", "BC_TRACE_SAMPLE_RATIO": "2",
 	}
 	// Free-form variables have no bad value.

@@ -5,8 +5,11 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"io"
 	"net"
+	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -28,6 +31,7 @@ var (
 	ErrPowerUnknown = errors.New("bmc: power state unknown")     // never power on or cycle then
 	ErrTLS          = errors.New("bmc: certificate not trusted") // verification failed
 	ErrUnclassified = errors.New("bmc: failure not understood")  // permanent, so it surfaces
+	ErrNotSettled   = errors.New("bmc: power did not settle")    // the reading never showed the change
 )
 
 // Error is a failed step. Its message has been scrubbed of the target's password (and of
@@ -72,6 +76,17 @@ var statusPattern = regexp.MustCompile(`(?:^|[^0-9])([45][0-9][0-9]): `)
 // and TLS errors, contexts), then the texts drivers are known to produce (ipmitool's output
 // arrives as text only).
 func classify(err error) error {
+	var ce *gfcommon.CollectionError
+	if errors.As(err, &ce) && !ce.Empty() {
+		// A collection read that failed on some members: the first member's failure (by link)
+		// is the kind; gofish keeps each member's error typed.
+		links := make([]string, 0, len(ce.Failures))
+		for l := range ce.Failures {
+			links = append(links, l)
+		}
+		slices.Sort(links)
+		return classify(ce.Failures[links[0]])
+	}
 	var ge *gfcommon.Error
 	if errors.As(err, &ge) && ge.HTTPReturnedStatusCode != 0 {
 		return kindOfStatus(ge.HTTPReturnedStatusCode)
@@ -93,9 +108,15 @@ func classify(err error) error {
 	if errors.As(err, &ne) && ne.Timeout() {
 		return ErrTimeout
 	}
+	// A connection that failed or broke before an answer, whatever the driver wrapped around it
+	// ("no Opener implementations found" from bmclib's login among them): the BMC is not
+	// reachable now, and a later attempt may find it.
 	var dnsErr *net.DNSError
 	var opErr *net.OpError
-	if errors.As(err, &dnsErr) || errors.As(err, &opErr) {
+	var urlErr *url.Error
+	var errno syscall.Errno
+	if errors.As(err, &dnsErr) || errors.As(err, &opErr) || errors.As(err, &urlErr) || errors.As(err, &errno) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) {
 		return ErrUnreachable
 	}
 	return classifyText(strings.ToLower(err.Error()))

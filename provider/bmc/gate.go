@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"time"
 
 	"better-compute.dev/compute/netguard"
 )
@@ -29,9 +30,33 @@ type gate struct {
 	check    Check
 }
 
-func newGate(ctx context.Context, outbound netguard.Policy, check Check) (*gate, context.Context) {
+// newGate starts a run's gate. With a check and a positive watch interval the check is also
+// asked every interval while the run goes on, so a request already running when the node moves
+// (an ipmitool command in its RMCP+ handshake, a power change settling) is stopped there: the
+// run's context ends, which kills a running ipmitool and closes every open connection.
+func newGate(ctx context.Context, outbound netguard.Policy, check Check, watch time.Duration) (*gate, context.Context) {
 	run, stop := context.WithCancelCause(ctx)
-	return &gate{outbound: outbound, run: run, stop: stop, check: check}, run
+	g := &gate{outbound: outbound, run: run, stop: stop, check: check}
+	if check != nil && watch > 0 {
+		go g.watch(watch)
+	}
+	return g, run
+}
+
+// watch asks the check every interval until the run ends or the check refuses.
+func (g *gate) watch(every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-g.run.Done():
+			return
+		case <-t.C:
+			if g.allow(g.run) != nil {
+				return
+			}
+		}
+	}
 }
 
 // close ends the run: nothing more goes out.

@@ -50,6 +50,7 @@ func openIPMI(ctx context.Context, t Target, tool, suite string, timeout time.Du
 	if _, err := c.run(ctx, StepOpen, "Open", "chassis", "power", "status"); err != nil {
 		return nil, err
 	}
+	report.Auth = AuthRMCP
 	return c, nil
 }
 
@@ -67,7 +68,10 @@ func (c *ipmiConn) run(ctx context.Context, step Step, call string, args ...stri
 	wait := max(1, int(c.timeout/time.Second)/4)
 	full := append([]string{"-v", "-I", "lanplus", "-H", c.t.Address, "-p", c.t.port(), "-U", c.t.Username, "-E",
 		"-C", c.suite, "-N", strconv.Itoa(wait), "-R", "1"}, args...)
+	// The context is the run's: when the run is stopped (an abort seen by the gate's watch) the
+	// running ipmitool is killed, mid-handshake if need be, and sends nothing more.
 	cmd := exec.CommandContext(ctx, c.tool, full...)
+	cmd.WaitDelay = time.Second
 	cmd.Env = []string{"IPMITOOL_PASSWORD=" + c.t.Password.Reveal()}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -78,9 +82,20 @@ func (c *ipmiConn) run(ctx context.Context, step Step, call string, args ...stri
 		return out, nil
 	}
 	diag := diagnostics(stderr.String())
+	if diag == "" {
+		// Some failures (a FRU device that is not present) are told on standard output.
+		diag = short(diagnostics(out))
+	}
+	if diag == "" {
+		diag = "no diagnostics"
+	}
 	msg := "ipmitool " + strings.Join(args, " ") + ": " + diag
 	kind := classifyIPMI(strings.ToLower(diag + "\n" + out))
-	if ctx.Err() != nil {
+	switch {
+	case c.g.run.Err() != nil:
+		// Stopped by the run (an abort, the lease lost): not the BMC's failure.
+		kind, msg = ErrStopped, "ipmitool "+strings.Join(args, " ")+" stopped: "+context.Cause(c.g.run).Error()
+	case ctx.Err() != nil:
 		kind, msg = ErrTimeout, "ipmitool "+strings.Join(args, " ")+": no answer within "+c.timeout.String()
 	}
 	if kind == ErrUnclassified {
@@ -104,9 +119,6 @@ func diagnostics(stderr string) string {
 			continue
 		}
 		keep = append(keep, l)
-	}
-	if len(keep) == 0 {
-		return "no diagnostics"
 	}
 	return strings.Join(keep, "; ")
 }
@@ -194,26 +206,27 @@ var (
 // inventory is IPMI's reduced inventory: vendor, model and serial from FRU 0 (product area,
 // else board, else chassis), the BMC's firmware from Get Device ID, and how many processors and
 // memory devices the sensor data records name (entities 3 and 32). IPMI has no standard record
-// of core counts, memory sizes, NICs or drives: those stay zero. A FRU that cannot be read, or
-// records naming no processor, fail the step with ErrInventory.
+// of core counts, memory sizes, NICs or drives: those stay zero. Many BMCs ship without FRU
+// data: a FRU 0 the BMC cannot read leaves vendor, model and serial unknown (empty) and the
+// inventory goes on with Get Device ID and the SDRs; records naming no processor fail the step
+// with ErrInventory.
 func (c *ipmiConn) inventory(ctx context.Context) (*Inventory, error) {
+	inv := &Inventory{}
 	fru, err := c.run(ctx, StepInventory, "Inventory", "fru", "print", "0")
-	if err != nil {
-		return nil, inventoryError(err, "FRU 0 cannot be read")
-	}
-	f := map[string]string{}
-	for _, m := range fruField.FindAllStringSubmatch(fru, -1) {
-		if _, seen := f[m[1]]; !seen && m[2] != "" {
-			f[m[1]] = m[2]
+	var fe *Error
+	switch {
+	case err == nil:
+		f := map[string]string{}
+		for _, m := range fruField.FindAllStringSubmatch(fru, -1) {
+			if _, seen := f[m[1]]; !seen && m[2] != "" {
+				f[m[1]] = m[2]
+			}
 		}
-	}
-	inv := &Inventory{
-		Vendor: firstNonEmpty(f["Product Manufacturer"], f["Board Mfg"]),
-		Model:  firstNonEmpty(f["Product Name"], f["Board Product"]),
-		Serial: firstNonEmpty(firstNonEmpty(f["Product Serial"], f["Board Serial"]), f["Chassis Serial"]),
-	}
-	if inv.Vendor == "" && inv.Model == "" && inv.Serial == "" {
-		return nil, c.incomplete("FRU 0 names no manufacturer, product or serial")
+		inv.Vendor = firstNonEmpty(f["Product Manufacturer"], f["Board Mfg"])
+		inv.Model = firstNonEmpty(f["Product Name"], f["Board Product"])
+		inv.Serial = firstNonEmpty(firstNonEmpty(f["Product Serial"], f["Board Serial"]), f["Chassis Serial"])
+	case !errors.As(err, &fe) || fe.Retryable || fe.Kind == ErrAuth:
+		return nil, err
 	}
 	if mc, err := c.run(ctx, StepInventory, "Inventory", "mc", "info"); err == nil {
 		for _, m := range fruField.FindAllStringSubmatch(mc, -1) {
@@ -243,9 +256,17 @@ func (c *ipmiConn) inventory(ctx context.Context) (*Inventory, error) {
 		}
 	}
 	if inv.CPUs == 0 {
-		return nil, c.incomplete("the sensor data records name no processor (entity 3)")
+		what := "the sensor data records name no processor (entity 3)"
+		if fe != nil {
+			what += "; and FRU 0 cannot be read: " + fe.msg
+		}
+		return nil, c.incomplete(what)
 	}
-	c.report.LastAnswer = c.scrub.clean(fmt.Sprintf("Inventory: %s %s %s, %d CPUs, %d DIMMs", inv.Vendor, inv.Model, inv.Serial, inv.CPUs, inv.DIMMs))
+	summary := fmt.Sprintf("Inventory: %s %s %s, %d CPUs, %d DIMMs", inv.Vendor, inv.Model, inv.Serial, inv.CPUs, inv.DIMMs)
+	if fe != nil {
+		summary = fmt.Sprintf("Inventory: %d CPUs, %d DIMMs; vendor, model and serial unknown: FRU 0 cannot be read (%s)", inv.CPUs, inv.DIMMs, fe.msg)
+	}
+	c.report.LastAnswer = c.scrub.clean(summary)
 	return inv, nil
 }
 

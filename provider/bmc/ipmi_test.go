@@ -18,12 +18,23 @@ const (
 	ipStatus = "chassis power status"
 	ipOn     = "chassis power on"
 	ipOff    = "chassis power off"
-	ipCycle  = "chassis power cycle"
 	ipPXE    = "chassis bootdev pxe options=efiboot"
 	ipDisk   = "chassis bootdev disk options=persistent,efiboot"
 )
 
 var ipInventory = []string{"fru print 0", "mc info", "sdr elist all"}
+
+// collapseStatus folds each run of power reads into one.
+func collapseStatus(cmds []string) []string {
+	var out []string
+	for _, c := range cmds {
+		if c == ipStatus && len(out) > 0 && out[len(out)-1] == ipStatus {
+			continue
+		}
+		out = append(out, c)
+	}
+	return out
+}
 
 func seq(parts ...any) []string {
 	var out []string
@@ -54,12 +65,15 @@ func TestIPMIWorkflowsAgainstIPMISim(t *testing.T) {
 		boots     []string // devices the machine powered on into (nil: not checked)
 		inventory bool
 	}{
-		{metal.WorkflowInspect, false, seq(ipStatus, ipStatus, ipOn, ipPXE, ipStatus, ipCycle, ipInventory, ipOff, ipStatus), "0", "pxe", nil, true},
-		{metal.WorkflowCommission, false, seq(ipStatus, ipStatus, ipPXE, ipStatus, ipOn, ipInventory, ipOff, ipStatus), "0", "pxe", []string{"pxe"}, true},
-		{metal.WorkflowDeploy, false, seq(ipStatus, ipStatus, ipPXE, ipStatus, ipOn, ipDisk, ipStatus), "1", "default", []string{"pxe"}, false},
-		{metal.WorkflowRescue, true, seq(ipStatus, ipStatus, ipPXE, ipStatus, ipCycle, ipStatus), "1", "pxe", []string{"pxe"}, false},
-		{metal.WorkflowUnrescue, true, seq(ipStatus, ipStatus, ipDisk, ipStatus, ipCycle, ipStatus), "1", "default", []string{"default"}, false},
-		{metal.WorkflowRelease, true, seq(ipStatus, ipStatus, ipOff, ipDisk, ipStatus), "0", "default", nil, false},
+		// Every power change is followed by the reads that wait for it to settle (ipStatus after
+		// ipOn and ipOff; a running machine is restarted by off and on, each waited for); runs of
+		// reads are compared as one (collapseStatus).
+		{metal.WorkflowInspect, false, seq(ipStatus, ipStatus, ipOn, ipStatus, ipPXE, ipStatus, ipOff, ipStatus, ipOn, ipStatus, ipInventory, ipOff, ipStatus), "0", "pxe", nil, true},
+		{metal.WorkflowCommission, false, seq(ipStatus, ipStatus, ipPXE, ipStatus, ipOn, ipStatus, ipInventory, ipOff, ipStatus), "0", "pxe", []string{"pxe"}, true},
+		{metal.WorkflowDeploy, false, seq(ipStatus, ipStatus, ipPXE, ipStatus, ipOn, ipStatus, ipDisk, ipStatus), "1", "default", []string{"pxe"}, false},
+		{metal.WorkflowRescue, true, seq(ipStatus, ipStatus, ipPXE, ipStatus, ipOff, ipStatus, ipOn, ipStatus), "1", "pxe", []string{"pxe"}, false},
+		{metal.WorkflowUnrescue, true, seq(ipStatus, ipStatus, ipDisk, ipStatus, ipOff, ipStatus, ipOn, ipStatus), "1", "default", []string{"default"}, false},
+		{metal.WorkflowRelease, true, seq(ipStatus, ipStatus, ipOff, ipStatus, ipDisk, ipStatus), "0", "default", nil, false},
 		{metal.WorkflowRetire, true, seq(ipStatus, ipStatus, ipOff, ipStatus), "0", "", nil, false},
 	} {
 		t.Run(string(tc.workflow), func(t *testing.T) {
@@ -71,7 +85,7 @@ func TestIPMIWorkflowsAgainstIPMISim(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Run: %v (report %+v)", err, rep)
 			}
-			if diff := cmp.Diff(tc.commands, sim.commands(t)); diff != "" {
+			if diff := cmp.Diff(collapseStatus(tc.commands), collapseStatus(sim.commands(t))); diff != "" {
 				t.Errorf("ipmitool commands (-want +got):\n%s", diff)
 			}
 			// A cycle powers back on a second later: wait for the chassis to settle.

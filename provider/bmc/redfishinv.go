@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
-	"strings"
 
 	"github.com/stmcginnis/gofish"
 	gfcommon "github.com/stmcginnis/gofish/common"
@@ -23,36 +20,24 @@ type errIncomplete struct{ msg string }
 
 func (e *errIncomplete) Error() string { return e.msg }
 
-// redfishInventory reads the hardware as any Redfish client does: from the service root it
-// follows the Systems, Chassis and Managers collections to their members, whatever their ids,
-// and from the system its Processors, Memory, EthernetInterfaces and Storage (or SimpleStorage).
-// bmclib v2.3.4's inventory only reads a few vendors' fixed paths and drops its errors, so it
-// is not used. The walk opens its own session (or basic auth) with the target's credentials and
-// closes it; it sends only GETs.
-func redfishInventory(ctx context.Context, t Target, client *http.Client) (*Inventory, error) {
-	c, err := gofish.ConnectContext(ctx, gofish.ClientConfig{
-		Endpoint:   "https://" + net.JoinHostPort(strings.Trim(t.host(), "[]"), t.port()),
-		Username:   t.Username,
-		Password:   t.Password.Reveal(),
-		HTTPClient: client,
-		BasicAuth:  t.BasicAuth,
-	})
-	if err != nil {
-		return nil, err
+// redfishInventory reads the hardware of the node's system (its @odata.id) as any Redfish
+// client does: from the system its Processors, Memory, EthernetInterfaces and Storage (or
+// SimpleStorage), and from the service root's Chassis and Managers collections the vendor,
+// model, serial and firmware the system leaves out, whatever their ids. bmclib v2.3.4's
+// inventory only reads a few vendors' fixed paths and drops its errors, so it is not used. It
+// goes through the run's logged-in gofish client and sends only GETs.
+func redfishInventory(ctx context.Context, c *gofish.APIClient, system string) (*Inventory, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, context.Cause(ctx)
 	}
-	defer c.Logout()
-	return walkRedfish(c.Service)
+	sys, err := redfish.GetComputerSystem(c, system)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", system, err)
+	}
+	return walkRedfish(c.Service, sys)
 }
 
-func walkRedfish(svc *gofish.Service) (*Inventory, error) {
-	systems, err := svc.Systems()
-	if err != nil {
-		return nil, fmt.Errorf("reading the Systems collection: %w", err)
-	}
-	if len(systems) == 0 {
-		return nil, &errIncomplete{"the Systems collection has no member"}
-	}
-	sys := systems[0]
+func walkRedfish(svc *gofish.Service, sys *redfish.ComputerSystem) (*Inventory, error) {
 	inv := &Inventory{Vendor: sys.Manufacturer, Model: sys.Model, Serial: sys.SerialNumber, BIOSVersion: sys.BIOSVersion}
 
 	procs, err := sys.Processors()

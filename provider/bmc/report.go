@@ -1,6 +1,11 @@
 package bmc
 
-import "better-compute.dev/compute/metal"
+import (
+	"context"
+	"time"
+
+	"better-compute.dev/compute/metal"
+)
 
 // Step is one action of a workflow at the BMC.
 type Step string
@@ -13,7 +18,7 @@ const (
 	StepPowerOff   Step = "power-off"   // hard off: a released machine must not keep running
 	StepBootPXE    Step = "boot-pxe"    // one-time network boot override
 	StepBootDisk   Step = "boot-disk"   // persistent boot from disk (PXE off)
-	StepReboot     Step = "power-cycle" // cycle if on, power on if off
+	StepReboot     Step = "power-cycle" // off then on if on (each waited for), on if off
 	StepInventory  Step = "inventory"   // read hardware inventory (commissioning's "tests")
 )
 
@@ -53,12 +58,24 @@ type Report struct {
 	PowerBefore PowerState `json:"powerBefore,omitempty"` // as read at the start
 	PowerAfter  PowerState `json:"powerAfter,omitempty"`  // as read at the end, when it could be
 	// RawPower is the driver's power string as last read ("On", "Chassis Power is on").
-	RawPower  string     `json:"rawPower,omitempty"`
+	RawPower string `json:"rawPower,omitempty"`
+	// PowerLast is the BMC's last power reading in this run and PowerReadAt when it was read.
+	PowerLast   PowerState `json:"powerLast,omitempty"`
+	PowerReadAt time.Time  `json:"powerReadAt,omitzero"`
+	// PowerRequested is the state a power change of this run asked for while the BMC's reading
+	// does not show it yet (a run that failed before it settled); empty once it did.
+	PowerRequested PowerState `json:"powerRequested,omitempty"`
+	// Auth is how the run authenticated: AuthSession, AuthBasic or AuthRMCP; empty when it
+	// never logged in.
+	Auth      string     `json:"auth,omitempty"`
 	Inventory *Inventory `json:"inventory,omitempty"`
 	// Provider is the bmclib driver that answered (GetMetadata().SuccessfulProvider).
 	Provider string `json:"provider,omitempty"`
 	// LastAnswer is the BMC's last answer, "<call>: <answer or error>", scrubbed and bounded.
 	LastAnswer string `json:"lastAnswer,omitempty"`
+
+	// settling is RunOptions.Settling of the run that fills the report.
+	settling func(ctx context.Context, requested, reading PowerState, readAt time.Time)
 }
 
 func (r *Report) done(step Step, detail string) {

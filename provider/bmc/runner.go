@@ -35,6 +35,18 @@ func needsKnownPower(step Step) bool { return step == StepPowerOn || step == Ste
 // DefaultStepTimeout bounds each BMC call (login included) when Runner.StepTimeout is zero.
 const DefaultStepTimeout = 2 * time.Minute
 
+// DefaultPowerSettle bounds how long a run waits, after each power change the BMC accepted,
+// for the BMC to report the requested state (Runner.PowerSettle, BC_METAL_POWER_SETTLE). Real
+// BMCs apply a change 1 to 11 s after accepting it; until then they report the old state.
+const DefaultPowerSettle = time.Minute
+
+// DefaultPowerPoll is how often a run reads the power while it waits for a change to settle.
+const DefaultPowerPoll = time.Second
+
+// DefaultCheckInterval is how often a run asks its Check while it goes on, besides before every
+// request (Runner.CheckInterval).
+const DefaultCheckInterval = 250 * time.Millisecond
+
 // DefaultRequestTimeout bounds each request to the BMC on its own (connect, TLS handshake and
 // the answer's headers; one ipmitool command) when Runner.RequestTimeout is zero. A BMC that
 // accepts connections and never answers fails a run after one request timeout.
@@ -60,6 +72,33 @@ type Runner struct {
 	IPMICipherSuite string
 	// IPMITool is the ipmitool binary (default: "ipmitool" on PATH).
 	IPMITool string
+	// PowerSettle bounds the wait after each power change for the BMC to report the requested
+	// state (default DefaultPowerSettle); a change that never shows fails the step
+	// (ErrNotSettled). PowerPoll is how often the power is read meanwhile (default
+	// DefaultPowerPoll, at most PowerSettle).
+	PowerSettle, PowerPoll time.Duration
+	// CheckInterval is how often RunChecked asks its Check while the run goes on, so a request
+	// in flight (an ipmitool command) is stopped when the node moves (default
+	// DefaultCheckInterval).
+	CheckInterval time.Duration
+}
+
+func (r *Runner) settleBounds() (bound, poll time.Duration) {
+	bound, poll = DefaultPowerSettle, DefaultPowerPoll
+	if r.PowerSettle > 0 {
+		bound = r.PowerSettle
+	}
+	if r.PowerPoll > 0 {
+		poll = r.PowerPoll
+	}
+	return bound, min(poll, bound)
+}
+
+func (r *Runner) checkInterval() time.Duration {
+	if r.CheckInterval > 0 {
+		return r.CheckInterval
+	}
+	return DefaultCheckInterval
 }
 
 // guard resolves t's address through the outbound policy before anything is sent. An IPMI
@@ -118,7 +157,24 @@ func (r *Runner) Run(ctx context.Context, t Target, w metal.Workflow) (Report, e
 // RunChecked is Run asking check before every request it sends (see Check): the first error
 // stops the run before that request, with ErrStopped.
 func (r *Runner) RunChecked(ctx context.Context, t Target, w metal.Workflow, check Check) (Report, error) {
-	rep := Report{Workflow: w, Target: t.String()}
+	return r.RunWith(ctx, t, w, RunOptions{Check: check})
+}
+
+// RunOptions are what one run asks of its caller besides the target.
+type RunOptions struct {
+	// Check is asked before every request and every CheckInterval (see Check).
+	Check Check
+	// Settling is told when the BMC has accepted a power change and the run starts waiting for
+	// it to show: the state asked for, and the last reading with its time (the BMC's, before
+	// the change applied). The metal reconciler shows it on the node while the change settles.
+	// It runs on the run's goroutine, between BMC requests.
+	Settling func(ctx context.Context, requested, reading PowerState, readAt time.Time)
+}
+
+// RunWith is Run with options.
+func (r *Runner) RunWith(ctx context.Context, t Target, w metal.Workflow, o RunOptions) (Report, error) {
+	check := o.Check
+	rep := Report{Workflow: w, Target: t.String(), settling: o.Settling}
 	if w == metal.WorkflowNone {
 		return rep, nil
 	}
@@ -134,7 +190,7 @@ func (r *Runner) RunChecked(ctx context.Context, t Target, w metal.Workflow, che
 	if err != nil {
 		return rep, r.fail(ctx, t, &rep, err.(*Error))
 	}
-	g, ctx := newGate(ctx, r.Outbound, check)
+	g, ctx := newGate(ctx, r.Outbound, check, r.checkInterval())
 	defer g.close()
 	log := r.logger().With(slog.Any("bmc", t), slog.String("workflow", string(w)))
 	log.LogAttrs(ctx, slog.LevelInfo, "bmc workflow started")
@@ -146,7 +202,7 @@ func (r *Runner) RunChecked(ctx context.Context, t Target, w metal.Workflow, che
 	defer sess.close(ctx)
 	rep.done(StepOpen, "")
 
-	power, err := sess.powerState(ctx)
+	power, err := readPower(ctx, sess, &rep)
 	if err != nil {
 		return rep, r.fail(ctx, t, &rep, r.classified(StepPowerState, err, scrub))
 	}
@@ -169,7 +225,7 @@ func (r *Runner) RunChecked(ctx context.Context, t Target, w metal.Workflow, che
 		log.LogAttrs(ctx, slog.LevelDebug, "bmc step done", slog.String("step", string(step)),
 			slog.String("detail", detail), slog.String("provider", rep.Provider))
 	}
-	if after, err := sess.powerState(ctx); err == nil {
+	if after, err := readPower(ctx, sess, &rep); err == nil {
 		rep.PowerAfter = after
 	}
 	log.LogAttrs(ctx, slog.LevelInfo, "bmc workflow finished", slog.String("provider", rep.Provider),
@@ -177,7 +233,54 @@ func (r *Runner) RunChecked(ctx context.Context, t Target, w metal.Workflow, che
 	return rep, nil
 }
 
-// step runs one step; power is what this run last knew of the machine's power.
+// readPower reads the BMC's power and notes the reading and its time in the report.
+func readPower(ctx context.Context, s conn, rep *Report) (PowerState, error) {
+	p, err := s.powerState(ctx)
+	if err != nil {
+		return PowerUnknown, err
+	}
+	rep.PowerLast, rep.PowerReadAt = p, time.Now().UTC()
+	return p, nil
+}
+
+// setPower sends a power action and waits until the BMC reports want: a BMC accepts a change
+// and applies it seconds later, reporting the old state meanwhile, so the next step (a boot
+// override, a cycle, a power-off) must not act on that reading. A change that does not show
+// within PowerSettle fails the step (ErrNotSettled, permanent): the machine is not in the state
+// the workflow needs, and the node records the requested state beside the reading.
+func (r *Runner) setPower(ctx context.Context, s conn, step Step, action string, want PowerState, rep *Report) error {
+	if err := s.setPower(ctx, action); err != nil {
+		return err
+	}
+	rep.PowerRequested = want
+	if rep.settling != nil {
+		rep.settling(ctx, want, rep.PowerLast, rep.PowerReadAt)
+	}
+	bound, poll := r.settleBounds()
+	deadline := time.Now().Add(bound)
+	for {
+		p, err := readPower(ctx, s, rep)
+		if err != nil {
+			return err
+		}
+		if p == want {
+			rep.PowerRequested = ""
+			return nil
+		}
+		if !time.Now().Before(deadline) {
+			return &Error{Step: step, Kind: ErrNotSettled, msg: fmt.Sprintf(
+				"power %s was accepted but the BMC still reports %s, not %s, after %s", action, p, want, bound)}
+		}
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-time.After(poll):
+		}
+	}
+}
+
+// step runs one step; power is the BMC's last reading in this run, taken after the previous
+// power change settled (a reading from before a change applied is never acted on).
 func (r *Runner) step(ctx context.Context, s conn, t Target, step Step, power *PowerState, rep *Report) (string, error) {
 	efi := !t.LegacyBoot
 	mode := "uefi"
@@ -189,7 +292,7 @@ func (r *Runner) step(ctx context.Context, s conn, t Target, step Step, power *P
 		if *power == PowerOn {
 			return "already on", nil
 		}
-		if err := s.setPower(ctx, "on"); err != nil {
+		if err := r.setPower(ctx, s, step, "on", PowerOn, rep); err != nil {
 			return "", err
 		}
 		*power = PowerOn
@@ -198,30 +301,35 @@ func (r *Runner) step(ctx context.Context, s conn, t Target, step Step, power *P
 		if *power == PowerOff {
 			return "already off", nil
 		}
-		if err := s.setPower(ctx, "off"); err != nil {
+		if err := r.setPower(ctx, s, step, "off", PowerOff, rep); err != nil {
 			return "", err
 		}
 		*power = PowerOff
 		return "off", nil
 	case StepReboot:
-		// Read again: the machine may have changed since the run began, and a Redfish cycle
-		// of a machine that is off is refused, so the action depends on the fresh answer.
-		p, err := s.powerState(ctx)
+		// Read again: the machine may have changed since the run began. A running machine is
+		// powered off and on, each change waited for, rather than cycled: a BMC that applies a
+		// restart late reports "on" before and after it, so a cycle could not be seen to happen,
+		// and the next step (a disk override after a PXE boot) would land before the restart.
+		p, err := readPower(ctx, s, rep)
 		if err != nil {
 			return "", err
 		}
 		if err := checkPower(step, p, true); err != nil {
 			return "", err
 		}
-		action := "cycle"
-		if p == PowerOff {
-			action = "on"
+		detail := "on"
+		if p == PowerOn {
+			if err := r.setPower(ctx, s, step, "off", PowerOff, rep); err != nil {
+				return "", err
+			}
+			detail = "off, on"
 		}
-		if err := s.setPower(ctx, action); err != nil {
+		if err := r.setPower(ctx, s, step, "on", PowerOn, rep); err != nil {
 			return "", err
 		}
 		*power = PowerOn
-		return action, nil
+		return detail, nil
 	case StepBootPXE:
 		return "pxe once " + mode, s.setBoot(ctx, "pxe", false, efi)
 	case StepBootDisk:
@@ -302,7 +410,7 @@ func (r *Runner) Probe(ctx context.Context, t Target) (Report, error) {
 	if err != nil {
 		return rep, r.fail(ctx, t, &rep, err.(*Error))
 	}
-	g, ctx := newGate(ctx, r.Outbound, nil)
+	g, ctx := newGate(ctx, r.Outbound, nil, 0)
 	defer g.close()
 	sess, err := r.open(ctx, t, g, scrub, &rep)
 	if err != nil {
@@ -310,7 +418,7 @@ func (r *Runner) Probe(ctx context.Context, t Target) (Report, error) {
 	}
 	defer sess.close(ctx)
 	rep.done(StepOpen, "")
-	power, err := sess.powerState(ctx)
+	power, err := readPower(ctx, sess, &rep)
 	if err != nil {
 		return rep, r.fail(ctx, t, &rep, r.classified(StepPowerState, err, scrub))
 	}

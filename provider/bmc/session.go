@@ -16,6 +16,7 @@ import (
 
 	bmclib "github.com/bmc-toolbox/bmclib/v2"
 	"github.com/go-logr/logr"
+	"github.com/stmcginnis/gofish"
 	gfcommon "github.com/stmcginnis/gofish/common"
 )
 
@@ -32,24 +33,82 @@ type conn interface {
 	close(ctx context.Context)
 }
 
-// session is one bmclib client with one open connection. It records every answer into the
-// run's report. The client is never logged or stored anywhere else: its Auth.Pass is an
-// exported field.
+// session is one bmclib client with one open connection, and the run's own gofish client on
+// the same BMC (it decided the authentication, found the node's system and reads the
+// inventory). It records every answer into the run's report. The clients are never logged or
+// stored anywhere else: bmclib's Auth.Pass is an exported field.
 type session struct {
 	client  *bmclib.Client
+	api     *gofish.APIClient
+	system  string // the node's ComputerSystem (@odata.id)
 	target  Target
 	timeout time.Duration
-	http    func() *http.Client // a fresh guarded client for the inventory walk
 	scrub   scrubber
 	report  *Report
 }
 
-// openRedfish builds the bmclib client for t, filtered to its driver, and logs in.
+// tlsConfig is the TLS the target asks for: verified against its CA (or the system roots)
+// unless InsecureTLS.
+func tlsConfig(t Target) (*tls.Config, error) {
+	var pool *x509.CertPool
+	if !t.InsecureTLS {
+		var err error
+		if pool, err = t.certPool(); err != nil {
+			return nil, err
+		}
+	}
+	return &tls.Config{RootCAs: pool, InsecureSkipVerify: t.InsecureTLS, MinVersion: tls.VersionTLS12}, nil //nolint:gosec // the target asked for it
+}
+
+// openRedfish logs in to t and builds the bmclib client for its system, filtered to its driver.
+// The authentication is read from the service root (a session where the service offers one,
+// HTTP Basic where it does not, or where its SessionService cannot create sessions); the node's
+// system is found among the BMC's (Target.SystemID), and bmclib is pointed at it by name when
+// there are several, so no action reaches another machine behind the same BMC.
 func openRedfish(ctx context.Context, t Target, timeouts timeouts, g *gate, scrub scrubber, report *Report) (*session, error) {
 	if os.Getenv("DEBUG_BMCLIB") != "" {
 		// bmclib's Redfish driver then dumps every request, login body included, to stdout.
 		return nil, fmt.Errorf("DEBUG_BMCLIB is set in the environment; refusing to send credentials: %w", errNoDriver)
 	}
+	if (t.driver() == DriverDell || t.driver() == DriverOpenBMC) && t.port() != "443" {
+		// bmclib v2.3.4 has no port option for these drivers: they always dial 443.
+		return nil, fmt.Errorf("%w: bmclib's %s driver only reaches port 443, not %s", ErrInvalidTarget, t.driver(), t.port())
+	}
+	tlsCfg, err := tlsConfig(t)
+	if err != nil {
+		return nil, err
+	}
+	s := &session{target: t, timeout: timeouts.step, scrub: scrub, report: report}
+	// The run's gofish client lives as long as the run (each of its requests is bounded on its
+	// own); the login is bounded by the step.
+	stepCtx, cancel := context.WithTimeout(ctx, timeouts.step)
+	defer cancel()
+	auth := AuthBasic
+	if !t.BasicAuth {
+		if auth, err = redfishAuth(stepCtx, t, guardedHTTPClient(g, timeouts, tlsCfg)); err != nil {
+			s.answer("Open", "", err)
+			return nil, err
+		}
+	}
+	if s.api, auth, err = loginRedfish(ctx, t, auth, guardedHTTPClient(g, timeouts, tlsCfg)); err != nil {
+		s.answer("Open", "", err)
+		return nil, err
+	}
+	report.Auth = auth
+	systems, err := s.api.Service.Systems()
+	if err != nil {
+		s.api.Logout()
+		s.answer("Open", "", err)
+		return nil, err
+	}
+	sys, err := pickSystem(systems, t.SystemID)
+	if err != nil {
+		s.api.Logout()
+		s.answer("Open", "", err)
+		return nil, err
+	}
+	s.system = sys.ODataID
+
 	opts := []bmclib.Option{
 		// bmclib's own logging is off: its messages carry driver errors we have not scrubbed.
 		bmclib.WithLogger(logr.Discard()),
@@ -57,37 +116,29 @@ func openRedfish(ctx context.Context, t Target, timeouts timeouts, g *gate, scru
 		// Every HTTP connection is checked at connect time against the outbound policy and
 		// the run's gate, and every request is bounded on its own, not only the step.
 		bmclib.WithHTTPClient(guardedHTTPClient(g, timeouts, nil)),
-		bmclib.WithRedfishPort(t.port()), bmclib.WithRedfishUseBasicAuth(t.BasicAuth),
+		bmclib.WithRedfishPort(t.port()), bmclib.WithRedfishUseBasicAuth(auth == AuthBasic),
 	}
-	var pool *x509.CertPool
+	if len(systems) > 1 {
+		// bmclib acts on every system unless told one by name (pickSystem made sure it is unique).
+		opts = append(opts, bmclib.WithRedfishSystemName(sys.Name))
+	}
 	if !t.InsecureTLS {
-		var err error
-		if pool, err = t.certPool(); err != nil {
-			return nil, err
-		}
-		opts = append(opts, bmclib.WithSecureTLS(pool))
+		opts = append(opts, bmclib.WithSecureTLS(tlsCfg.RootCAs))
 	}
-	if (t.driver() == DriverDell || t.driver() == DriverOpenBMC) && t.port() != "443" {
-		// bmclib v2.3.4 has no port option for these drivers: they always dial 443.
-		return nil, fmt.Errorf("%w: bmclib's %s driver only reaches port 443, not %s", ErrInvalidTarget, t.driver(), t.port())
-	}
-	c := bmclib.NewClient(t.host(), t.Username, t.Password.Reveal(), opts...)
+	s.client = bmclib.NewClient(t.host(), t.Username, t.Password.Reveal(), opts...)
 	// Filter before Open: unfiltered, Open logs in through every registered vendor driver.
-	c.Registry.Drivers = c.Registry.Using(string(t.Protocol))
-	c.Registry.Drivers = c.Registry.For(t.driver())
-	if len(c.Registry.Drivers) == 0 {
+	s.client.Registry.Drivers = s.client.Registry.Using(string(t.Protocol))
+	s.client.Registry.Drivers = s.client.Registry.For(t.driver())
+	if len(s.client.Registry.Drivers) == 0 {
+		s.api.Logout()
 		return nil, fmt.Errorf("no bmclib driver %q for protocol %q: %w", t.driver(), t.Protocol, errNoDriver)
 	}
-	tlsCfg := &tls.Config{RootCAs: pool, InsecureSkipVerify: t.InsecureTLS, MinVersion: tls.VersionTLS12} //nolint:gosec // the target asked for it
-	s := &session{client: c, target: t, timeout: timeouts.step, scrub: scrub, report: report,
-		http: func() *http.Client { return guardedHTTPClient(g, timeouts, tlsCfg) }}
-	ctx, cancel := context.WithTimeout(ctx, timeouts.step)
-	defer cancel()
-	if err := c.Open(ctx); err != nil {
+	if err := s.client.Open(stepCtx); err != nil {
+		s.api.Logout()
 		s.answer("Open", "", err)
 		return nil, err
 	}
-	s.answer("Open", "session opened", nil)
+	s.answer("Open", "session opened ("+auth+")", nil)
 	return s, nil
 }
 
@@ -98,6 +149,7 @@ func (s *session) close(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.timeout)
 	defer cancel()
 	_ = s.client.Close(ctx)
+	s.api.Logout()
 }
 
 func (s *session) powerState(ctx context.Context) (PowerState, error) {
@@ -137,7 +189,7 @@ func (s *session) setBoot(ctx context.Context, device string, persistent, efi bo
 func (s *session) inventory(ctx context.Context) (*Inventory, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	inv, err := redfishInventory(ctx, s.target, s.http())
+	inv, err := redfishInventory(ctx, s.api, s.system)
 	summary := ""
 	if inv != nil {
 		summary = fmt.Sprintf("%s %s %s, %d CPUs, %d DIMMs", inv.Vendor, inv.Model, inv.Serial, inv.CPUs, inv.DIMMs)
@@ -148,8 +200,10 @@ func (s *session) inventory(ctx context.Context) (*Inventory, error) {
 
 // answer records the BMC's answer to one call, scrubbed, and which driver gave it.
 func (s *session) answer(call, answer string, err error) {
-	if p := s.client.GetMetadata().SuccessfulProvider; p != "" {
-		s.report.Provider = p
+	if s.client != nil {
+		if p := s.client.GetMetadata().SuccessfulProvider; p != "" {
+			s.report.Provider = p
+		}
 	}
 	if err != nil {
 		answer = foreignSafe(err)

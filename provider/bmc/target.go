@@ -59,11 +59,15 @@ type Target struct {
 	// Driver picks one bmclib driver within the protocol (DriverDell, DriverOpenBMC...);
 	// empty means DriverGofish for Redfish and DriverIpmitool for IPMI.
 	Driver string
-	// BasicAuth makes the Redfish driver send basic auth on every request instead of logging
-	// in to a session (for BMCs whose SessionService is broken).
+	// BasicAuth makes a Redfish run send HTTP Basic on every request without looking for a
+	// SessionService. Without it a run reads the service root and uses Basic anyway when the
+	// service offers no sessions or its SessionService cannot create one (Report.Auth).
 	BasicAuth bool
 	// LegacyBoot asks for BIOS (legacy) boot overrides instead of UEFI.
 	LegacyBoot bool
+	// SystemID is the Redfish ComputerSystem id of this machine behind a BMC that manages
+	// several; empty means the BMC's only system (a run against a BMC with several fails).
+	SystemID string
 }
 
 // ErrInvalidTarget reports a Target that cannot be used (empty address, unknown protocol...).

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -27,28 +28,28 @@ func TestWorkflowsAgainstSimulator(t *testing.T) {
 		bootAfter  [2]string // override target and enabled at the end
 	}{
 		{"inspect an off node: on, PXE once, cycle into PXE, inventory, off", metal.WorkflowInspect, off, false,
-			[]string{"reset On", "boot Pxe Once UEFI", "reset ForceRestart", "reset ForceOff"},
+			[]string{"reset On", "boot Pxe Once UEFI", "reset ForceOff", "reset On", "reset ForceOff"},
 			[]string{"Hdd", "Pxe"}, PowerOff, [2]string{"Pxe", "Disabled"}},
 		{"inspect a running node skips power on", metal.WorkflowInspect, on, false,
-			[]string{"boot Pxe Once UEFI", "reset ForceRestart", "reset ForceOff"},
+			[]string{"boot Pxe Once UEFI", "reset ForceOff", "reset On", "reset ForceOff"},
 			[]string{"Pxe"}, PowerOff, [2]string{"Pxe", "Disabled"}},
 		{"commission an off node powers it on into PXE instead of cycling", metal.WorkflowCommission, off, false,
 			[]string{"boot Pxe Once UEFI", "reset On", "reset ForceOff"},
 			[]string{"Pxe"}, PowerOff, [2]string{"Pxe", "Disabled"}},
 		{"commission a running node cycles it", metal.WorkflowCommission, on, false,
-			[]string{"boot Pxe Once UEFI", "reset ForceRestart", "reset ForceOff"},
+			[]string{"boot Pxe Once UEFI", "reset ForceOff", "reset On", "reset ForceOff"},
 			[]string{"Pxe"}, PowerOff, [2]string{"Pxe", "Disabled"}},
 		{"deploy: PXE once, boot it, then disk persistently", metal.WorkflowDeploy, off, false,
 			[]string{"boot Pxe Once UEFI", "reset On", "boot Hdd Continuous UEFI"},
 			[]string{"Pxe"}, PowerOn, [2]string{"Hdd", "Continuous"}},
 		{"deploy a running legacy-boot node", metal.WorkflowDeploy, on, true,
-			[]string{"boot Pxe Once Legacy", "reset ForceRestart", "boot Hdd Continuous Legacy"},
+			[]string{"boot Pxe Once Legacy", "reset ForceOff", "reset On", "boot Hdd Continuous Legacy"},
 			[]string{"Pxe"}, PowerOn, [2]string{"Hdd", "Continuous"}},
 		{"rescue a deployed node: PXE once and cycle", metal.WorkflowRescue, on, false,
-			[]string{"boot Pxe Once UEFI", "reset ForceRestart"},
+			[]string{"boot Pxe Once UEFI", "reset ForceOff", "reset On"},
 			[]string{"Pxe"}, PowerOn, [2]string{"Pxe", "Disabled"}},
 		{"unrescue: disk persistently and cycle", metal.WorkflowUnrescue, on, false,
-			[]string{"boot Hdd Continuous UEFI", "reset ForceRestart"},
+			[]string{"boot Hdd Continuous UEFI", "reset ForceOff", "reset On"},
 			[]string{"Hdd"}, PowerOn, [2]string{"Hdd", "Continuous"}},
 		{"release a running node: hard off, PXE off", metal.WorkflowRelease, on, false,
 			[]string{"reset ForceOff", "boot Hdd Continuous UEFI"},
@@ -61,14 +62,29 @@ func TestWorkflowsAgainstSimulator(t *testing.T) {
 		{"retire an off node sends nothing", metal.WorkflowRetire, off, false,
 			nil, nil, PowerOff, [2]string{"None", "Disabled"}},
 	} {
-		// Every workflow on both layouts: the classic ids bmclib's vendor paths know, and the
-		// DMTF-mockup-like layout (Systems/node-a7) found only through the collections.
-		for _, layout := range []redfishsim.Layout{redfishsim.LayoutClassic, redfishsim.LayoutNamed} {
-			t.Run(string(layout)+"/"+tc.reason, func(t *testing.T) {
+		// Every workflow on every kind of Redfish BMC: both layouts (the classic ids bmclib's
+		// vendor paths know, and the DMTF-mockup-like Systems/node-a7 found only through the
+		// collections), a service with HTTP Basic only, one applying power changes late (each
+		// change waited for: the same requests, the same end), and one in front of two systems
+		// (the node is system 1; Actions would show any change of system 2).
+		for _, kind := range []struct {
+			name   string
+			cfg    redfishsim.Config
+			system string
+		}{
+			{"classic", redfishsim.Config{Layout: redfishsim.LayoutClassic}, ""},
+			{"named", redfishsim.Config{Layout: redfishsim.LayoutNamed}, ""},
+			{"basic-only", redfishsim.Config{BasicOnly: true}, ""},
+			{"late-power", redfishsim.Config{PowerDelay: 100 * time.Millisecond}, ""},
+			{"two-systems", redfishsim.Config{Systems: 2}, "1"},
+		} {
+			t.Run(kind.name+"/"+tc.reason, func(t *testing.T) {
 				t.Parallel()
-				sim, target := newSimWith(t, redfishsim.Config{Layout: layout, PowerState: tc.power, Username: "operator", Password: testPassword})
-				target.LegacyBoot = tc.legacy
-				rep, err := (&Runner{Outbound: testOutbound}).Run(testCtx(t), target, tc.workflow)
+				cfg := kind.cfg
+				cfg.PowerState, cfg.Username, cfg.Password = tc.power, "operator", testPassword
+				sim, target := newSimWith(t, cfg)
+				target.LegacyBoot, target.SystemID = tc.legacy, kind.system
+				rep, err := settleRunner(30*time.Second).Run(testCtx(t), target, tc.workflow)
 				if err != nil {
 					t.Fatalf("Run: %v (report %+v)", err, rep)
 				}

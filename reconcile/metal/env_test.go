@@ -47,6 +47,12 @@ type envOptions struct {
 	runnerHook  *slog.Logger     // the BMC runner's logger, when a test hooks it
 	reconcilerO metalrec.Options // MaxAttempts, Now
 	ipmiTool    string           // the ipmitool the BMC runner calls (default: on PATH)
+	// sim configures the Redfish simulator (Username, Password and PowerState are the env's).
+	sim redfishsim.Config
+	// settle bounds the wait for a power change (default: bmc's); power is then read every 10 ms.
+	settle time.Duration
+	// checkEvery is how often a run asks whether its node moved (default: bmc's).
+	checkEvery time.Duration
 }
 
 func newEnv(t *testing.T, o envOptions) *env {
@@ -82,7 +88,9 @@ func newEnv(t *testing.T, o envOptions) *env {
 		t.Fatal(err)
 	}
 	e.editor = core.WithCaller(context.Background(), core.Caller{PrincipalID: e.principal, TenantID: e.tenant})
-	e.sim = redfishsim.New(redfishsim.Config{Username: "operator", Password: simPassword, PowerState: o.power})
+	cfg := o.sim
+	cfg.Username, cfg.Password, cfg.PowerState = "operator", simPassword, o.power
+	e.sim = redfishsim.New(cfg)
 	t.Cleanup(e.sim.Close)
 	return e
 }
@@ -95,7 +103,11 @@ func (e *env) runner(t *testing.T, o envOptions) *reconcile.Runner {
 	}
 	ro := o.reconcilerO
 	ro.DB, ro.Keyring, ro.Logger = e.db, e.ring, o.logger
-	ro.Runner = &bmc.Runner{Logger: o.logger, Outbound: netguard.Policy{Allow: netguard.AllowLoopback()}, IPMITool: o.ipmiTool}
+	ro.Runner = &bmc.Runner{Logger: o.logger, Outbound: netguard.Policy{Allow: netguard.AllowLoopback()}, IPMITool: o.ipmiTool,
+		PowerSettle: o.settle, CheckInterval: o.checkEvery}
+	if o.settle > 0 {
+		ro.Runner.PowerPoll = 10 * time.Millisecond
+	}
 	if o.runnerHook != nil {
 		ro.Runner.Logger = o.runnerHook
 	}

@@ -98,19 +98,39 @@ func TestHungBMCsDoNotStarveOtherWork(t *testing.T) {
 	other := s.NewTenant(t, "healthy", "editor")
 
 	var hung []*hungBMC
-	var hungNodes []string
-	for i := range 4 {
-		h := newHungBMC(t)
-		hung = append(hung, h)
-		port := h.ln.Addr().(*net.TCPAddr).Port
-		n, err := s.App.Service.EnrollNode(slow.Ctx, &v1.EnrollNodeRequest{TenantId: slow.ID, Name: fmt.Sprintf("wedged-%d", i),
-			Bmc: &v1.MetalBmcSettings{Address: "127.0.0.1", Port: int32(port), Protocol: "redfish", Username: "u", Password: "pw", InsecureTls: true}})
-		if err != nil {
-			t.Fatalf("enroll hung BMC: %v", err)
-		}
-		hungNodes = append(hungNodes, n.GetId())
+	hungNodes := make([]string, 4)
+	for range 4 {
+		hung = append(hung, newHungBMC(t))
+	}
+	// Enrollment looks at a Redfish BMC's systems, bounded (core.metalSystemsWait): each hung BMC
+	// holds its enrollment that long, so they are enrolled at once, and the connections that
+	// look made are not the reconciler's (enrolled, below).
+	var wg sync.WaitGroup
+	for i, h := range hung {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			port := h.ln.Addr().(*net.TCPAddr).Port
+			n, err := s.App.Service.EnrollNode(slow.Ctx, &v1.EnrollNodeRequest{TenantId: slow.ID, Name: fmt.Sprintf("wedged-%d", i),
+				Bmc: &v1.MetalBmcSettings{Address: "127.0.0.1", Port: int32(port), Protocol: "redfish", Username: "u", Password: "pw", InsecureTls: true}})
+			if err != nil {
+				t.Errorf("enroll hung BMC: %v", err)
+				return
+			}
+			hungNodes[i] = n.GetId()
+		}()
+	}
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	enrolled := 0
+	for _, h := range hung {
+		_, a := h.counts()
+		enrolled += a
 	}
 	held := func() (open, accepted, leased int) {
+		accepted = -enrolled
 		for _, h := range hung {
 			o, a := h.counts()
 			open, accepted = open+o, accepted+a

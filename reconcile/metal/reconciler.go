@@ -22,6 +22,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"better-compute.dev/compute/metal"
 	"better-compute.dev/compute/provider/bmc"
 	"better-compute.dev/compute/reconcile"
@@ -135,7 +137,8 @@ func (r *Reconciler) drive(ctx context.Context, lease store.Lease, n store.Metal
 	// The run may take what is left of the state's deadline and no more.
 	left := n.StateEnteredAt.Add(metal.Deadline(state)).Sub(now)
 	runCtx, cancel := context.WithTimeout(ctx, left)
-	rep, runErr := r.opts.Runner.RunChecked(runCtx, target, metal.WorkflowOf(state), r.unmoved(n))
+	rep, runErr := r.opts.Runner.RunWith(runCtx, target, metal.WorkflowOf(state),
+		bmc.RunOptions{Check: r.unmoved(n), Settling: r.settling(lease, n)})
 	cancel()
 	if runErr == nil {
 		return r.complete(ctx, lease, n, state, rep)
@@ -169,6 +172,7 @@ func (r *Reconciler) drive(ctx context.Context, lease store.Lease, n store.Metal
 	moved, err := r.note(ctx, lease, store.MetalOutcome{
 		ID: n.ID, Version: n.Version, State: n.State, PendingWork: n.PendingWork, LastError: why,
 		FailureReason: n.FailureReason, LastAnswer: answer(rep, n), PowerState: power(rep),
+		PowerReadAt: readAt(rep), PowerRequested: string(rep.PowerRequested), BMCAuth: rep.Auth,
 	}, nil)
 	if err != nil || moved {
 		// moved: a verb changed the node meanwhile and queued it again; run that at once
@@ -235,11 +239,33 @@ func (r *Reconciler) unmoved(n store.MetalNode) bmc.Check {
 	}
 }
 
+// settling shows on the node, while a power change settles, the state asked for beside the
+// BMC's reading, fenced by the lease and the node's version. A failed write only loses the
+// display: the outcome is written at the end of the run anyway.
+func (r *Reconciler) settling(lease store.Lease, n store.MetalNode) func(context.Context, bmc.PowerState, bmc.PowerState, time.Time) {
+	return func(ctx context.Context, requested, reading bmc.PowerState, at time.Time) {
+		note := store.MetalPowerNote{ID: n.ID, Version: n.Version, PowerState: string(reading), PowerRequested: string(requested)}
+		if !at.IsZero() {
+			note.PowerReadAt = &at
+		}
+		err := reconcile.WriteResult(ctx, r.opts.DB, lease, func(tx pgx.Tx) error {
+			if err := store.NoteMetalPower(ctx, tx, note); !errors.Is(err, store.ErrNotFound) {
+				return err
+			}
+			return nil
+		})
+		if err != nil {
+			r.opts.Logger.LogAttrs(ctx, slog.LevelDebug, "metal power note not written", slog.String("node", n.ID), slog.String("error", err.Error()))
+		}
+	}
+}
+
 // resting is the outcome of a chore: the state and failure reason stay, the chore is done.
 func (r *Reconciler) resting(n store.MetalNode, rep bmc.Report, lastError string) store.MetalOutcome {
 	return store.MetalOutcome{
 		ID: n.ID, Version: n.Version, State: n.State, PendingWork: store.MetalWorkNone, LastError: lastError,
 		FailureReason: n.FailureReason, LastAnswer: answer(rep, n), PowerState: power(rep),
+		PowerReadAt: readAt(rep), PowerRequested: string(rep.PowerRequested), BMCAuth: rep.Auth,
 	}
 }
 
@@ -258,6 +284,7 @@ func (r *Reconciler) complete(ctx context.Context, lease store.Lease, n store.Me
 	return r.record(ctx, lease, store.MetalOutcome{
 		ID: n.ID, Version: n.Version, State: string(next), PendingWork: store.MetalWorkNone,
 		LastAnswer: answer(rep, n), PowerState: power(rep), Inventory: inv, ClearImage: state == metal.Releasing,
+		PowerReadAt: readAt(rep), PowerRequested: string(rep.PowerRequested), BMCAuth: rep.Auth,
 	}, movedEvent(state, next, "succeeded", ""))
 }
 
@@ -270,6 +297,7 @@ func (r *Reconciler) fail(ctx context.Context, lease store.Lease, n store.MetalN
 	return r.record(ctx, lease, store.MetalOutcome{
 		ID: n.ID, Version: n.Version, State: string(next), PendingWork: store.MetalWorkNone,
 		LastError: lastError, FailureReason: reason, LastAnswer: answer(rep, n), PowerState: power(rep),
+		PowerReadAt: readAt(rep), PowerRequested: string(rep.PowerRequested), BMCAuth: rep.Auth,
 	}, movedEvent(state, next, "failed", reason))
 }
 
@@ -297,7 +325,7 @@ func (r *Reconciler) target(n store.MetalNode) (bmc.Target, error) {
 	}
 	t := bmc.Target{
 		Address: n.BMCAddress, Port: n.BMCPort, Protocol: bmc.Protocol(n.BMCProtocol), Username: n.BMCUsername,
-		Password: pw, InsecureTLS: n.BMCInsecureTLS, LegacyBoot: n.BMCLegacyBoot,
+		Password: pw, InsecureTLS: n.BMCInsecureTLS, LegacyBoot: n.BMCLegacyBoot, SystemID: n.BMCSystemID,
 	}
 	if n.BMCCACertPEM != "" {
 		t.CACertPEM = []byte(n.BMCCACertPEM)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -74,12 +75,25 @@ func answer(rep bmc.Report, n store.MetalNode) string {
 	return n.LastAnswer
 }
 
-// power is the power state the run last saw, or "" when it never read one.
+// power is the power state the run last read, or "" when it never read one.
 func power(rep bmc.Report) string {
-	if rep.PowerAfter != "" {
+	switch {
+	case rep.PowerLast != "":
+		return string(rep.PowerLast)
+	case rep.PowerAfter != "":
 		return string(rep.PowerAfter)
 	}
 	return string(rep.PowerBefore)
+}
+
+// readAt is when the run last read the power, nil when it never did (the node keeps the
+// previous reading's time with its reading).
+func readAt(rep bmc.Report) *time.Time {
+	if rep.PowerReadAt.IsZero() {
+		return nil
+	}
+	t := rep.PowerReadAt
+	return &t
 }
 
 // inventoryJSON stores the hardware summary as protojson of the API's MetalInventory, which is

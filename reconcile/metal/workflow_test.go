@@ -66,15 +66,15 @@ func TestLifecycleAgainstSimulator(t *testing.T) {
 	}{
 		{"enrollment probes the BMC and changes nothing", "", false, nil, metal.Enrolled, "off"},
 		{"inspect: on, PXE once, cycle, inventory, off", metal.Inspect, false,
-			[]string{"reset On", "boot Pxe Once UEFI", "reset ForceRestart", "reset ForceOff"}, metal.Inspected, "off"},
+			[]string{"reset On", "boot Pxe Once UEFI", "reset ForceOff", "reset On", "reset ForceOff"}, metal.Inspected, "off"},
 		{"commission: PXE once, on, tests, off", metal.Commission, false,
 			[]string{"boot Pxe Once UEFI", "reset On", "reset ForceOff"}, metal.Ready, "off"},
 		{"deploy: PXE once, on, then disk persistently", metal.Deploy, false,
 			[]string{"boot Pxe Once UEFI", "reset On", "boot Hdd Continuous UEFI"}, metal.Deployed, "on"},
 		{"rescue: PXE once and cycle", metal.RescueVerb, false,
-			[]string{"boot Pxe Once UEFI", "reset ForceRestart"}, metal.Rescue, "on"},
+			[]string{"boot Pxe Once UEFI", "reset ForceOff", "reset On"}, metal.Rescue, "on"},
 		{"unrescue: disk persistently and cycle", metal.Unrescue, false,
-			[]string{"boot Hdd Continuous UEFI", "reset ForceRestart"}, metal.Deployed, "on"},
+			[]string{"boot Hdd Continuous UEFI", "reset ForceOff", "reset On"}, metal.Deployed, "on"},
 		{"release: hard off, PXE off", metal.Release, false,
 			[]string{"reset ForceOff", "boot Hdd Continuous UEFI"}, metal.Ready, "off"},
 		{"retire powers off a machine someone turned on", metal.Retire, true,
@@ -275,7 +275,7 @@ func TestRestartRedrives(t *testing.T) {
 		t.Fatalf("the restarted reconciler ran %d items", n)
 	}
 	got := e.get(t, node.GetId())
-	want := []string{"boot Pxe Once UEFI", "reset ForceRestart", "reset ForceOff"}
+	want := []string{"boot Pxe Once UEFI", "reset ForceOff", "reset On", "reset ForceOff"}
 	if got.GetState() != "inspected" || !cmp.Equal(want, e.sim.Actions()) {
 		t.Errorf("state %s actions %v", got.GetState(), e.sim.Actions())
 	}

@@ -107,9 +107,18 @@ func hexBytes(b []byte) string {
 	return strings.Join(parts, " ")
 }
 
+// Options vary the simulated BMC.
+type Options struct {
+	// NoFRU leaves FRU 0 without data, as many BMCs ship: "fru print 0" fails.
+	NoFRU bool
+}
+
 // Start writes lan.conf, sim.emu and the chassis script into a fresh directory, starts
 // ipmi_sim and waits until it answers.
-func Start(t testing.TB) *Sim {
+func Start(t testing.TB) *Sim { t.Helper(); return StartWith(t, Options{}) }
+
+// StartWith is Start with options.
+func StartWith(t testing.TB, o Options) *Sim {
 	t.Helper()
 	Require(t)
 	dir := t.TempDir()
@@ -165,7 +174,9 @@ set_working_mc 0x20
 	fru := fruImage("Contoso", "IPMI-7", "SN-IPMI-1")
 	var emu strings.Builder
 	fmt.Fprintf(&emu, "mc_setbmc 0x20\nmc_add 0x20 0 no-device-sdrs 0x23 9 8 0x9f 0x1291 0xf02 persist_sdr\n")
-	fmt.Fprintf(&emu, "mc_add_fru_data 0x20 0 0x%x data %s\n", len(fru), hexBytes(fru))
+	if !o.NoFRU {
+		fmt.Fprintf(&emu, "mc_add_fru_data 0x20 0 0x%x data %s\n", len(fru), hexBytes(fru))
+	}
 	for i, e := range []struct {
 		entity, instance, typ byte
 		name                  string
@@ -187,7 +198,17 @@ set_working_mc 0x20
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() })
 
 	real, _ := exec.LookPath("ipmitool")
-	s.Tool = write("ipmitool", fmt.Sprintf("#!/bin/sh\necho \"$*\" >> %q\nexec %q \"$@\"\n", filepath.Join(dir, "commands.log"), real), 0o755)
+	// The wrapper records the command, then waits while a hold (see Hold) names it: the command
+	// is then on its way but has not reached the BMC.
+	s.Tool = write("ipmitool", fmt.Sprintf(`#!/bin/sh
+dir=%q
+echo "$*" >> "$dir/commands.log"
+if [ -s "$dir/hold" ] && case "$*" in *"$(cat "$dir/hold")"*) true;; *) false;; esac; then
+  touch "$dir/held"
+  while [ -s "$dir/hold" ]; do sleep 0.02; done
+fi
+exec %q "$@"
+`, dir, real), 0o755)
 	// Wait for the simulator to answer (it reads its files after the process starts).
 	for i := 0; ; i++ {
 		out, err := exec.Command(real, "-I", "lanplus", "-H", "127.0.0.1", "-p", fmt.Sprint(s.Port), "-U", User,
@@ -248,6 +269,21 @@ func (s *Sim) ResetLogs() {
 		_ = os.Remove(filepath.Join(s.Dir, f))
 	}
 }
+
+// Hold makes the ipmitool wrapper stop every command whose arguments contain args before it
+// reaches the BMC, until Release; Held says whether one has stopped there.
+func (s *Sim) Hold(args string) {
+	_ = os.WriteFile(filepath.Join(s.Dir, "hold"), []byte(args), 0o600)
+}
+
+// Held reports whether a command stopped at the hold.
+func (s *Sim) Held() bool {
+	_, err := os.Stat(filepath.Join(s.Dir, "held"))
+	return err == nil
+}
+
+// Release lets held commands go on (a command whose ipmitool was stopped meanwhile never does).
+func (s *Sim) Release() { _ = os.Remove(filepath.Join(s.Dir, "hold")) }
 
 // SetPower sets the chassis's power.
 func (s *Sim) SetPower(on bool) {

@@ -41,6 +41,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.applyDue(time.Now())
 
 	rec := Request{Method: r.Method, Path: path, Body: s.scrub(raw), Auth: "none", At: at}
 	user, pass, basic := r.BasicAuth()
@@ -64,6 +65,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 func (s *Server) answer(w http.ResponseWriter, r *http.Request, path string, body []byte, rec *Request,
 	login bool, loginUser, loginPass string, basic bool, basicUser, basicPass string) int {
 	if f := s.fault(r.Method, path); f != nil {
+		if f.Hangup {
+			hangUp(w)
+			return 0
+		}
 		msg := fmt.Sprintf("injected fault %d", f.Status)
 		if f.EchoCredentials {
 			// A careless BMC repeating what it was sent: exactly what a client must scrub.
@@ -77,6 +82,8 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, path string, bod
 	}
 
 	switch {
+	case login && s.cfg.BasicOnly:
+		return writeError(w, http.StatusNotFound, "Base.1.8.ResourceMissingAtURI", "no resource at "+path)
 	case login:
 		if s.rejectAuth || !s.credentialsOK(loginUser, loginPass) {
 			rec.Auth = "rejected"
@@ -168,6 +175,17 @@ func (s *Server) scrub(raw []byte) string {
 		}
 	}
 	return strings.ReplaceAll(string(raw), s.cfg.Password, removed)
+}
+
+// hangUp closes the request's connection without writing an answer.
+func hangUp(w http.ResponseWriter) {
+	if hj, ok := w.(http.Hijacker); ok {
+		if c, _, err := hj.Hijack(); err == nil {
+			_ = c.Close()
+			return
+		}
+	}
+	panic(http.ErrAbortHandler)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) int {

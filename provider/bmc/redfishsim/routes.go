@@ -24,12 +24,12 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, path string, body
 		}
 		return writeError(w, http.StatusNotFound, notFoundCode, "no resource at "+path)
 	case http.MethodPatch:
-		if path == s.lay.system {
-			return s.patchSystem(w, body)
+		if m, reset := s.machineAt(path); m != nil && !reset {
+			return s.patchSystem(w, m, body)
 		}
 	case http.MethodPost:
-		if path == s.lay.reset() {
-			return s.reset(w, body)
+		if m, reset := s.machineAt(path); m != nil && reset {
+			return s.reset(w, m, body)
 		}
 	case http.MethodDelete:
 		if id, ok := strings.CutPrefix(path, sessionsPath+"/"); ok {
@@ -49,7 +49,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, path string, body
 
 // patchSystem applies a Boot override. Only Boot is writable; any other property is refused
 // as a real BMC refuses read-only properties.
-func (s *Server) patchSystem(w http.ResponseWriter, body []byte) int {
+func (s *Server) patchSystem(w http.ResponseWriter, m *machine, body []byte) int {
 	var patch map[string]json.RawMessage
 	if err := json.Unmarshal(body, &patch); err != nil {
 		return writeError(w, http.StatusBadRequest, "Base.1.8.MalformedJSON", "body is not JSON")
@@ -67,7 +67,7 @@ func (s *Server) patchSystem(w http.ResponseWriter, body []byte) int {
 	if err := json.Unmarshal(patch["Boot"], &boot); err != nil {
 		return writeError(w, http.StatusBadRequest, "Base.1.8.PropertyValueTypeError", "Boot is not an object")
 	}
-	next := s.boot
+	next := m.boot
 	for _, f := range []struct {
 		val     string
 		allowed []string
@@ -85,59 +85,69 @@ func (s *Server) patchSystem(w http.ResponseWriter, body []byte) int {
 		}
 		*f.dst = f.val
 	}
-	s.boot = next
+	m.boot = next
 	action := "boot " + next.target + " " + next.enabled
 	if boot.BootSourceOverrideMode != "" {
 		action += " " + next.mode
 	}
-	s.actions = append(s.actions, action)
+	s.act(m, action)
 	w.WriteHeader(http.StatusNoContent)
 	return http.StatusNoContent
 }
 
-// reset runs a ComputerSystem.Reset action.
-func (s *Server) reset(w http.ResponseWriter, body []byte) int {
+// reset runs a ComputerSystem.Reset action. The BMC accepts it at once and applies it after
+// Config.PowerDelay; it is checked against the state the BMC reports when it arrives.
+func (s *Server) reset(w http.ResponseWriter, m *machine, body []byte) int {
 	var req struct{ ResetType string }
 	if err := json.Unmarshal(body, &req); err != nil || !slices.Contains(resetTypes, req.ResetType) {
 		return writeError(w, http.StatusBadRequest, "Base.1.8.ActionParameterNotSupported", "unsupported ResetType")
 	}
-	on := s.power == PowerOn
+	on := m.power == PowerOn
+	off := func() { m.power = PowerOff }
+	up := func() { s.startUp(m) }
 	switch req.ResetType {
 	case "On", "ForceOn":
 		if !on {
-			s.startUp()
+			s.later(m, up)
 		}
 	case "ForceOff", "GracefulShutdown":
-		s.power = PowerOff
+		s.later(m, off)
 	case "PushPowerButton":
 		if on {
-			s.power = PowerOff
+			s.later(m, off)
 		} else {
-			s.startUp()
+			s.later(m, up)
 		}
 	case "GracefulRestart", "ForceRestart":
 		if !on {
 			return writeError(w, http.StatusConflict, "Base.1.8.ActionNotSupported", "the system is not powered on")
 		}
-		s.startUp()
+		s.later(m, up)
 	case "PowerCycle":
-		s.startUp()
+		s.later(m, up)
 	case "Nmi":
 	}
-	s.actions = append(s.actions, "reset "+req.ResetType)
+	s.act(m, "reset "+req.ResetType)
 	w.WriteHeader(http.StatusNoContent)
 	return http.StatusNoContent
 }
 
+// act records an accepted change, for the BMC and for the system.
+func (s *Server) act(m *machine, action string) {
+	s.actions = append(s.actions, action)
+	m.actions = append(m.actions, action)
+}
+
 // startUp powers the machine on (or restarts it) and boots it, consuming a one-time override.
-func (s *Server) startUp() {
-	s.power = PowerOn
+func (s *Server) startUp(m *machine) {
+	m.power = PowerOn
 	device := "Hdd"
-	if s.boot.enabled != "Disabled" && s.boot.target != "None" {
-		device = s.boot.target
+	if m.boot.enabled != "Disabled" && m.boot.target != "None" {
+		device = m.boot.target
 	}
-	if s.boot.enabled == "Once" {
-		s.boot.enabled = "Disabled"
+	if m.boot.enabled == "Once" {
+		m.boot.enabled = "Disabled"
 	}
 	s.boots = append(s.boots, device)
+	m.boots = append(m.boots, device)
 }

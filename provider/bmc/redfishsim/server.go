@@ -49,6 +49,16 @@ type Config struct {
 	// Delay holds every request this long before answering it (a slow BMC). The request is
 	// recorded, with its arrival time, before the delay.
 	Delay time.Duration
+
+	// BasicOnly is a service without a SessionService: the service root names none (and no
+	// Links.Sessions), a session login answers 404, and only HTTP Basic authenticates.
+	BasicOnly bool
+	// PowerDelay is how long after accepting a Reset the BMC applies it, as real BMCs do (1 to
+	// 11 s): until then PowerState reports the state from before.
+	PowerDelay time.Duration
+	// Systems is how many ComputerSystems the BMC manages (default 1): a blade chassis or a
+	// multi-node server. Each has its own power and boot override; see SystemIDs.
+	Systems int
 }
 
 func (c *Config) defaults() {
@@ -116,6 +126,9 @@ type Fault struct {
 	// EchoCredentials puts the credentials the request carried into the error body, as a
 	// careless BMC might, so tests can prove the client scrubs what it is told.
 	EchoCredentials bool
+	// Hangup closes the connection without an answer (a BMC that dies mid-request); Status
+	// is then ignored.
+	Hangup bool
 }
 
 // Server is a running simulator. All methods are safe for concurrent use.
@@ -125,8 +138,7 @@ type Server struct {
 	lay layout
 
 	mu          sync.Mutex
-	power       string
-	boot        bootState
+	machines    []*machine
 	sessions    map[string]string // session id -> token
 	nextSession int
 	requests    []Request
@@ -149,10 +161,9 @@ func New(cfg Config) *Server {
 	s := &Server{
 		cfg:      cfg,
 		lay:      newLayout(cfg.Layout),
-		power:    cfg.PowerState,
-		boot:     bootState{target: "None", enabled: "Disabled", mode: "UEFI"},
 		sessions: map[string]string{},
 	}
+	s.machines = newMachines(cfg, s.lay)
 	s.ts = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
 	// A client refusing the self-signed certificate is a tested case, not news for stderr.
 	s.ts.Config.ErrorLog = log.New(io.Discard, "", 0)
@@ -222,27 +233,25 @@ func (s *Server) Boots() []string {
 	return append([]string(nil), s.boots...)
 }
 
-// PowerState is the machine's current PowerState.
-func (s *Server) PowerState() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.power
-}
+// PowerState is the (first) machine's current PowerState, as the BMC reports it now.
+func (s *Server) PowerState() string { return s.SystemPowerState("") }
 
-// SetPowerState forces the reported PowerState, including values a client must not act on
-// ("PoweringOn", "Unknown", "").
+// SetPowerState forces the (first) machine's reported PowerState, including values a client
+// must not act on ("PoweringOn", "Unknown", "").
 func (s *Server) SetPowerState(state string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.power = state
+	s.machines[0].power = state
 }
 
-// Boot returns the current boot override: target, enabled ("Disabled", "Once",
+// Boot returns the (first) machine's boot override: target, enabled ("Disabled", "Once",
 // "Continuous") and mode.
 func (s *Server) Boot() (target, enabled, mode string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.boot.target, s.boot.enabled, s.boot.mode
+	s.applyDue(time.Now())
+	b := s.machines[0].boot
+	return b.target, b.enabled, b.mode
 }
 
 // SessionCount is how many sessions are open (a client that logs out leaves none).
@@ -284,9 +293,12 @@ func (s *Server) ResetLog() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.requests, s.actions, s.boots = nil, nil, nil
+	for _, m := range s.machines {
+		m.actions, m.boots = nil, nil
+	}
 }
 
-// SystemPath is the path of the simulated ComputerSystem (it depends on the layout).
+// SystemPath is the path of the (first) simulated ComputerSystem (it depends on the layout).
 func (s *Server) SystemPath() string { return s.lay.system }
 
 // hold stops matching requests until released.

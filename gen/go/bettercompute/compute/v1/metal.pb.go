@@ -41,9 +41,16 @@ type MetalBmc struct {
 	// Whether a CA certificate is pinned for the BMC.
 	CaPinned bool `protobuf:"varint,7,opt,name=ca_pinned,json=caPinned,proto3" json:"ca_pinned,omitempty"`
 	// Whether boot overrides ask for legacy BIOS instead of UEFI.
-	LegacyBoot    bool `protobuf:"varint,8,opt,name=legacy_boot,json=legacyBoot,proto3" json:"legacy_boot,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	LegacyBoot bool `protobuf:"varint,8,opt,name=legacy_boot,json=legacyBoot,proto3" json:"legacy_boot,omitempty"`
+	// The Redfish ComputerSystem id this node is, behind a BMC that manages several systems
+	// (blade chassis, multi-node servers); empty when the BMC has one system.
+	SystemId string `protobuf:"bytes,9,opt,name=system_id,json=systemId,proto3" json:"system_id,omitempty"`
+	// How the control plane authenticates to the BMC: session (a Redfish session), basic (HTTP
+	// Basic on every request, over TLS, for a Redfish service without a usable SessionService) or
+	// rmcp+ (IPMI); empty before the first login. Not a secret.
+	Authentication string `protobuf:"bytes,10,opt,name=authentication,proto3" json:"authentication,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *MetalBmc) Reset() {
@@ -132,6 +139,20 @@ func (x *MetalBmc) GetLegacyBoot() bool {
 	return false
 }
 
+func (x *MetalBmc) GetSystemId() string {
+	if x != nil {
+		return x.SystemId
+	}
+	return ""
+}
+
+func (x *MetalBmc) GetAuthentication() string {
+	if x != nil {
+		return x.Authentication
+	}
+	return ""
+}
+
 // MetalBmcSettings is the BMC of a node being enrolled.
 type MetalBmcSettings struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -151,7 +172,11 @@ type MetalBmcSettings struct {
 	// system roots. Not with insecureTls.
 	CaCertPem string `protobuf:"bytes,7,opt,name=ca_cert_pem,json=caCertPem,proto3" json:"ca_cert_pem,omitempty"`
 	// Ask for legacy BIOS boot overrides instead of UEFI.
-	LegacyBoot    bool `protobuf:"varint,8,opt,name=legacy_boot,json=legacyBoot,proto3" json:"legacy_boot,omitempty"`
+	LegacyBoot bool `protobuf:"varint,8,opt,name=legacy_boot,json=legacyBoot,proto3" json:"legacy_boot,omitempty"`
+	// Redfish only: the id of the ComputerSystem this node is (the last segment of its
+	// /redfish/v1/Systems/<id> path). Optional when the BMC manages exactly one system; when it
+	// manages several, enrollment without one is INVALID_INPUT listing the ids.
+	SystemId      string `protobuf:"bytes,9,opt,name=system_id,json=systemId,proto3" json:"system_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -240,6 +265,13 @@ func (x *MetalBmcSettings) GetLegacyBoot() bool {
 		return x.LegacyBoot
 	}
 	return false
+}
+
+func (x *MetalBmcSettings) GetSystemId() string {
+	if x != nil {
+		return x.SystemId
+	}
+	return ""
 }
 
 // MetalInventory summarises the hardware the last inspection or commissioning read.
@@ -421,7 +453,8 @@ type MetalNode struct {
 	LastAnswer string `protobuf:"bytes,9,opt,name=last_answer,json=lastAnswer,proto3" json:"last_answer,omitempty"`
 	// The hardware as last inspected or commissioned.
 	Inventory *MetalInventory `protobuf:"bytes,10,opt,name=inventory,proto3" json:"inventory,omitempty"`
-	// on, off, transitioning or unknown, as the BMC last said; empty before it first answered.
+	// on, off, transitioning or unknown, as the BMC last said (at power_read_time); empty before
+	// it first answered.
 	PowerState string `protobuf:"bytes,11,opt,name=power_state,json=powerState,proto3" json:"power_state,omitempty"`
 	// The image the last deploy asked for.
 	Image string `protobuf:"bytes,12,opt,name=image,proto3" json:"image,omitempty"`
@@ -430,9 +463,14 @@ type MetalNode struct {
 	// When it was enrolled.
 	CreateTime *timestamppb.Timestamp `protobuf:"bytes,14,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
 	// When it last changed.
-	UpdateTime    *timestamppb.Timestamp `protobuf:"bytes,15,opt,name=update_time,json=updateTime,proto3" json:"update_time,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	UpdateTime *timestamppb.Timestamp `protobuf:"bytes,15,opt,name=update_time,json=updateTime,proto3" json:"update_time,omitempty"`
+	// When the BMC last reported power_state; absent before it first answered.
+	PowerReadTime *timestamppb.Timestamp `protobuf:"bytes,16,opt,name=power_read_time,json=powerReadTime,proto3" json:"power_read_time,omitempty"`
+	// on or off while a power change the reconciler asked for has not shown in the BMC's reading
+	// (it did not settle within the bound); empty once the reading matches.
+	PowerRequested string `protobuf:"bytes,17,opt,name=power_requested,json=powerRequested,proto3" json:"power_requested,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *MetalNode) Reset() {
@@ -568,6 +606,20 @@ func (x *MetalNode) GetUpdateTime() *timestamppb.Timestamp {
 		return x.UpdateTime
 	}
 	return nil
+}
+
+func (x *MetalNode) GetPowerReadTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.PowerReadTime
+	}
+	return nil
+}
+
+func (x *MetalNode) GetPowerRequested() string {
+	if x != nil {
+		return x.PowerRequested
+	}
+	return ""
 }
 
 // EnrollNodeRequest is the input of metal/enroll.
@@ -1852,7 +1904,7 @@ var File_bettercompute_compute_v1_metal_proto protoreflect.FileDescriptor
 
 const file_bettercompute_compute_v1_metal_proto_rawDesc = "" +
 	"\n" +
-	"$bettercompute/compute/v1/metal.proto\x12\x18bettercompute.compute.v1\x1a&bettercompute/compute/v1/options.proto\x1a\x1bbuf/validate/validate.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xfa\x01\n" +
+	"$bettercompute/compute/v1/metal.proto\x12\x18bettercompute.compute.v1\x1a&bettercompute/compute/v1/options.proto\x1a\x1bbuf/validate/validate.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xbf\x02\n" +
 	"\bMetalBmc\x12\x18\n" +
 	"\aaddress\x18\x01 \x01(\tR\aaddress\x12\x12\n" +
 	"\x04port\x18\x02 \x01(\x05R\x04port\x12\x1a\n" +
@@ -1862,7 +1914,10 @@ const file_bettercompute_compute_v1_metal_proto_rawDesc = "" +
 	"\finsecure_tls\x18\x06 \x01(\bR\vinsecureTls\x12\x1b\n" +
 	"\tca_pinned\x18\a \x01(\bR\bcaPinned\x12\x1f\n" +
 	"\vlegacy_boot\x18\b \x01(\bR\n" +
-	"legacyBoot\"\xdf\x02\n" +
+	"legacyBoot\x12\x1b\n" +
+	"\tsystem_id\x18\t \x01(\tR\bsystemId\x12&\n" +
+	"\x0eauthentication\x18\n" +
+	" \x01(\tR\x0eauthentication\"\xa3\x03\n" +
 	"\x10MetalBmcSettings\x12%\n" +
 	"\aaddress\x18\x01 \x01(\tB\v\xbaH\br\x06\x18\xfd\x01\xa8\x01\x01R\aaddress\x12\"\n" +
 	"\x04port\x18\x02 \x01(\x05B\x0e\xbaH\v\xd8\x01\x01\x1a\x06\x18\xff\xff\x03(\x01R\x04port\x120\n" +
@@ -1872,7 +1927,8 @@ const file_bettercompute_compute_v1_metal_proto_rawDesc = "" +
 	"\finsecure_tls\x18\x06 \x01(\bR\vinsecureTls\x12)\n" +
 	"\vca_cert_pem\x18\a \x01(\tB\t\xbaH\x06r\x04\x18\x80\x80\x01R\tcaCertPem\x12\x1f\n" +
 	"\vlegacy_boot\x18\b \x01(\bR\n" +
-	"legacyBoot\"\xf0\x02\n" +
+	"legacyBoot\x12B\n" +
+	"\tsystem_id\x18\t \x01(\tB%\xbaH\"\xd8\x01\x01r\x1d2\x1b^[A-Za-z0-9._:@~+-]{1,128}$R\bsystemId\"\xf0\x02\n" +
 	"\x0eMetalInventory\x12\x16\n" +
 	"\x06vendor\x18\x01 \x01(\tR\x06vendor\x12\x14\n" +
 	"\x05model\x18\x02 \x01(\tR\x05model\x12\x16\n" +
@@ -1888,7 +1944,7 @@ const file_bettercompute_compute_v1_metal_proto_rawDesc = "" +
 	" \x01(\x05R\x04nics\x12\x16\n" +
 	"\x06drives\x18\v \x01(\x05R\x06drives\x12!\n" +
 	"\fbios_version\x18\f \x01(\tR\vbiosVersion\x12!\n" +
-	"\fbmc_firmware\x18\r \x01(\tR\vbmcFirmware\"\xe7\x04\n" +
+	"\fbmc_firmware\x18\r \x01(\tR\vbmcFirmware\"\xd4\x05\n" +
 	"\tMetalNode\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\ttenant_id\x18\x02 \x01(\tR\btenantId\x12\x12\n" +
@@ -1910,7 +1966,9 @@ const file_bettercompute_compute_v1_metal_proto_rawDesc = "" +
 	"\vcreate_time\x18\x0e \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"createTime\x12;\n" +
 	"\vupdate_time\x18\x0f \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"updateTime\"\xe5\x02\n" +
+	"updateTime\x12B\n" +
+	"\x0fpower_read_time\x18\x10 \x01(\v2\x1a.google.protobuf.TimestampR\rpowerReadTime\x12'\n" +
+	"\x0fpower_requested\x18\x11 \x01(\tR\x0epowerRequested\"\xe5\x02\n" +
 	"\x11EnrollNodeRequest\x12?\n" +
 	"\ttenant_id\x18\x01 \x01(\tB\"\xbaH\x1fr\x1d\x18\x80\x012\x18^[A-Za-z0-9._:-]{1,128}$R\btenantId\x12>\n" +
 	"\x04name\x18\x02 \x01(\tB*\xbaH'r%\x18*2!^[a-z]([-a-z0-9]{0,40}[a-z0-9])?$R\x04name\x12D\n" +
@@ -2064,48 +2122,49 @@ var file_bettercompute_compute_v1_metal_proto_depIdxs = []int32{
 	28, // 2: bettercompute.compute.v1.MetalNode.state_entered_time:type_name -> google.protobuf.Timestamp
 	28, // 3: bettercompute.compute.v1.MetalNode.create_time:type_name -> google.protobuf.Timestamp
 	28, // 4: bettercompute.compute.v1.MetalNode.update_time:type_name -> google.protobuf.Timestamp
-	1,  // 5: bettercompute.compute.v1.EnrollNodeRequest.bmc:type_name -> bettercompute.compute.v1.MetalBmcSettings
-	3,  // 6: bettercompute.compute.v1.EnrollNodeResponse.node:type_name -> bettercompute.compute.v1.MetalNode
-	3,  // 7: bettercompute.compute.v1.GetNodeResponse.node:type_name -> bettercompute.compute.v1.MetalNode
-	3,  // 8: bettercompute.compute.v1.ListNodesResponse.nodes:type_name -> bettercompute.compute.v1.MetalNode
-	3,  // 9: bettercompute.compute.v1.InspectNodeResponse.node:type_name -> bettercompute.compute.v1.MetalNode
-	3,  // 10: bettercompute.compute.v1.CommissionNodeResponse.node:type_name -> bettercompute.compute.v1.MetalNode
-	3,  // 11: bettercompute.compute.v1.DeployNodeResponse.node:type_name -> bettercompute.compute.v1.MetalNode
-	3,  // 12: bettercompute.compute.v1.RescueNodeResponse.node:type_name -> bettercompute.compute.v1.MetalNode
-	3,  // 13: bettercompute.compute.v1.UnrescueNodeResponse.node:type_name -> bettercompute.compute.v1.MetalNode
-	3,  // 14: bettercompute.compute.v1.ReleaseNodeResponse.node:type_name -> bettercompute.compute.v1.MetalNode
-	3,  // 15: bettercompute.compute.v1.RetireNodeResponse.node:type_name -> bettercompute.compute.v1.MetalNode
-	3,  // 16: bettercompute.compute.v1.AbortNodeResponse.node:type_name -> bettercompute.compute.v1.MetalNode
-	3,  // 17: bettercompute.compute.v1.UpdateNodeCredentialsResponse.node:type_name -> bettercompute.compute.v1.MetalNode
-	4,  // 18: bettercompute.compute.v1.MetalService.EnrollNode:input_type -> bettercompute.compute.v1.EnrollNodeRequest
-	6,  // 19: bettercompute.compute.v1.MetalService.GetNode:input_type -> bettercompute.compute.v1.GetNodeRequest
-	8,  // 20: bettercompute.compute.v1.MetalService.ListNodes:input_type -> bettercompute.compute.v1.ListNodesRequest
-	10, // 21: bettercompute.compute.v1.MetalService.InspectNode:input_type -> bettercompute.compute.v1.InspectNodeRequest
-	12, // 22: bettercompute.compute.v1.MetalService.CommissionNode:input_type -> bettercompute.compute.v1.CommissionNodeRequest
-	14, // 23: bettercompute.compute.v1.MetalService.DeployNode:input_type -> bettercompute.compute.v1.DeployNodeRequest
-	16, // 24: bettercompute.compute.v1.MetalService.RescueNode:input_type -> bettercompute.compute.v1.RescueNodeRequest
-	18, // 25: bettercompute.compute.v1.MetalService.UnrescueNode:input_type -> bettercompute.compute.v1.UnrescueNodeRequest
-	20, // 26: bettercompute.compute.v1.MetalService.ReleaseNode:input_type -> bettercompute.compute.v1.ReleaseNodeRequest
-	22, // 27: bettercompute.compute.v1.MetalService.RetireNode:input_type -> bettercompute.compute.v1.RetireNodeRequest
-	24, // 28: bettercompute.compute.v1.MetalService.AbortNode:input_type -> bettercompute.compute.v1.AbortNodeRequest
-	26, // 29: bettercompute.compute.v1.MetalService.UpdateNodeCredentials:input_type -> bettercompute.compute.v1.UpdateNodeCredentialsRequest
-	5,  // 30: bettercompute.compute.v1.MetalService.EnrollNode:output_type -> bettercompute.compute.v1.EnrollNodeResponse
-	7,  // 31: bettercompute.compute.v1.MetalService.GetNode:output_type -> bettercompute.compute.v1.GetNodeResponse
-	9,  // 32: bettercompute.compute.v1.MetalService.ListNodes:output_type -> bettercompute.compute.v1.ListNodesResponse
-	11, // 33: bettercompute.compute.v1.MetalService.InspectNode:output_type -> bettercompute.compute.v1.InspectNodeResponse
-	13, // 34: bettercompute.compute.v1.MetalService.CommissionNode:output_type -> bettercompute.compute.v1.CommissionNodeResponse
-	15, // 35: bettercompute.compute.v1.MetalService.DeployNode:output_type -> bettercompute.compute.v1.DeployNodeResponse
-	17, // 36: bettercompute.compute.v1.MetalService.RescueNode:output_type -> bettercompute.compute.v1.RescueNodeResponse
-	19, // 37: bettercompute.compute.v1.MetalService.UnrescueNode:output_type -> bettercompute.compute.v1.UnrescueNodeResponse
-	21, // 38: bettercompute.compute.v1.MetalService.ReleaseNode:output_type -> bettercompute.compute.v1.ReleaseNodeResponse
-	23, // 39: bettercompute.compute.v1.MetalService.RetireNode:output_type -> bettercompute.compute.v1.RetireNodeResponse
-	25, // 40: bettercompute.compute.v1.MetalService.AbortNode:output_type -> bettercompute.compute.v1.AbortNodeResponse
-	27, // 41: bettercompute.compute.v1.MetalService.UpdateNodeCredentials:output_type -> bettercompute.compute.v1.UpdateNodeCredentialsResponse
-	30, // [30:42] is the sub-list for method output_type
-	18, // [18:30] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	28, // 5: bettercompute.compute.v1.MetalNode.power_read_time:type_name -> google.protobuf.Timestamp
+	1,  // 6: bettercompute.compute.v1.EnrollNodeRequest.bmc:type_name -> bettercompute.compute.v1.MetalBmcSettings
+	3,  // 7: bettercompute.compute.v1.EnrollNodeResponse.node:type_name -> bettercompute.compute.v1.MetalNode
+	3,  // 8: bettercompute.compute.v1.GetNodeResponse.node:type_name -> bettercompute.compute.v1.MetalNode
+	3,  // 9: bettercompute.compute.v1.ListNodesResponse.nodes:type_name -> bettercompute.compute.v1.MetalNode
+	3,  // 10: bettercompute.compute.v1.InspectNodeResponse.node:type_name -> bettercompute.compute.v1.MetalNode
+	3,  // 11: bettercompute.compute.v1.CommissionNodeResponse.node:type_name -> bettercompute.compute.v1.MetalNode
+	3,  // 12: bettercompute.compute.v1.DeployNodeResponse.node:type_name -> bettercompute.compute.v1.MetalNode
+	3,  // 13: bettercompute.compute.v1.RescueNodeResponse.node:type_name -> bettercompute.compute.v1.MetalNode
+	3,  // 14: bettercompute.compute.v1.UnrescueNodeResponse.node:type_name -> bettercompute.compute.v1.MetalNode
+	3,  // 15: bettercompute.compute.v1.ReleaseNodeResponse.node:type_name -> bettercompute.compute.v1.MetalNode
+	3,  // 16: bettercompute.compute.v1.RetireNodeResponse.node:type_name -> bettercompute.compute.v1.MetalNode
+	3,  // 17: bettercompute.compute.v1.AbortNodeResponse.node:type_name -> bettercompute.compute.v1.MetalNode
+	3,  // 18: bettercompute.compute.v1.UpdateNodeCredentialsResponse.node:type_name -> bettercompute.compute.v1.MetalNode
+	4,  // 19: bettercompute.compute.v1.MetalService.EnrollNode:input_type -> bettercompute.compute.v1.EnrollNodeRequest
+	6,  // 20: bettercompute.compute.v1.MetalService.GetNode:input_type -> bettercompute.compute.v1.GetNodeRequest
+	8,  // 21: bettercompute.compute.v1.MetalService.ListNodes:input_type -> bettercompute.compute.v1.ListNodesRequest
+	10, // 22: bettercompute.compute.v1.MetalService.InspectNode:input_type -> bettercompute.compute.v1.InspectNodeRequest
+	12, // 23: bettercompute.compute.v1.MetalService.CommissionNode:input_type -> bettercompute.compute.v1.CommissionNodeRequest
+	14, // 24: bettercompute.compute.v1.MetalService.DeployNode:input_type -> bettercompute.compute.v1.DeployNodeRequest
+	16, // 25: bettercompute.compute.v1.MetalService.RescueNode:input_type -> bettercompute.compute.v1.RescueNodeRequest
+	18, // 26: bettercompute.compute.v1.MetalService.UnrescueNode:input_type -> bettercompute.compute.v1.UnrescueNodeRequest
+	20, // 27: bettercompute.compute.v1.MetalService.ReleaseNode:input_type -> bettercompute.compute.v1.ReleaseNodeRequest
+	22, // 28: bettercompute.compute.v1.MetalService.RetireNode:input_type -> bettercompute.compute.v1.RetireNodeRequest
+	24, // 29: bettercompute.compute.v1.MetalService.AbortNode:input_type -> bettercompute.compute.v1.AbortNodeRequest
+	26, // 30: bettercompute.compute.v1.MetalService.UpdateNodeCredentials:input_type -> bettercompute.compute.v1.UpdateNodeCredentialsRequest
+	5,  // 31: bettercompute.compute.v1.MetalService.EnrollNode:output_type -> bettercompute.compute.v1.EnrollNodeResponse
+	7,  // 32: bettercompute.compute.v1.MetalService.GetNode:output_type -> bettercompute.compute.v1.GetNodeResponse
+	9,  // 33: bettercompute.compute.v1.MetalService.ListNodes:output_type -> bettercompute.compute.v1.ListNodesResponse
+	11, // 34: bettercompute.compute.v1.MetalService.InspectNode:output_type -> bettercompute.compute.v1.InspectNodeResponse
+	13, // 35: bettercompute.compute.v1.MetalService.CommissionNode:output_type -> bettercompute.compute.v1.CommissionNodeResponse
+	15, // 36: bettercompute.compute.v1.MetalService.DeployNode:output_type -> bettercompute.compute.v1.DeployNodeResponse
+	17, // 37: bettercompute.compute.v1.MetalService.RescueNode:output_type -> bettercompute.compute.v1.RescueNodeResponse
+	19, // 38: bettercompute.compute.v1.MetalService.UnrescueNode:output_type -> bettercompute.compute.v1.UnrescueNodeResponse
+	21, // 39: bettercompute.compute.v1.MetalService.ReleaseNode:output_type -> bettercompute.compute.v1.ReleaseNodeResponse
+	23, // 40: bettercompute.compute.v1.MetalService.RetireNode:output_type -> bettercompute.compute.v1.RetireNodeResponse
+	25, // 41: bettercompute.compute.v1.MetalService.AbortNode:output_type -> bettercompute.compute.v1.AbortNodeResponse
+	27, // 42: bettercompute.compute.v1.MetalService.UpdateNodeCredentials:output_type -> bettercompute.compute.v1.UpdateNodeCredentialsResponse
+	31, // [31:43] is the sub-list for method output_type
+	19, // [19:31] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_bettercompute_compute_v1_metal_proto_init() }
