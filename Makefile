@@ -84,6 +84,11 @@ web/node_modules: web/package.json web/package-lock.json
 postgres:
 	./scripts/ensure-postgres.sh
 
+## image: the bc-server image (Containerfile, FROM scratch) with podman or buildah; IMAGE=tag to name it
+.PHONY: image
+image:
+	./scripts/image.sh $(IMAGE)
+
 ## bench: the benchmarks under bench/ (figures are ratios measured in one run)
 bench: postgres
 	go test -run '^$$' -bench . -benchtime 300x ./bench/creates
