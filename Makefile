@@ -7,6 +7,7 @@ BUF_VERSION := v1.75.0
 PROTOC_GEN_GO_VERSION := v1.36.12
 PROTOC_GEN_CONNECT_GO_VERSION := v1.21.1
 STATICCHECK_VERSION := v0.8.2
+HELM_VERSION := v4.3.2
 # go test -p bounds parallel packages: each opens its own database pools (max_connections 100 here).
 GO_TEST_FLAGS ?= -p 2 -count=1 -timeout 30m
 
@@ -63,6 +64,7 @@ tools:
 	@command -v protoc-gen-go >/dev/null || go install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
 	@command -v protoc-gen-connect-go >/dev/null || go install connectrpc.com/connect/cmd/protoc-gen-connect-go@$(PROTOC_GEN_CONNECT_GO_VERSION)
 	@command -v staticcheck >/dev/null && staticcheck -version | grep -q '($(STATICCHECK_VERSION:v%=%))' || go install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	@command -v helm >/dev/null || go install helm.sh/helm/v4/cmd/helm@$(HELM_VERSION)
 
 sdk/ts/node_modules: sdk/ts/package.json sdk/ts/package-lock.json
 	cd sdk/ts && npm ci --no-audit --no-fund
