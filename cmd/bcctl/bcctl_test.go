@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -347,5 +349,51 @@ func TestHelpEverywhere(t *testing.T) {
 		if r.code != 0 || !strings.Contains(r.stdout, "usage: bcctl") || r.stderr != "" {
 			t.Errorf("bcctl %s: exit %d, stdout %q, stderr %q", strings.Join(args, " "), r.code, r.stdout, r.stderr)
 		}
+	}
+}
+
+// TestCompletionBash: bcctl completion bash prints a script that, sourced in bash, completes
+// commands (aliases included) and each group's verbs from groups().
+func TestCompletionBash(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("bash is not installed")
+	}
+	h := &harness{t: t, env: map[string]string{"HOME": t.TempDir()}}
+	r := h.bcctl("", nil, "completion", "bash")
+	if r.code != 0 || r.stderr != "" || !strings.Contains(r.stdout, "complete -F _bcctl bcctl") {
+		t.Fatalf("completion bash: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	script := filepath.Join(t.TempDir(), "bcctl.bash")
+	if err := os.WriteFile(script, []byte(r.stdout), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for line, want := range map[string]string{
+		"bcctl l":             "lb",
+		"bcctl q":             "quotas",
+		"bcctl lb c":          "create",
+		"bcctl loadbalancers": "delete get list update wait create", // verbs of an alias, sorted below
+		"bcctl pools a":       "archive",
+		"bcctl lb create --":  "",
+	} {
+		words := strings.Fields(line)
+		if strings.HasSuffix(line, " ") || line == "bcctl loadbalancers" {
+			words = append(words, "")
+		}
+		cmd := exec.Command("bash", "-c", `source "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(( $# - 1 )); _bcctl; echo "${COMPREPLY[*]}"`, "_", script)
+		cmd.Args = append(cmd.Args, words...)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		got := strings.Fields(string(out))
+		wantFields := strings.Fields(want)
+		slices.Sort(got)
+		slices.Sort(wantFields)
+		if !slices.Equal(got, wantFields) {
+			t.Errorf("completing %q: %v, want %v", line, got, wantFields)
+		}
+	}
+	if r := h.bcctl("", nil, "completion", "fish"); r.code != ExitUsage {
+		t.Errorf("completion fish: exit %d, want %d", r.code, ExitUsage)
 	}
 }

@@ -88,6 +88,7 @@ func groups() []group {
 		{name: "accounts", aliases: []string{"account"}, summary: "provider accounts (platform admins write)", verbs: accountCommands()},
 		{name: "pools", aliases: []string{"pool"}, summary: "pools (platform admins write)", verbs: poolCommands()},
 		{name: "quotas", aliases: []string{"quota"}, summary: "quotas (platform admins write)", verbs: quotaCommands()},
+		{name: "completion", summary: "print a shell completion script (bcctl completion bash)"},
 	}
 }
 
@@ -127,6 +128,8 @@ func (c *cli) dispatch(ctx context.Context, args []string) error {
 			return configure(ctx, c, rest)
 		case "usage":
 			return usageCmd(ctx, c, rest)
+		case "completion":
+			return completion(ctx, c, rest)
 		}
 		if len(rest) == 0 || isHelp(rest[0]) {
 			w := c.env.Stdout
