@@ -20,7 +20,7 @@ run: postgres
 ## test: every test — generated code fresh, lint, vet, Go tests on real PostgreSQL and OpenFGA, the TS SDK from Node and Chromium
 test: postgres check-generated lint test-go test-ts test-web
 
-test-go:
+test-go: helm
 	go test $(GO_TEST_FLAGS) ./...
 	# sdk/go is a module of its own: ./... above does not reach it (lint vets it).
 	cd sdk/go && go test -count=1 ./...
@@ -64,6 +64,10 @@ tools:
 	@command -v protoc-gen-go >/dev/null || go install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
 	@command -v protoc-gen-connect-go >/dev/null || go install connectrpc.com/connect/cmd/protoc-gen-connect-go@$(PROTOC_GEN_CONNECT_GO_VERSION)
 	@command -v staticcheck >/dev/null && staticcheck -version | grep -q '($(STATICCHECK_VERSION:v%=%))' || go install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+
+## helm: the chart tests (deploy/) run helm lint and helm template
+.PHONY: helm
+helm:
 	@command -v helm >/dev/null || go install helm.sh/helm/v4/cmd/helm@$(HELM_VERSION)
 
 sdk/ts/node_modules: sdk/ts/package.json sdk/ts/package-lock.json

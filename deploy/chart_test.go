@@ -36,7 +36,7 @@ const chartDir = "helm/better-compute"
 var valueCases = []string{"minimal", "three-zones", "external-openfga", "metrics-port"}
 
 // helmBinary finds helm on PATH or where go install puts it; without it the chart tests skip
-// (fail in CI, where make tools installs it).
+// (fail in CI, where make test installs it first).
 func helmBinary(t *testing.T) string {
 	t.Helper()
 	if p, err := exec.LookPath("helm"); err == nil {
@@ -48,7 +48,7 @@ func helmBinary(t *testing.T) string {
 			return p
 		}
 	}
-	msg := "helm is not installed: go install helm.sh/helm/v4/cmd/helm@v4.3.2 (make tools)"
+	msg := "helm is not installed: go install helm.sh/helm/v4/cmd/helm@v4.3.2 (make helm)"
 	if os.Getenv("CI") != "" {
 		t.Fatal(msg)
 	}
