@@ -66,7 +66,16 @@ func TestImageRunsVersion(t *testing.T) {
 	if out != want {
 		t.Errorf("bc-server version in the image (%s) printed %q, want %q", how, out, want)
 	}
-	// scratch: the binary, the CA bundle and passwd; no shell to exec into.
+	// ipmitool (metal's IPMI driver) runs in the image when the build host had it to copy.
+	if _, err := os.Stat(filepath.Join(root, ".build", "image", "rootfs", "usr", "bin", "ipmitool")); err == nil {
+		out, _, err := runInImage(tool, storage, tag, "/usr/bin/ipmitool", "-V")
+		if err != nil || !strings.HasPrefix(out, "ipmitool version") {
+			t.Errorf("ipmitool -V in the image: %v: %q", err, out)
+		}
+	} else {
+		t.Log("the build host has no ipmitool: the image was built without it")
+	}
+	// scratch: the binary, the CA bundle, passwd and ipmitool's files; no shell to exec into.
 	if out, _, err := runInImage(tool, storage, tag, "/bin/sh", "-c", "true"); err == nil {
 		t.Errorf("the image has a shell: %q", out)
 	}

@@ -20,6 +20,18 @@ ca=/etc/ssl/certs/ca-certificates.crt
 [ -r "${ca}" ] || { echo "image.sh: ${ca} missing: apt-get install ca-certificates" >&2; exit 1; }
 cp "${ca}" "${ctx}/ca-certificates.crt"
 printf 'bc-server:x:65532:65532:bc-server:/nonexistent:/sbin/nologin\n' >"${ctx}/passwd"
+# Metal's IPMI driver runs ipmitool (provider/bmc): the build host's, from Debian's ipmitool
+# package, goes in with the shared libraries it links (ldd) at their own paths. Without it on the
+# host the image is built without it, and IPMI BMCs answer "ipmitool is not installed".
+mkdir -p "${ctx}/rootfs"
+if ipmitool=$(command -v ipmitool); then
+  for f in "${ipmitool}" $(ldd "${ipmitool}" | sed -n 's#.*=> \(/[^ ]*\) .*#\1#p; s#^[[:space:]]*\(/[^ ]*\) .*#\1#p'); do
+    mkdir -p "${ctx}/rootfs$(dirname "${f}")"
+    cp -L "${f}" "${ctx}/rootfs${f}"
+  done
+else
+  echo "image.sh: ipmitool is not installed here: the image has no IPMI driver (apt-get install ipmitool)" >&2
+fi
 storage=()
 [ -n "${IMAGE_STORAGE_DRIVER:-}" ] && storage=(--storage-driver "${IMAGE_STORAGE_DRIVER}")
 if command -v podman >/dev/null; then
