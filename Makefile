@@ -7,6 +7,7 @@ BUF_VERSION := v1.75.0
 PROTOC_GEN_GO_VERSION := v1.36.12
 PROTOC_GEN_CONNECT_GO_VERSION := v1.21.1
 STATICCHECK_VERSION := v0.8.2
+HELM_VERSION := v4.3.2
 # go test -p bounds parallel packages: each opens its own database pools (max_connections 100 here).
 GO_TEST_FLAGS ?= -p 2 -count=1 -timeout 30m
 
@@ -19,7 +20,7 @@ run: postgres
 ## test: every test — generated code fresh, lint, vet, Go tests on real PostgreSQL and OpenFGA, the TS SDK from Node and Chromium
 test: postgres check-generated lint test-go test-ts test-web
 
-test-go:
+test-go: helm
 	go test $(GO_TEST_FLAGS) ./...
 	# sdk/go is a module of its own: ./... above does not reach it (lint vets it).
 	cd sdk/go && go test -count=1 ./...
@@ -64,6 +65,11 @@ tools:
 	@command -v protoc-gen-connect-go >/dev/null || go install connectrpc.com/connect/cmd/protoc-gen-connect-go@$(PROTOC_GEN_CONNECT_GO_VERSION)
 	@command -v staticcheck >/dev/null && staticcheck -version | grep -q '($(STATICCHECK_VERSION:v%=%))' || go install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
+## helm: the chart tests (deploy/) run helm lint and helm template
+.PHONY: helm
+helm:
+	@command -v helm >/dev/null || go install helm.sh/helm/v4/cmd/helm@$(HELM_VERSION)
+
 sdk/ts/node_modules: sdk/ts/package.json sdk/ts/package-lock.json
 	cd sdk/ts && npm ci --no-audit --no-fund
 	@touch sdk/ts/node_modules
@@ -83,6 +89,11 @@ web/node_modules: web/package.json web/package-lock.json
 
 postgres:
 	./scripts/ensure-postgres.sh
+
+## image: the bc-server image (Containerfile, FROM scratch) with podman or buildah; IMAGE=tag to name it
+.PHONY: image
+image:
+	./scripts/image.sh $(IMAGE)
 
 ## bench: the benchmarks under bench/ (figures are ratios measured in one run)
 bench: postgres

@@ -60,7 +60,7 @@ var (
 var instruments = []prometheus.Collector{
 	workClaims, workLeaseExpiries, workFenced,
 	providerRequests, providerDuration, providerRemaining, rateWaits, rateWaitSeconds,
-	authzChecks, watchesOpen,
+	authzChecks, watchesOpen, buildInfo,
 }
 
 // Register adds the Go runtime and process collectors and every process-wide instrument to reg.

@@ -1,6 +1,12 @@
 package observe
 
-import "testing"
+import (
+	"maps"
+	"runtime"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 // TestEndpointBoundsCardinality: ids in provider paths become {id}; collection names stay.
 func TestEndpointBoundsCardinality(t *testing.T) {
@@ -29,5 +35,39 @@ func TestOperationNamesStatements(t *testing.T) {
 		if got := operation(in); got != want {
 			t.Errorf("operation(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestBuildInfoIsExported: a registry given Register exports bc_build_info = 1 labelled with
+// BuildInfo's version, commit and Go version.
+func TestBuildInfoIsExported(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	if err := Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := BuildInfo()
+	want := map[string]string{"version": b.Version, "commit": b.Commit, "goversion": runtime.Version()}
+	found := 0
+	for _, f := range families {
+		if f.GetName() != "bc_build_info" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			found++
+			got := map[string]string{}
+			for _, l := range m.GetLabel() {
+				got[l.GetName()] = l.GetValue()
+			}
+			if !maps.Equal(got, want) || m.GetGauge().GetValue() != 1 {
+				t.Errorf("bc_build_info %v = %v, want %v = 1", got, m.GetGauge().GetValue(), want)
+			}
+		}
+	}
+	if found != 1 {
+		t.Fatalf("%d bc_build_info series, want 1", found)
 	}
 }

@@ -13,7 +13,9 @@
 #   scripts/kube-apiserver.sh bin       print the bin dir if both binaries are there, else exit 3
 #   scripts/kube-apiserver.sh start DIR start etcd + kube-apiserver with state, certificates and
 #                                       logs in DIR; print DIR/kubeconfig (cluster-admin by a
-#                                       client certificate) once /readyz answers ok. Exit 3 when
+#                                       client certificate) once /readyz answers ok. While a build
+#                                       runs (.ci/run starts one beside the tests) it waits for it,
+#                                       up to KUBE_BUILD_WAIT seconds (default 1800). Exit 3 when
 #                                       the binaries are not built. Ports: ETCD_PORT, ETCD_PEER_PORT,
 #                                       APISERVER_PORT (defaults 23790, 23800, 26443); with
 #                                       WATCH_PID set, both stop when that process exits.
@@ -24,14 +26,28 @@ version="${KUBE_VERSION:-v1.37.2}"
 cache="${HOME}/.cache/better-compute/kube-apiserver-${version}"
 bin="${cache}/bin"
 mode="${1:-build}"
+# A build holds this lock (flock) from start to end: a second build waits instead of compiling
+# again, and start waits for the binaries instead of reporting them missing.
+lock="${cache}.lock"
 
 built() { [ -x "${bin}/kube-apiserver" ] && [ -x "${bin}/etcd" ]; }
+
+# building: true while another process holds the build lock.
+building() {
+  [ -f "${lock}" ] || return 1
+  ! flock -n "${lock}" true
+}
 
 build() {
   if built; then
     return 0
   fi
   mkdir -p "${bin}"
+  exec 9>"${lock}"
+  flock 9
+  if built; then
+    return 0
+  fi
   # etcd: Debian's package, linked into the cache dir so the test finds both in one place.
   if ! command -v etcd >/dev/null; then
     if [ "$(id -u)" = 0 ]; then
@@ -95,6 +111,10 @@ certs() {
 
 start() {
   local dir="$1"
+  if ! built && building; then
+    echo "kube-apiserver.sh: waiting for the kube-apiserver build in progress (${lock})" >&2
+    flock -w "${KUBE_BUILD_WAIT:-1800}" "${lock}" true || true
+  fi
   if ! built; then
     echo "kube-apiserver.sh: ${bin} has no kube-apiserver and etcd: run scripts/kube-apiserver.sh build" >&2
     exit 3

@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/url"
 	"os"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -93,8 +95,8 @@ func osEnvironment() environment {
 // bc-server too, so they are not typos. A trailing "_" is a prefix.
 var otherToolsVars = []string{"BC_TEST_", "BC_BENCH_", "BC_SERVER_BIN", "BC_TOKEN", "BC_POOL_ID", "BC_NODE_NAME", "BC_JOIN_URL", "BC_JOIN_TOKEN"}
 
-// unknownVars returns the BC_* names set in env that are neither an entry of envVars nor
-// another program's (otherToolsVars), sorted.
+// unknownVars returns the BC_* names set in env that are neither an entry of envVars, another
+// program's (otherToolsVars) nor a Kubernetes service link (isServiceLink), sorted.
 func unknownVars(env environment) []string {
 	known := func(name string) bool {
 		if slices.ContainsFunc(envVars, func(v envVar) bool { return v.name == name }) {
@@ -106,13 +108,61 @@ func unknownVars(env environment) []string {
 	}
 	var unknown []string
 	for _, name := range env.names {
-		if !strings.HasPrefix(name, "BC_") || slices.Contains(unknown, name) || known(name) {
+		if !strings.HasPrefix(name, "BC_") || slices.Contains(unknown, name) || known(name) || isServiceLink(name, env.get(name)) {
 			continue
 		}
 		unknown = append(unknown, name)
 	}
 	slices.Sort(unknown)
 	return unknown
+}
+
+// serviceLinks are the variables Kubernetes sets in every pod for every Service of the namespace
+// (enableServiceLinks, on by default): a Service named bc or bc-metrics yields BC_SERVICE_HOST,
+// BC_PORT, BC_METRICS_PORT_9090_TCP_ADDR and the like. Each shape of name comes with the form of
+// value Kubernetes writes there; a name may fit more than one shape (BC_SERVICE_PORT is the port
+// of Service bc or the link of Service bc-service), so every shape is tried.
+var serviceLinks = []serviceLink{
+	{regexp.MustCompile(`^BC(_[A-Z0-9_]+)?_SERVICE_HOST$`), isIP},
+	{regexp.MustCompile(`^BC(_[A-Z0-9_]+)?_SERVICE_PORT(_[A-Z0-9_]+)?$`), isPort},
+	{regexp.MustCompile(`^BC(_[A-Z0-9_]+)?_PORT(_[0-9]+_(TCP|UDP|SCTP))?$`), isProtoAddress},
+	{regexp.MustCompile(`^BC(_[A-Z0-9_]+)?_PORT_[0-9]+_(TCP|UDP|SCTP)_ADDR$`), isIP},
+	{regexp.MustCompile(`^BC(_[A-Z0-9_]+)?_PORT_[0-9]+_(TCP|UDP|SCTP)_PORT$`), isPort},
+	{regexp.MustCompile(`^BC(_[A-Z0-9_]+)?_PORT_[0-9]+_(TCP|UDP|SCTP)_PROTO$`), isProto},
+}
+
+// isServiceLink reports whether name=value is one of Kubernetes' service-link variables: both
+// the name's shape and the value's form must fit, so a mistyped knob (BC_METRICS_PORT=9090) is
+// still refused while a Service named bc never stops a replica.
+func isServiceLink(name, value string) bool {
+	return slices.ContainsFunc(serviceLinks, func(l serviceLink) bool {
+		return l.name.MatchString(name) && l.value(value)
+	})
+}
+
+// serviceLink is one shape of service-link name and the form of value Kubernetes gives it.
+type serviceLink struct {
+	name  *regexp.Regexp
+	value func(string) bool
+}
+
+func isIP(v string) bool { return net.ParseIP(v) != nil }
+
+func isPort(v string) bool {
+	n, err := strconv.Atoi(v)
+	return err == nil && n > 0 && n < 65536
+}
+
+func isProto(v string) bool { return v == "tcp" || v == "udp" || v == "sctp" }
+
+// isProtoAddress: tcp://10.96.0.12:8080 (the form of <SERVICE>_PORT and <SERVICE>_PORT_<n>_TCP).
+func isProtoAddress(v string) bool {
+	proto, hostPort, ok := strings.Cut(v, "://")
+	if !ok || !isProto(proto) {
+		return false
+	}
+	host, port, err := net.SplitHostPort(hostPort)
+	return err == nil && isIP(host) && isPort(port)
 }
 
 // parseConfig reads every BC_* variable of env. requireServe demands the variables a replica

@@ -220,3 +220,55 @@ func TestObservabilityConfig(t *testing.T) {
 		t.Fatalf("standard variable: %+v %v", c.App.Tracing, err)
 	}
 }
+
+// TestParseConfigKubernetesServiceLinks: the variables Kubernetes sets for Services named bc and
+// bc-metrics (enableServiceLinks) never stop a replica; a knob mistyped into one of those name
+// shapes, with a value Kubernetes would not write, is still refused by name.
+func TestParseConfigKubernetesServiceLinks(t *testing.T) {
+	t.Parallel()
+	links := map[string]string{
+		"BC_SERVICE_HOST": "10.96.0.12", "BC_SERVICE_PORT": "80", "BC_SERVICE_PORT_HTTP": "80",
+		"BC_PORT": "tcp://10.96.0.12:80", "BC_PORT_80_TCP": "tcp://10.96.0.12:80",
+		"BC_PORT_80_TCP_PROTO": "tcp", "BC_PORT_80_TCP_PORT": "80", "BC_PORT_80_TCP_ADDR": "10.96.0.12",
+		"BC_METRICS_SERVICE_HOST": "fd00::7", "BC_METRICS_SERVICE_PORT": "9090",
+		"BC_METRICS_PORT": "tcp://[fd00::7]:9090", "BC_METRICS_PORT_9090_UDP_ADDR": "fd00::7",
+		// Service bc-service: its link BC_SERVICE_PORT would be tcp://..., a shape shared with
+		// Service bc's port number.
+		"BC_SERVICE_SERVICE_HOST": "10.96.0.13",
+	}
+	env := validEnv(t)
+	for k, v := range links {
+		env[k] = v
+	}
+	if _, err := parseConfig(lookup(env), true); err != nil {
+		t.Fatalf("service links stop the configuration: %v", err)
+	}
+	env["BC_SERVICE_PORT"] = "tcp://10.96.0.13:8080"
+	if _, err := parseConfig(lookup(env), true); err != nil {
+		t.Fatalf("Service bc-service's link: %v", err)
+	}
+	typos := map[string]string{
+		"BC_METRICS_PORT":      "9090",         // meant BC_METRICS_LISTEN
+		"BC_SERVICE_HOST":      "db.internal",  // not an IP
+		"BC_PORT":              "8080",         // not proto://ip:port
+		"BC_PORT_80_TCP_PROTO": "http",         // not a protocol Kubernetes writes
+		"BC_LISTEN_PORT":       "tcp://x:8080", // no such shape
+	}
+	for name, value := range typos {
+		env := validEnv(t)
+		env[name] = value
+		_, err := parseConfig(lookup(env), true)
+		if err == nil || !strings.Contains(err.Error(), name+": not a bc-server variable") {
+			t.Errorf("%s=%q: %v, want it refused by name", name, value, err)
+		}
+	}
+	// serve with the links set gets past the configuration (it fails later, on the unreachable
+	// database in validEnv, not on a variable).
+	var out, errOut bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	code := run(ctx, []string{"serve"}, lookup(env), &out, &errOut)
+	if code != 1 || errOut.Len() == 0 || strings.Contains(errOut.String(), "not a bc-server variable") {
+		t.Errorf("serve with service links: exit %d, stderr %q", code, errOut.String())
+	}
+}

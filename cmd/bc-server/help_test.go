@@ -3,8 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
+	"runtime"
 	"strings"
 	"testing"
+
+	"better-compute.dev/compute/observe"
 )
 
 // TestHelpPrintsUsageAndDoesNothing: --help, on its own or after any command, prints usage on
@@ -15,7 +18,7 @@ func TestHelpPrintsUsageAndDoesNothing(t *testing.T) {
 	cases := [][]string{
 		{"--help"}, {"-h"}, {"help"},
 		{"serve", "--help"}, {"migrate", "-h"}, {"bootstrap-admin", "--help"}, {"revoke-token", "--help"},
-		{"dev", "--help"}, {"help", "serve"},
+		{"dev", "--help"}, {"version", "--help"}, {"help", "serve"},
 	}
 	for _, args := range cases {
 		var out, errb bytes.Buffer
@@ -33,5 +36,23 @@ func TestHelpPrintsUsageAndDoesNothing(t *testing.T) {
 	var out, errb bytes.Buffer
 	if code := run(context.Background(), []string{"nonsense", "--help"}, noEnv, &out, &errb); code != 2 {
 		t.Errorf("nonsense --help: exit %d, want 2", code)
+	}
+}
+
+// TestVersionPrintsTheBuild: version prints the version, the commit and the Go version, the same
+// build bc_build_info exports, and needs no configuration.
+func TestVersionPrintsTheBuild(t *testing.T) {
+	noEnv := environment{get: func(string) string { return "" }}
+	var out, errb bytes.Buffer
+	if code := run(context.Background(), []string{"version"}, noEnv, &out, &errb); code != 0 || errb.Len() != 0 {
+		t.Fatalf("version: exit %d, stderr %q", code, errb.String())
+	}
+	b := observe.BuildInfo()
+	want := "bc-server " + b.Version + "\ncommit " + b.Commit + "\n" + runtime.Version() + "\n"
+	if out.String() != want {
+		t.Errorf("version printed %q, want %q", out.String(), want)
+	}
+	if b.Version == "" || b.Commit == "" {
+		t.Errorf("build %+v has an empty field", b)
 	}
 }

@@ -4,6 +4,7 @@
 //	bc-server migrate          apply the database migrations and exit
 //	bc-server bootstrap-admin  make the first platform admin and print its token once
 //	bc-server revoke-token     revoke a token by id
+//	bc-server version          print the version, commit and Go version
 //	bc-server dev              run everything on embedded defaults: local PostgreSQL, the OpenFGA
 //	                           engine in process, the DigitalOcean simulator in process; prints the
 //	                           address and a bootstrap admin token
@@ -19,6 +20,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"better-compute.dev/compute/observe"
 )
 
 func main() {
@@ -72,6 +75,9 @@ func run(ctx context.Context, args []string, env environment, stdout, stderr io.
 		err = revokeToken(ctx, rest, env, stdout, stderr)
 	case "dev":
 		err = dev(ctx, rest, env, stdout, stderr)
+	case "version":
+		b := observe.BuildInfo()
+		fmt.Fprintf(stdout, "bc-server %s\ncommit %s\n%s\n", b.Version, b.Commit, b.GoVersion)
 	default:
 		fmt.Fprintf(stderr, "bc-server: unknown command %q\n", cmd)
 		printUsage(stderr)
@@ -102,6 +108,7 @@ commands:
   revoke-token     revoke a token by id: bc-server revoke-token tok_...
   dev              run everything on embedded defaults (local PostgreSQL, OpenFGA and the
                    DigitalOcean simulator in process) with a demo tenant
+  version          print the version, the commit and the Go version it was built with
   help             print this text
 
 environment:
@@ -136,6 +143,11 @@ Makes the first platform admin on BC_DATABASE_URL and prints its token once.
 	"revoke-token": `usage: bc-server revoke-token TOKEN_ID
 
 Revokes one token by id (tok_...); replicas stop accepting it within a minute.
+`,
+	"version": `usage: bc-server version
+
+Prints the version, the commit and the Go version this binary was built with (the labels of
+bc_build_info on /metrics).
 `,
 	"dev": `usage: bc-server dev [--addr HOST:PORT] [--ready-file PATH] [--database URL]
 

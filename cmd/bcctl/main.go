@@ -1,10 +1,10 @@
-// Command bc is the command line of the Better Compute control plane, built on sdk/go.
+// Command bcctl is the command line of the Better Compute control plane, built on sdk/go.
 //
-//	bc configure --endpoint https://compute.example --tenant acme --token-stdin < token.txt
-//	bc lb create --name web --pool pool_... --region nyc3 --forward http:80:http:8080 --wait
-//	bc lb list -o json
+//	bcctl configure --endpoint https://compute.example --tenant acme --token-stdin < token.txt
+//	bcctl lb create --name web --pool pool_... --region nyc3 --forward http:80:http:8080 --wait
+//	bcctl lb list -o json
 //
-// Run `bc --help` (or `bc <command> --help`) for every command; docs/cli.md describes them and the
+// Run `bcctl --help` (or `bcctl <command> --help`) for every command; docs/cli.md describes them and the
 // exit codes.
 package main
 
@@ -39,7 +39,7 @@ const (
 	ExitWaitFailed   = 8 // wait: the time ran out, or the load balancer turned error
 )
 
-// Env is what a run of bc sees of its process: the environment, standard streams.
+// Env is what a run of bcctl sees of its process: the environment, standard streams.
 type Env struct {
 	Getenv func(string) string
 	Stdin  io.Reader
@@ -80,14 +80,15 @@ type group struct {
 
 func groups() []group {
 	return []group{
-		{name: "configure", summary: "save the endpoint, tenant and token (bc configure --help)"},
+		{name: "configure", summary: "save the endpoint, tenant and token (bcctl configure --help)"},
 		{name: "lb", aliases: []string{"loadbalancers", "load-balancers"}, summary: "load balancers", verbs: lbCommands()},
 		{name: "events", summary: "the tenant's events", verbs: eventCommands()},
-		{name: "usage", summary: "metered usage (bc usage --help)"},
+		{name: "usage", summary: "metered usage (bcctl usage --help)"},
 		{name: "tenants", aliases: []string{"tenant"}, summary: "tenants (platform admins)", verbs: tenantCommands()},
 		{name: "accounts", aliases: []string{"account"}, summary: "provider accounts (platform admins write)", verbs: accountCommands()},
 		{name: "pools", aliases: []string{"pool"}, summary: "pools (platform admins write)", verbs: poolCommands()},
 		{name: "quotas", aliases: []string{"quota"}, summary: "quotas (platform admins write)", verbs: quotaCommands()},
+		{name: "completion", summary: "print a shell completion script (bcctl completion bash)"},
 	}
 }
 
@@ -99,8 +100,8 @@ func Run(ctx context.Context, args []string, env Env) int {
 }
 
 func (c *cli) dispatch(ctx context.Context, args []string) error {
-	// Global flags may come before the command too: bc -o json lb list.
-	fs := c.flags("bc", "bc [global flags] <command> [<verb>] [flags] [args]")
+	// Global flags may come before the command too: bcctl -o json lb list.
+	fs := c.flags("bcctl", "bcctl [global flags] <command> [<verb>] [flags] [args]")
 	fs.Usage = func() { printUsage(c.env.Stdout) }
 	rest, err := c.parse(fs, args, true)
 	if err != nil {
@@ -127,6 +128,8 @@ func (c *cli) dispatch(ctx context.Context, args []string) error {
 			return configure(ctx, c, rest)
 		case "usage":
 			return usageCmd(ctx, c, rest)
+		case "completion":
+			return completion(ctx, c, rest)
 		}
 		if len(rest) == 0 || isHelp(rest[0]) {
 			w := c.env.Stdout
@@ -135,7 +138,7 @@ func (c *cli) dispatch(ctx context.Context, args []string) error {
 			}
 			printGroupUsage(w, g)
 			if len(rest) == 0 {
-				return usagef("bc %s: no verb given", g.name)
+				return usagef("bcctl %s: no verb given", g.name)
 			}
 			return nil
 		}
@@ -145,7 +148,7 @@ func (c *cli) dispatch(ctx context.Context, args []string) error {
 			}
 		}
 		printGroupUsage(c.env.Stderr, g)
-		return usagef("bc %s: unknown verb %q", g.name, rest[0])
+		return usagef("bcctl %s: unknown verb %q", g.name, rest[0])
 	}
 	printUsage(c.env.Stderr)
 	return usagef("unknown command %q", name)
@@ -162,7 +165,7 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// finish prints err (never a token: messages come from the server or from bc itself) and maps
+// finish prints err (never a token: messages come from the server or from bcctl itself) and maps
 // it to the exit status.
 func (c *cli) finish(err error) int {
 	if err == nil || errors.Is(err, flag.ErrHelp) {
@@ -172,15 +175,15 @@ func (c *cli) finish(err error) int {
 	if c.output == "json" {
 		writeJSONError(c.env.Stderr, report)
 	} else {
-		fmt.Fprintln(c.env.Stderr, "bc:", report.text())
+		fmt.Fprintln(c.env.Stderr, "bcctl:", report.text())
 	}
 	return code
 }
 
 func printUsage(w io.Writer) {
-	fmt.Fprint(w, `bc: the command line of the Better Compute control plane
+	fmt.Fprint(w, `bcctl: the command line of the Better Compute control plane
 
-usage: bc [global flags] <command> [<verb>] [flags] [args]
+usage: bcctl [global flags] <command> [<verb>] [flags] [args]
 
 commands:
 `)
@@ -193,7 +196,7 @@ commands:
 	fmt.Fprint(w, `
 global flags (accepted by every command, before or after it):
 `+globalFlagsHelp+`
-Run "bc <command> <verb> --help" for a verb's flags.
+Run "bcctl <command> <verb> --help" for a verb's flags.
 
 exit codes: 0 ok, 1 other failure, 2 usage, 3 invalid input, 4 not found,
   5 unauthenticated or access denied, 6 unavailable (retry), 7 invalid state or quota exceeded,
@@ -202,9 +205,9 @@ exit codes: 0 ok, 1 other failure, 2 usage, 3 invalid input, 4 not found,
 }
 
 func printGroupUsage(w io.Writer, g group) {
-	fmt.Fprintf(w, "usage: bc %s <verb> [flags] [args]\n\n%s:\n", g.name, g.summary)
+	fmt.Fprintf(w, "usage: bcctl %s <verb> [flags] [args]\n\n%s:\n", g.name, g.summary)
 	for _, v := range g.verbs {
 		fmt.Fprintf(w, "  %-10s %s\n", v.name, v.summary)
 	}
-	fmt.Fprintf(w, "\nRun \"bc %s <verb> --help\" for a verb's flags.\n", g.name)
+	fmt.Fprintf(w, "\nRun \"bcctl %s <verb> --help\" for a verb's flags.\n", g.name)
 }

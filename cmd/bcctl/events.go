@@ -22,7 +22,7 @@ func eventCommands() []command {
 }
 
 func eventsList(ctx context.Context, c *cli, args []string) error {
-	fs := c.flags("events list", "bc events list [--after CURSOR] [--limit N] [--resource ID]")
+	fs := c.flags("events list", "bcctl events list [--after CURSOR] [--limit N] [--resource ID]")
 	after := fs.Int64("after", 0, "only events after this cursor")
 	limit := fs.Int("limit", 0, "at most this many (the server's default when 0)")
 	resource := fs.String("resource", "", "only this resource's events")
@@ -56,7 +56,7 @@ func eventRow(e *v1.Event) []string {
 }
 
 func eventsWatch(ctx context.Context, c *cli, args []string) error {
-	fs := c.flags("events watch", `bc events watch [--after CURSOR] [--resource ID] [--count N]
+	fs := c.flags("events watch", `bcctl events watch [--after CURSOR] [--resource ID] [--count N]
 
 Streams the tenant's events, one a line (with -o json one JSON document a line), until
 interrupted or --count events were printed. A dropped stream is resumed after the last cursor.`)
@@ -100,7 +100,7 @@ interrupted or --count events were printed. A dropped stream is resumed after th
 }
 
 func usageCmd(ctx context.Context, c *cli, args []string) error {
-	fs := c.flags("usage", `bc usage [--meter METER] [--since TIME|DURATION] [--until TIME]
+	fs := c.flags("usage", `bcctl usage [--meter METER] [--since TIME|DURATION] [--until TIME]
 
 TIME is RFC 3339 (2026-12-01T00:00:00Z); --since also takes a duration back from now (24h).`)
 	meter := fs.String("meter", "", "only this meter, e.g. vps.load-balancer.hours")

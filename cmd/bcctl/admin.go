@@ -19,14 +19,14 @@ import (
 
 func tenantCommands() []command {
 	return []command{
-		{name: "create", summary: "make a tenant: bc tenants create ID [--display-name NAME]", run: tenantCreate},
+		{name: "create", summary: "make a tenant: bcctl tenants create ID [--display-name NAME]", run: tenantCreate},
 		{name: "list", summary: "list tenants", run: tenantList},
-		{name: "get", summary: "show a tenant: bc tenants get ID", run: tenantGet},
+		{name: "get", summary: "show a tenant: bcctl tenants get ID", run: tenantGet},
 	}
 }
 
 func tenantCreate(ctx context.Context, c *cli, args []string) error {
-	fs := c.flags("tenants create", "bc tenants create TENANT_ID [--display-name NAME]")
+	fs := c.flags("tenants create", "bcctl tenants create TENANT_ID [--display-name NAME]")
 	display := fs.String("display-name", "", "the display name")
 	pos, err := c.parseVerb(fs, args, "TENANT_ID")
 	if err != nil {
@@ -46,7 +46,7 @@ func tenantCreate(ctx context.Context, c *cli, args []string) error {
 }
 
 func tenantList(ctx context.Context, c *cli, args []string) error {
-	fs := c.flags("tenants list", "bc tenants list")
+	fs := c.flags("tenants list", "bcctl tenants list")
 	if _, err := c.parseVerb(fs, args); err != nil {
 		return err
 	}
@@ -64,7 +64,7 @@ func tenantList(ctx context.Context, c *cli, args []string) error {
 }
 
 func tenantGet(ctx context.Context, c *cli, args []string) error {
-	fs := c.flags("tenants get", "bc tenants get TENANT_ID")
+	fs := c.flags("tenants get", "bcctl tenants get TENANT_ID")
 	pos, err := c.parseVerb(fs, args, "TENANT_ID")
 	if err != nil {
 		return err
@@ -102,7 +102,7 @@ func accountCommands() []command {
 }
 
 func accountCreate(ctx context.Context, c *cli, args []string) error {
-	fs := c.flags("accounts create", `bc accounts create --name NAME --token-file PATH [--kind digitalocean] [--api-url URL]
+	fs := c.flags("accounts create", `bcctl accounts create --name NAME --token-file PATH [--kind digitalocean] [--api-url URL]
 
 The provider token is read from --token-file (- for standard input) or $BC_PROVIDER_TOKEN, never
 from a flag; it is stored sealed and never shown again.`)
@@ -143,7 +143,7 @@ from a flag; it is stored sealed and never shown again.`)
 }
 
 func accountList(ctx context.Context, c *cli, args []string) error {
-	fs := c.flags("accounts list", "bc accounts list")
+	fs := c.flags("accounts list", "bcctl accounts list")
 	if _, err := c.parseVerb(fs, args); err != nil {
 		return err
 	}
@@ -161,7 +161,7 @@ func accountList(ctx context.Context, c *cli, args []string) error {
 }
 
 func accountGet(ctx context.Context, c *cli, args []string) error {
-	fs := c.flags("accounts get", "bc accounts get ACCOUNT_ID")
+	fs := c.flags("accounts get", "bcctl accounts get ACCOUNT_ID")
 	pos, err := c.parseVerb(fs, args, "ACCOUNT_ID")
 	if err != nil {
 		return err
@@ -233,7 +233,7 @@ func (p *policyFlags) policy() (*v1.PoolPolicy, error) {
 }
 
 func poolCreate(ctx context.Context, c *cli, args []string) error {
-	fs := c.flags("pools create", "bc pools create --account ACCOUNT_ID --name NAME --region R [--region R...] [--flavor name=size...] [--image IMAGE]")
+	fs := c.flags("pools create", "bcctl pools create --account ACCOUNT_ID --name NAME --region R [--region R...] [--flavor name=size...] [--image IMAGE]")
 	account := fs.String("account", "", "the provider account id")
 	name := fs.String("name", "", "the pool's name")
 	var regions multi
@@ -265,7 +265,7 @@ func poolCreate(ctx context.Context, c *cli, args []string) error {
 }
 
 func poolList(ctx context.Context, c *cli, args []string) error {
-	fs := c.flags("pools list", "bc pools list")
+	fs := c.flags("pools list", "bcctl pools list")
 	if _, err := c.parseVerb(fs, args); err != nil {
 		return err
 	}
@@ -283,7 +283,7 @@ func poolList(ctx context.Context, c *cli, args []string) error {
 }
 
 func poolGet(ctx context.Context, c *cli, args []string) error {
-	fs := c.flags("pools get", "bc pools get POOL_ID")
+	fs := c.flags("pools get", "bcctl pools get POOL_ID")
 	pos, err := c.parseVerb(fs, args, "POOL_ID")
 	if err != nil {
 		return err
@@ -302,7 +302,7 @@ func poolGet(ctx context.Context, c *cli, args []string) error {
 }
 
 func poolUpdate(ctx context.Context, c *cli, args []string) error {
-	fs := c.flags("pools update", "bc pools update POOL_ID [--flavor name=size...] [--image IMAGE]  (the policy given replaces the old one)")
+	fs := c.flags("pools update", "bcctl pools update POOL_ID [--flavor name=size...] [--image IMAGE]  (the policy given replaces the old one)")
 	var pf policyFlags
 	pf.register(fs)
 	pos, err := c.parseVerb(fs, args, "POOL_ID")
@@ -327,7 +327,7 @@ func poolUpdate(ctx context.Context, c *cli, args []string) error {
 }
 
 func poolArchive(ctx context.Context, c *cli, args []string) error {
-	fs := c.flags("pools archive", "bc pools archive POOL_ID")
+	fs := c.flags("pools archive", "bcctl pools archive POOL_ID")
 	pos, err := c.parseVerb(fs, args, "POOL_ID")
 	if err != nil {
 		return err
@@ -362,13 +362,13 @@ func (c *cli) printPools(doc proto.Message, ps ...*v1.Pool) error {
 
 func quotaCommands() []command {
 	return []command{
-		{name: "set", summary: "set a pool's quota: bc quotas set --pool ID --resource loadBalancers --limit N", run: quotaSet},
+		{name: "set", summary: "set a pool's quota: bcctl quotas set --pool ID --resource loadBalancers --limit N", run: quotaSet},
 		{name: "list", summary: "list the tenant's quotas with their use", run: quotaList},
 	}
 }
 
 func quotaSet(ctx context.Context, c *cli, args []string) error {
-	fs := c.flags("quotas set", "bc quotas set --pool POOL_ID --resource loadBalancers|instances --limit N")
+	fs := c.flags("quotas set", "bcctl quotas set --pool POOL_ID --resource loadBalancers|instances --limit N")
 	pool := fs.String("pool", "", "the pool id")
 	resource := fs.String("resource", "", "loadBalancers or instances")
 	limit := fs.Int64("limit", -1, "the limit")
@@ -392,7 +392,7 @@ func quotaSet(ctx context.Context, c *cli, args []string) error {
 }
 
 func quotaList(ctx context.Context, c *cli, args []string) error {
-	fs := c.flags("quotas list", "bc quotas list [--pool POOL_ID]")
+	fs := c.flags("quotas list", "bcctl quotas list [--pool POOL_ID]")
 	pool := fs.String("pool", "", "only this pool's")
 	if _, err := c.parseVerb(fs, args); err != nil {
 		return err

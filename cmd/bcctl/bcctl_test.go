@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,7 +18,7 @@ import (
 )
 
 // harness runs the real server (apptest: PostgreSQL, OpenFGA, the reconcilers against the
-// DigitalOcean simulator) and drives bc's Run in process.
+// DigitalOcean simulator) and drives bcctl's Run in process.
 type harness struct {
 	t      *testing.T
 	stack  *apptest.Stack
@@ -58,8 +60,8 @@ type result struct {
 	stdout, stderr string
 }
 
-// bc runs one command line with the harness's environment plus extra (KEY=VALUE) and stdin.
-func (h *harness) bc(stdin string, extra []string, args ...string) result {
+// bcctl runs one command line with the harness's environment plus extra (KEY=VALUE) and stdin.
+func (h *harness) bcctl(stdin string, extra []string, args ...string) result {
 	h.t.Helper()
 	env := map[string]string{}
 	for k, v := range h.env {
@@ -78,9 +80,9 @@ func (h *harness) bc(stdin string, extra []string, args ...string) result {
 
 func (h *harness) ok(args ...string) string {
 	h.t.Helper()
-	r := h.bc("", nil, args...)
+	r := h.bcctl("", nil, args...)
 	if r.code != 0 {
-		h.t.Fatalf("bc %s: exit %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), r.code, r.stdout, r.stderr)
+		h.t.Fatalf("bcctl %s: exit %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), r.code, r.stdout, r.stderr)
 	}
 	return r.stdout
 }
@@ -94,7 +96,7 @@ func decode(t *testing.T, raw string) map[string]any {
 	return out
 }
 
-// errorOf reads the JSON error bc prints on stderr with -o json.
+// errorOf reads the JSON error bcctl prints on stderr with -o json.
 func errorOf(t *testing.T, r result) map[string]any {
 	t.Helper()
 	doc := decode(t, r.stderr)
@@ -110,14 +112,14 @@ func TestLoadBalancerLifecycleThroughTheCLI(t *testing.T) {
 	tn := h.tenant
 
 	// configure once: the token goes in through stdin, is stored with mode 0600, never printed.
-	r := h.bc(tn.Token+"\n", nil, "configure", "--endpoint", h.stack.App.URL+"/", "--tenant", tn.ID, "--token-stdin")
+	r := h.bcctl(tn.Token+"\n", nil, "configure", "--endpoint", h.stack.App.URL+"/", "--tenant", tn.ID, "--token-stdin")
 	if r.code != 0 {
 		t.Fatalf("configure: exit %d: %s", r.code, r.stderr)
 	}
 	if strings.Contains(r.stdout+r.stderr, tn.Token) {
 		t.Fatal("configure printed the token")
 	}
-	path := filepath.Join(h.env["XDG_CONFIG_HOME"], "bc", "config.json")
+	path := filepath.Join(h.env["XDG_CONFIG_HOME"], "bcctl", "config.json")
 	st, err := os.Stat(path)
 	if err != nil {
 		t.Fatalf("config file: %v", err)
@@ -147,7 +149,7 @@ func TestLoadBalancerLifecycleThroughTheCLI(t *testing.T) {
 		t.Fatalf("create without a target flag targets the pool: %v", created["targets"])
 	}
 	// A wait for a state the load balancer does not reach in time exits 8 and says where it is.
-	if r := h.bc("", nil, "lb", "wait", id, "--for", "deleted", "--wait-timeout", "300ms"); r.code != ExitWaitFailed ||
+	if r := h.bcctl("", nil, "lb", "wait", id, "--for", "deleted", "--wait-timeout", "300ms"); r.code != ExitWaitFailed ||
 		!strings.Contains(r.stderr, "not deleted, after 300ms") {
 		t.Fatalf("wait past its time: exit %d, stderr %s", r.code, r.stderr)
 	}
@@ -180,7 +182,7 @@ func TestLoadBalancerLifecycleThroughTheCLI(t *testing.T) {
 	if _, has := cleared["healthCheck"]; has {
 		t.Fatalf("update --clear health-check: %v", cleared)
 	}
-	if r := h.bc("", nil, "lb", "update", id); r.code != ExitUsage {
+	if r := h.bcctl("", nil, "lb", "update", id); r.code != ExitUsage {
 		t.Fatalf("update with no part: exit %d, want %d", r.code, ExitUsage)
 	}
 	evs := decode(t, h.ok("events", "list", "--resource", id, "-o", "json"))
@@ -214,61 +216,61 @@ func TestExitCodesByErrorClass(t *testing.T) {
 	auth := []string{"BC_ENDPOINT=" + h.stack.App.URL, "BC_TENANT=" + tn.ID, "BC_TOKEN=" + tn.Token}
 
 	// invalid input: exit 3, the field named, nothing created.
-	r := h.bc("", auth, "lb", "create", "--name", "Bad_Name", "--pool", tn.PoolID, "--region", "nyc3", "--forward", "http:80:http:8080", "-o", "json")
+	r := h.bcctl("", auth, "lb", "create", "--name", "Bad_Name", "--pool", tn.PoolID, "--region", "nyc3", "--forward", "http:80:http:8080", "-o", "json")
 	if r.code != ExitInvalidInput {
 		t.Fatalf("bad name: exit %d, want %d: %s", r.code, ExitInvalidInput, r.stderr)
 	}
 	if e := errorOf(t, r); e["code"] != "INVALID_INPUT" || e["field"] != "name" {
 		t.Fatalf("bad name: %v", e)
 	}
-	r = h.bc("", auth, "lb", "create", "--name", "web", "--pool", tn.PoolID, "--region", "nyc3", "-o", "json")
+	r = h.bcctl("", auth, "lb", "create", "--name", "web", "--pool", tn.PoolID, "--region", "nyc3", "-o", "json")
 	if e := errorOf(t, r); r.code != ExitInvalidInput || e["field"] != "forwarding" {
 		t.Fatalf("no forwarding: exit %d, %v", r.code, e)
 	}
 	// nothing was half-written by the refused creates.
-	if r := h.bc("", auth, "lb", "list", "-o", "json"); r.code != 0 || len(decode(t, r.stdout)) != 0 {
+	if r := h.bcctl("", auth, "lb", "list", "-o", "json"); r.code != 0 || len(decode(t, r.stdout)) != 0 {
 		t.Fatalf("list after refused creates: exit %d: %s", r.code, r.stdout)
 	}
 
 	// not found: exit 4.
-	r = h.bc("", auth, "lb", "get", "plb_00000000000000000000000000", "-o", "json")
+	r = h.bcctl("", auth, "lb", "get", "plb_00000000000000000000000000", "-o", "json")
 	if e := errorOf(t, r); r.code != ExitNotFound || e["code"] != "NOT_FOUND" {
 		t.Fatalf("missing id: exit %d, %v", r.code, e)
 	}
 
 	// unauthenticated: exit 5, for a wrong token and for none; the wrong token is not echoed.
 	bad := []string{"BC_ENDPOINT=" + h.stack.App.URL, "BC_TENANT=" + tn.ID, "BC_TOKEN=bct_notarealtoken0000000000"}
-	r = h.bc("", bad, "lb", "list")
+	r = h.bcctl("", bad, "lb", "list")
 	if r.code != ExitDenied || !strings.Contains(r.stderr, "UNAUTHENTICATED") || strings.Contains(r.stderr, "bct_notarealtoken") {
 		t.Fatalf("wrong token: exit %d: %s", r.code, r.stderr)
 	}
-	r = h.bc("", []string{"BC_ENDPOINT=" + h.stack.App.URL, "BC_TENANT=" + tn.ID}, "lb", "list")
+	r = h.bcctl("", []string{"BC_ENDPOINT=" + h.stack.App.URL, "BC_TENANT=" + tn.ID}, "lb", "list")
 	if r.code != ExitDenied {
 		t.Fatalf("no token: exit %d: %s", r.code, r.stderr)
 	}
 	// a tenant's token on platform administration: access denied, exit 5.
-	r = h.bc("", auth, "tenants", "create", "other-tenant")
+	r = h.bcctl("", auth, "tenants", "create", "other-tenant")
 	if r.code != ExitDenied {
 		t.Fatalf("tenant token creating a tenant: exit %d: %s", r.code, r.stderr)
 	}
 
 	// usage: exit 2 for a missing argument, an unknown flag, an unknown verb, a bad --output.
 	for _, args := range [][]string{{"lb", "get"}, {"lb", "list", "--bogus"}, {"lb", "explode"}, {"nothing"}, {"lb", "list", "-o", "yaml"}, {}} {
-		if r := h.bc("", auth, args...); r.code != ExitUsage {
-			t.Errorf("bc %v: exit %d, want %d", args, r.code, ExitUsage)
+		if r := h.bcctl("", auth, args...); r.code != ExitUsage {
+			t.Errorf("bcctl %v: exit %d, want %d", args, r.code, ExitUsage)
 		}
 	}
 	// unavailable: nothing listens on the endpoint: exit 6.
-	r = h.bc("", []string{"BC_ENDPOINT=http://127.0.0.1:1", "BC_TENANT=" + tn.ID, "BC_TOKEN=" + tn.Token}, "lb", "list")
+	r = h.bcctl("", []string{"BC_ENDPOINT=http://127.0.0.1:1", "BC_TENANT=" + tn.ID, "BC_TOKEN=" + tn.Token}, "lb", "list")
 	if r.code != ExitUnavailable {
 		t.Fatalf("no server: exit %d: %s", r.code, r.stderr)
 	}
 	// a quota of 0: QUOTA_EXCEEDED, exit 7.
 	admin := []string{"BC_ENDPOINT=" + h.stack.App.URL, "BC_TENANT=" + tn.ID, "BC_TOKEN=" + h.stack.AdminToken}
-	if r := h.bc("", admin, "quotas", "set", "--pool", tn.PoolID, "--resource", "loadBalancers", "--limit", "0"); r.code != 0 {
+	if r := h.bcctl("", admin, "quotas", "set", "--pool", tn.PoolID, "--resource", "loadBalancers", "--limit", "0"); r.code != 0 {
 		t.Fatalf("quotas set: exit %d: %s", r.code, r.stderr)
 	}
-	r = h.bc("", auth, "lb", "create", "--name", "full", "--pool", tn.PoolID, "--region", "nyc3", "--forward", "http:80:http:8080")
+	r = h.bcctl("", auth, "lb", "create", "--name", "full", "--pool", tn.PoolID, "--region", "nyc3", "--forward", "http:80:http:8080")
 	if r.code != ExitConflict || !strings.Contains(r.stderr, "QUOTA_EXCEEDED") {
 		t.Fatalf("no quota: exit %d: %s", r.code, r.stderr)
 	}
@@ -279,9 +281,9 @@ func TestPlatformAdminCommands(t *testing.T) {
 	admin := []string{"BC_ENDPOINT=" + h.stack.App.URL, "BC_TOKEN=" + h.stack.AdminToken}
 	run := func(stdin string, args ...string) string {
 		t.Helper()
-		r := h.bc(stdin, admin, args...)
+		r := h.bcctl(stdin, admin, args...)
 		if r.code != 0 {
-			t.Fatalf("bc %s: exit %d: %s", strings.Join(args, " "), r.code, r.stderr)
+			t.Fatalf("bcctl %s: exit %d: %s", strings.Join(args, " "), r.code, r.stderr)
 		}
 		return r.stdout
 	}
@@ -331,7 +333,7 @@ func TestPlatformAdminCommands(t *testing.T) {
 	}
 }
 
-// TestHelpEverywhere: --help on bc, on every group and on every verb prints usage on stdout and
+// TestHelpEverywhere: --help on bcctl, on every group and on every verb prints usage on stdout and
 // exits 0, touching no server (no endpoint is configured).
 func TestHelpEverywhere(t *testing.T) {
 	h := &harness{t: t, env: map[string]string{"HOME": t.TempDir()}}
@@ -343,9 +345,55 @@ func TestHelpEverywhere(t *testing.T) {
 		}
 	}
 	for _, args := range lines {
-		r := h.bc("", nil, args...)
-		if r.code != 0 || !strings.Contains(r.stdout, "usage: bc") || r.stderr != "" {
-			t.Errorf("bc %s: exit %d, stdout %q, stderr %q", strings.Join(args, " "), r.code, r.stdout, r.stderr)
+		r := h.bcctl("", nil, args...)
+		if r.code != 0 || !strings.Contains(r.stdout, "usage: bcctl") || r.stderr != "" {
+			t.Errorf("bcctl %s: exit %d, stdout %q, stderr %q", strings.Join(args, " "), r.code, r.stdout, r.stderr)
 		}
+	}
+}
+
+// TestCompletionBash: bcctl completion bash prints a script that, sourced in bash, completes
+// commands (aliases included) and each group's verbs from groups().
+func TestCompletionBash(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("bash is not installed")
+	}
+	h := &harness{t: t, env: map[string]string{"HOME": t.TempDir()}}
+	r := h.bcctl("", nil, "completion", "bash")
+	if r.code != 0 || r.stderr != "" || !strings.Contains(r.stdout, "complete -F _bcctl bcctl") {
+		t.Fatalf("completion bash: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	script := filepath.Join(t.TempDir(), "bcctl.bash")
+	if err := os.WriteFile(script, []byte(r.stdout), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for line, want := range map[string]string{
+		"bcctl l":             "lb",
+		"bcctl q":             "quotas",
+		"bcctl lb c":          "create",
+		"bcctl loadbalancers": "delete get list update wait create", // verbs of an alias, sorted below
+		"bcctl pools a":       "archive",
+		"bcctl lb create --":  "",
+	} {
+		words := strings.Fields(line)
+		if strings.HasSuffix(line, " ") || line == "bcctl loadbalancers" {
+			words = append(words, "")
+		}
+		cmd := exec.Command("bash", "-c", `source "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(( $# - 1 )); _bcctl; echo "${COMPREPLY[*]}"`, "_", script)
+		cmd.Args = append(cmd.Args, words...)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		got := strings.Fields(string(out))
+		wantFields := strings.Fields(want)
+		slices.Sort(got)
+		slices.Sort(wantFields)
+		if !slices.Equal(got, wantFields) {
+			t.Errorf("completing %q: %v, want %v", line, got, wantFields)
+		}
+	}
+	if r := h.bcctl("", nil, "completion", "fish"); r.code != ExitUsage {
+		t.Errorf("completion fish: exit %d, want %d", r.code, ExitUsage)
 	}
 }

@@ -15,7 +15,7 @@ import (
 	"golang.org/x/term"
 )
 
-// config is the file bc configure writes: one endpoint, tenant and token.
+// config is the file bcctl configure writes: one endpoint, tenant and token.
 type config struct {
 	Endpoint string `json:"endpoint,omitempty"`
 	Tenant   string `json:"tenant,omitempty"`
@@ -32,13 +32,13 @@ func configFile(env Env, flagPath string) (string, error) {
 		return p, nil
 	}
 	if x := env.Getenv("XDG_CONFIG_HOME"); x != "" {
-		return filepath.Join(x, "bc", "config.json"), nil
+		return filepath.Join(x, "bcctl", "config.json"), nil
 	}
 	home := env.Getenv("HOME")
 	if home == "" {
 		return "", errors.New("cannot place the config file: set HOME, XDG_CONFIG_HOME or BC_CONFIG")
 	}
-	return filepath.Join(home, ".config", "bc", "config.json"), nil
+	return filepath.Join(home, ".config", "bcctl", "config.json"), nil
 }
 
 // loadConfig reads the config; a missing file is an empty config.
@@ -56,10 +56,10 @@ func loadConfig(env Env, flagPath string) (config, string, error) {
 	}
 	var cfg config
 	if err := json.Unmarshal(raw, &cfg); err != nil {
-		return config{}, path, fmt.Errorf("%s is not a bc config file (JSON): %v", path, err)
+		return config{}, path, fmt.Errorf("%s is not a bcctl config file (JSON): %v", path, err)
 	}
 	if st, err := os.Stat(path); err == nil && st.Mode().Perm()&0o077 != 0 && cfg.Token != "" {
-		fmt.Fprintf(env.Stderr, "bc: warning: %s holds a token and is readable by others (mode %o); chmod 600 it\n", path, st.Mode().Perm())
+		fmt.Fprintf(env.Stderr, "bcctl: warning: %s holds a token and is readable by others (mode %o); chmod 600 it\n", path, st.Mode().Perm())
 	}
 	return cfg, path, nil
 }
@@ -94,14 +94,14 @@ func saveConfig(path string, cfg config) error {
 	return os.Rename(tmp.Name(), path)
 }
 
-// configure saves the endpoint, tenant and token; `bc configure show` prints them, the token only
+// configure saves the endpoint, tenant and token; `bcctl configure show` prints them, the token only
 // as set or not.
 func configure(_ context.Context, c *cli, args []string) error {
-	fs := c.flags("configure", `bc configure [--endpoint URL] [--tenant ID] [--token-stdin] [--clear-token]
-       bc configure show
+	fs := c.flags("configure", `bcctl configure [--endpoint URL] [--tenant ID] [--token-stdin] [--clear-token]
+       bcctl configure show
 
 Saves the endpoint, tenant and token to the config file (mode 0600). Without --token-stdin, and
-with a terminal on standard input, bc asks for the token without echoing it. The token is never
+with a terminal on standard input, bcctl asks for the token without echoing it. The token is never
 printed.`)
 	tokenStdin := fs.Bool("token-stdin", false, "read the token from standard input (one line)")
 	clearToken := fs.Bool("clear-token", false, "remove the saved token")

@@ -149,10 +149,10 @@ func newIdempotencyKey() string {
 }
 
 func lbCreate(ctx context.Context, c *cli, args []string) error {
-	fs := c.flags("lb create", `bc lb create --name NAME --pool POOL_ID --region REGION --forward P:PORT:P:PORT [flags]
+	fs := c.flags("lb create", `bcctl lb create --name NAME --pool POOL_ID --region REGION --forward P:PORT:P:PORT [flags]
 
 Without --target-pool, --instance or --target-lb a regional load balancer targets its pool.
-Without --idempotency-key bc makes one, so a retried command line is not a second create.`)
+Without --idempotency-key bcctl makes one, so a retried command line is not a second create.`)
 	var p parts
 	p.register(fs)
 	name := fs.String("name", "", "the name (lower case letters, digits, dashes)")
@@ -275,7 +275,7 @@ func (p *parts) apply(given map[string]bool,
 }
 
 func lbList(ctx context.Context, c *cli, args []string) error {
-	fs := c.flags("lb list", "bc lb list [--pool POOL_ID] [--project PROJECT_ID] [--include-deleted]")
+	fs := c.flags("lb list", "bcctl lb list [--pool POOL_ID] [--project PROJECT_ID] [--include-deleted]")
 	pool := fs.String("pool", "", "only this pool's")
 	project := fs.String("project", "", "only this project's")
 	deleted := fs.Bool("include-deleted", false, "also deleted ones")
@@ -307,7 +307,7 @@ func lbList(ctx context.Context, c *cli, args []string) error {
 }
 
 func lbGet(ctx context.Context, c *cli, args []string) error {
-	fs := c.flags("lb get", "bc lb get LOAD_BALANCER_ID")
+	fs := c.flags("lb get", "bcctl lb get LOAD_BALANCER_ID")
 	pos, err := c.parseVerb(fs, args, "LOAD_BALANCER_ID")
 	if err != nil {
 		return err
@@ -326,7 +326,7 @@ func lbGet(ctx context.Context, c *cli, args []string) error {
 }
 
 func lbUpdate(ctx context.Context, c *cli, args []string) error {
-	fs := c.flags("lb update", `bc lb update LOAD_BALANCER_ID [part flags] [--clear PART,...]
+	fs := c.flags("lb update", `bcctl lb update LOAD_BALANCER_ID [part flags] [--clear PART,...]
 
 Each part given replaces that part; parts not given stay. --clear removes optional parts:
 health-check, sticky-sessions, source-ranges, domains.`)
@@ -372,7 +372,7 @@ health-check, sticky-sessions, source-ranges, domains.`)
 		sdk.MaskedUpdate(req, clears...)
 	}
 	if len(req.GetUpdateMask().GetPaths()) == 0 {
-		return usagef("lb update: give at least one part to change (bc lb update --help)")
+		return usagef("lb update: give at least one part to change (bcctl lb update --help)")
 	}
 	cctx, cancel := c.call(ctx)
 	defer cancel()
@@ -384,7 +384,7 @@ health-check, sticky-sessions, source-ranges, domains.`)
 }
 
 func lbDelete(ctx context.Context, c *cli, args []string) error {
-	fs := c.flags("lb delete", "bc lb delete LOAD_BALANCER_ID [--wait]")
+	fs := c.flags("lb delete", "bcctl lb delete LOAD_BALANCER_ID [--wait]")
 	wait := fs.Bool("wait", false, "wait until the load balancer is deleted")
 	waitTimeout := fs.Duration("wait-timeout", 5*time.Minute, "how long --wait waits")
 	interval := fs.Duration("interval", 2*time.Second, "how often --wait looks")
@@ -412,7 +412,7 @@ func lbDelete(ctx context.Context, c *cli, args []string) error {
 }
 
 func lbWait(ctx context.Context, c *cli, args []string) error {
-	fs := c.flags("lb wait", `bc lb wait LOAD_BALANCER_ID [--for STATE] [--wait-timeout DUR]
+	fs := c.flags("lb wait", `bcctl lb wait LOAD_BALANCER_ID [--for STATE] [--wait-timeout DUR]
 
 Waits until the load balancer is in STATE (ready by default; deleted also ends when it is gone)
 and prints it. Exit 8 when the time runs out or, waiting for ready, the load balancer turns error.`)

@@ -75,7 +75,7 @@ func isGlobalFlag(name string) bool {
 	return false
 }
 
-// parse parses flags interleaved with positional arguments (bc lb get plb_... -o json). With
+// parse parses flags interleaved with positional arguments (bcctl lb get plb_... -o json). With
 // stopAtFirst it stops at the first positional argument (the command name), leaving the rest.
 func (c *cli) parse(fs *flag.FlagSet, args []string, stopAtFirst bool) ([]string, error) {
 	var positional []string
@@ -161,7 +161,7 @@ func (c *cli) settings() (settings, error) {
 	}
 	s.endpoint = strings.TrimRight(s.endpoint, "/")
 	if s.endpoint == "" {
-		return s, usagef("no endpoint: run bc configure --endpoint URL, or set --endpoint or BC_ENDPOINT")
+		return s, usagef("no endpoint: run bcctl configure --endpoint URL, or set --endpoint or BC_ENDPOINT")
 	}
 	return s, nil
 }
@@ -174,7 +174,7 @@ func (c *cli) client(needTenant bool) (*sdk.Client, string, error) {
 		return nil, "", err
 	}
 	if needTenant && s.tenant == "" {
-		return nil, "", usagef("no tenant: give --tenant, set BC_TENANT, or run bc configure --tenant ID")
+		return nil, "", usagef("no tenant: give --tenant, set BC_TENANT, or run bcctl configure --tenant ID")
 	}
 	// An empty token still calls: the server answers UNAUTHENTICATED (exit 5), as for a wrong one.
 	return sdk.New(s.endpoint, s.token, sdk.WithHTTPClient(&http.Client{})), s.tenant, nil
