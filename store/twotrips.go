@@ -255,8 +255,12 @@ func (r *Reads) Instances(ids []string, of string, out *[]Instance) {
 	readAll(r, scanInstance, out, r.shared(sqlTargetInstances, sqlTargetInstances+forShare), ids, of)
 }
 
-const sqlTargetInstances = `SELECT ` + instanceCols + ` FROM instances WHERE id = ANY($1)
-		   OR id IN (SELECT instance_id FROM load_balancer_instance_targets WHERE load_balancer_id = $2) ORDER BY id`
+const sqlTargetInstances = `SELECT ` + instanceCols + ` FROM instances
+		WHERE id IN (SELECT unnest($1::text[]) UNION SELECT instance_id FROM load_balancer_instance_targets WHERE load_balancer_id = $2) ORDER BY id`
+
+// The target reads name their rows by one IN over a union rather than "id = ANY($1) OR id IN
+// (...)": an OR across a subquery cannot be answered from the primary key, so the planner reads
+// the whole table (test/explain).
 
 // LoadBalancers queues the load balancers named by ids and those global load balancer of
 // targets today.
@@ -264,16 +268,16 @@ func (r *Reads) LoadBalancers(ids []string, of string, out *[]LoadBalancer) {
 	readAll(r, scanLoadBalancer, out, r.shared(sqlTargetLoadBalancers, sqlTargetLoadBalancers+forShare), ids, of)
 }
 
-const sqlTargetLoadBalancers = `SELECT ` + loadBalancerCols + ` FROM load_balancers WHERE id = ANY($1)
-		   OR id IN (SELECT regional_id FROM load_balancer_lb_targets WHERE global_id = $2) ORDER BY id`
+const sqlTargetLoadBalancers = `SELECT ` + loadBalancerCols + ` FROM load_balancers
+		WHERE id IN (SELECT unnest($1::text[]) UNION SELECT regional_id FROM load_balancer_lb_targets WHERE global_id = $2) ORDER BY id`
 
 // Certificates queues the certificates named by ids and those load balancer of uses today.
 func (r *Reads) Certificates(ids []string, of string, out *[]Certificate) {
 	readAll(r, scanCertificate, out, r.shared(sqlTargetCertificates, sqlTargetCertificates+forShare), ids, of)
 }
 
-const sqlTargetCertificates = `SELECT ` + certificateCols + ` FROM certificates WHERE id = ANY($1)
-		   OR id IN (SELECT certificate_id FROM load_balancer_certificates WHERE load_balancer_id = $2) ORDER BY id`
+const sqlTargetCertificates = `SELECT ` + certificateCols + ` FROM certificates
+		WHERE id IN (SELECT unnest($1::text[]) UNION SELECT certificate_id FROM load_balancer_certificates WHERE load_balancer_id = $2) ORDER BY id`
 
 // LoadBalancerForUpdate queues GetLoadBalancerForUpdate.
 func (r *Reads) LoadBalancerForUpdate(id string, out *LoadBalancer, found *error) {

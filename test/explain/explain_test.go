@@ -1,0 +1,291 @@
+// Package explain checks the plans of the statements a large deployment runs most: every
+// statement the request path sends (create, replay, get, list, update, delete) and the work
+// queue's claim is recorded as it runs against a schema loaded with enough rows that the planner
+// prefers indexes, then explained with its own arguments. A sequential scan of a table that grows
+// with the fleet (load balancers, events, work items, idempotency records, quotas) fails the
+// test: such a statement costs what the table holds, not what the call needs.
+package explain
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"better-compute.dev/compute/app"
+	"better-compute.dev/compute/app/apptest"
+	"better-compute.dev/compute/core"
+	"better-compute.dev/compute/seal"
+	"better-compute.dev/compute/store"
+	"better-compute.dev/compute/store/storetest"
+)
+
+// growing are the tables whose size follows the fleet or its history.
+var growing = map[string]bool{"load_balancers": true, "events": true, "work_items": true, "idempotency_keys": true, "quotas": true}
+
+// statement is one statement a call sent, with its arguments.
+type statement struct {
+	call string
+	sql  string
+	args []any
+}
+
+// recorder keeps the statements sent while it is on (a pgx tracer on every connection).
+type recorder struct {
+	mu   sync.Mutex
+	on   string // the call being recorded, "" for none
+	seen []statement
+}
+
+func (r *recorder) record(sql string, args []any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.on != "" {
+		r.seen = append(r.seen, statement{call: r.on, sql: sql, args: append([]any(nil), args...)})
+	}
+}
+
+func (r *recorder) during(call string, f func()) {
+	r.mu.Lock()
+	r.on = call
+	r.mu.Unlock()
+	f()
+	r.mu.Lock()
+	r.on = ""
+	r.mu.Unlock()
+}
+
+func (r *recorder) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	r.record(d.SQL, d.Args)
+	return ctx
+}
+func (r *recorder) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+func (r *recorder) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	return ctx
+}
+func (r *recorder) TraceBatchQuery(_ context.Context, _ *pgx.Conn, d pgx.TraceBatchQueryData) {
+	r.record(d.SQL, d.Args)
+}
+func (r *recorder) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
+
+// explainable matches the statements EXPLAIN takes (not BEGIN, COMMIT, SET and the like).
+var explainable = regexp.MustCompile(`(?is)^\s*(SELECT|INSERT|UPDATE|DELETE|WITH)\b`)
+
+func TestNoSequentialScansOfGrowingTables(t *testing.T) {
+	if testing.Short() {
+		t.Skip("loads a large schema")
+	}
+	schema := storetest.NewSchema(t)
+	rec := &recorder{}
+	s := start(t, schema, rec)
+	tn := s.NewTenant(t, "explain", "editor")
+	ctx := context.Background()
+	q := s.App.DB.Q()
+
+	lbBody := func(name, key string) map[string]any {
+		return map[string]any{
+			"tenantId": tn.ID, "poolId": tn.PoolID, "name": name, "region": "nyc3", "targets": map[string]any{"pool": true},
+			"forwarding":     []any{map[string]any{"entryProtocol": "http", "entryPort": 80, "targetProtocol": "http", "targetPort": 8080}},
+			"idempotencyKey": key,
+		}
+	}
+	// The template rows the load copies: a load balancer with its event, work item and
+	// idempotency record, made through the API.
+	status, got := s.PostJSON(t, "/api/compute/loadBalancers/create", tn.Token, lbBody("template", "template"))
+	if status != http.StatusOK {
+		t.Fatalf("create the template: %d %v", status, got)
+	}
+	template := got["loadBalancer"].(map[string]any)["id"].(string)
+	// Reading the events numbers the ones still in the inbox, so the template event is in events.
+	if status, got := s.PostJSON(t, "/api/compute/events/list", tn.Token, map[string]any{"tenantId": tn.ID}); status != http.StatusOK {
+		t.Fatalf("events: %d %v", status, got)
+	}
+	load(t, q, tn.ID, template)
+
+	var created string
+	rec.during("create", func() {
+		status, got = s.PostJSON(t, "/api/compute/loadBalancers/create", tn.Token, lbBody("probe", "probe"))
+		if status != http.StatusOK {
+			t.Fatalf("create: %d %v", status, got)
+		}
+		created = got["loadBalancer"].(map[string]any)["id"].(string)
+	})
+	calls := []struct {
+		name, path string
+		body       map[string]any
+	}{
+		{"replay", "/api/compute/loadBalancers/create", lbBody("probe", "probe")},
+		{"get", "/api/compute/loadBalancers/get", map[string]any{"tenantId": tn.ID, "loadBalancerId": created}},
+		{"list", "/api/compute/loadBalancers/list", map[string]any{"tenantId": tn.ID, "pageSize": 20}},
+		{"update", "/api/compute/loadBalancers/update", map[string]any{"tenantId": tn.ID, "loadBalancerId": created, "redirectHttpToHttps": true}},
+		{"events", "/api/compute/events/list", map[string]any{"tenantId": tn.ID, "resourceId": created}},
+		{"delete", "/api/compute/loadBalancers/delete", map[string]any{"tenantId": tn.ID, "loadBalancerId": created}},
+	}
+	for _, c := range calls {
+		rec.during(c.name, func() {
+			if status, got := s.PostJSON(t, c.path, tn.Token, c.body); status != http.StatusOK {
+				t.Fatalf("%s: %d %v", c.name, status, got)
+			}
+		})
+	}
+	rec.during("claim", func() {
+		if _, err := s.App.DB.Claim(ctx, store.ClaimParams{Holder: "explain", Kinds: []string{core.ReconcileKind}, Limit: 10, LeaseTTL: time.Minute}); err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	explained := 0
+	for _, st := range rec.seen {
+		if !explainable.MatchString(st.sql) {
+			continue
+		}
+		var plan []map[string]any
+		var raw []byte
+		if err := q.QueryRow(ctx, "EXPLAIN (FORMAT JSON) "+st.sql, st.args...).Scan(&raw); err != nil {
+			t.Errorf("%s: EXPLAIN %s: %v", st.call, oneLine(st.sql), err)
+			continue
+		}
+		if err := json.Unmarshal(raw, &plan); err != nil || len(plan) == 0 {
+			t.Fatalf("%s: plan %s: %v", st.call, raw, err)
+		}
+		explained++
+		for _, rel := range seqScans(plan[0]["Plan"]) {
+			if growing[rel] {
+				t.Errorf("%s: a sequential scan of %s in %s", st.call, rel, oneLine(st.sql))
+			}
+		}
+	}
+	t.Logf("%d statements explained over %d calls", explained, len(calls)+2)
+	if explained < 2*(len(calls)+2) {
+		t.Fatalf("only %d statements explained: the recorder missed the calls", explained)
+	}
+}
+
+// seqScans lists the relations a plan (or any node under it) scans sequentially.
+func seqScans(node any) []string {
+	n, ok := node.(map[string]any)
+	if !ok {
+		return nil
+	}
+	var out []string
+	if n["Node Type"] == "Seq Scan" {
+		rel, _ := n["Relation Name"].(string)
+		out = append(out, rel)
+	}
+	if kids, ok := n["Plans"].([]any); ok {
+		for _, k := range kids {
+			out = append(out, seqScans(k)...)
+		}
+	}
+	return out
+}
+
+// Rows loaded besides the probe tenant's: many tenants' worth of load balancers, history and
+// idle work, so that a plan that reads a whole table costs what a large deployment would pay.
+const (
+	bulkTenants       = 500
+	bulkLoadBalancers = 20000
+	bulkEvents        = 100000
+	bulkIdempotency   = 20000
+	bulkWorkItems     = 20000
+)
+
+// load copies the template rows with SQL (not through the API) into bulkTenants other tenants,
+// then has the planner read the new statistics.
+func load(t *testing.T, q store.Querier, tenant, template string) {
+	t.Helper()
+	ctx := context.Background()
+	bulkTenant := fmt.Sprintf("'bulk-' || (g %% %d)", bulkTenants)
+	steps := []struct {
+		table, where string
+		n            int
+		set          map[string]string
+	}{
+		{"tenants", "id = $1", bulkTenants, map[string]string{"id": "'bulk-' || (g - 1)", "display_name": "'bulk'"}},
+		{"load_balancers", "id = $2", bulkLoadBalancers, map[string]string{"id": "id || '-' || g", "tenant_id": bulkTenant, "name": "name || '-' || g"}},
+		{"events", "tenant_id = $1 AND resource_id = $2", bulkEvents, map[string]string{"tenant_id": bulkTenant, "seq": "g", "id": "id || '-' || g", "resource_id": "resource_id || '-' || (g % 20000)"}},
+		{"idempotency_keys", "tenant_id = $1", bulkIdempotency, map[string]string{"tenant_id": bulkTenant, "idem_key": "idem_key || '-' || g", "resource_id": "resource_id || '-' || g"}},
+		{"quotas", "tenant_id = $1", bulkTenants, map[string]string{"tenant_id": "'bulk-' || (g - 1)"}},
+		{"work_items", "resource_id = $2", bulkWorkItems, map[string]string{"resource_id": "resource_id || '-' || g", "due_at": "NULL", "lease_holder": "NULL", "lease_expires_at": "NULL"}},
+	}
+	for _, st := range steps {
+		cols := columns(t, q, st.table)
+		exprs := make([]string, len(cols))
+		for i, c := range cols {
+			exprs[i] = c
+			if e, ok := st.set[c]; ok {
+				exprs[i] = e
+			}
+		}
+		// One template row (the first), copied n times; every step is given both parameters.
+		sql := fmt.Sprintf(`INSERT INTO %s (%s) SELECT %s FROM (SELECT * FROM %s WHERE %s AND $1::text <> $2::text LIMIT 1) AS tpl CROSS JOIN generate_series(1, %d) AS g`,
+			st.table, strings.Join(cols, ", "), strings.Join(exprs, ", "), st.table, st.where, st.n)
+		tag, err := q.Exec(ctx, sql, tenant, template)
+		if err != nil {
+			t.Fatalf("load %s: %v\n%s", st.table, err, sql)
+		}
+		if tag.RowsAffected() != int64(st.n) {
+			t.Fatalf("load %s: %d rows, want %d (no template row?)", st.table, tag.RowsAffected(), st.n)
+		}
+	}
+	if _, err := q.Exec(ctx, "ANALYZE"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// columns lists a table's columns in the schema of the search path.
+func columns(t *testing.T, q store.Querier, table string) []string {
+	t.Helper()
+	rows, err := q.Query(context.Background(), `SELECT column_name FROM information_schema.columns
+		WHERE table_schema = current_schema() AND table_name = $1 AND is_generated = 'NEVER' ORDER BY ordinal_position`, table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cols, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil || len(cols) == 0 {
+		t.Fatalf("columns of %s: %v %v", table, cols, err)
+	}
+	return cols
+}
+
+func oneLine(sql string) string {
+	s := strings.Join(strings.Fields(sql), " ")
+	if len(s) > 300 {
+		s = s[:300] + "..."
+	}
+	return s
+}
+
+// start runs one replica on schema with rec installed on its database connections (no
+// reconcilers: the claim is called directly, so every recorded statement is the test's).
+func start(t *testing.T, schema *storetest.Schema, rec *recorder) *apptest.Stack {
+	t.Helper()
+	key, err := seal.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	a, err := app.Start(store.WithTracer(ctx, rec), app.Config{
+		Listen: "127.0.0.1:0", DatabaseURL: schema.URL, SealKey: key.Encode(), OpenFGADatastore: "memory", Replica: "explain",
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close(context.Background()) })
+	adminID, token, err := a.Service.BootstrapAdmin(ctx, "explain-admin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &apptest.Stack{App: a, Schema: schema, AdminToken: token, HTTP: &http.Client{Timeout: 30 * time.Second},
+		AdminCtx: core.WithCaller(ctx, core.Caller{PrincipalID: adminID, PlatformAdmin: true})}
+}
