@@ -91,9 +91,10 @@ func osEnvironment() environment {
 }
 
 // otherToolsVars are BC_* names the project's other programs read (the test and bench harnesses,
-// the TS SDK's test runner, bcd on a substrate node): a shell set up for them may start
-// bc-server too, so they are not typos. A trailing "_" is a prefix.
-var otherToolsVars = []string{"BC_TEST_", "BC_BENCH_", "BC_SERVER_BIN", "BC_TOKEN", "BC_POOL_ID", "BC_NODE_NAME", "BC_JOIN_URL", "BC_JOIN_TOKEN"}
+// the TS SDK's test runner, the bcctl CLI, bcd on a substrate node): a shell set up for them may
+// start bc-server too, so they are not typos. A trailing "_" is a prefix.
+var otherToolsVars = []string{"BC_TEST_", "BC_BENCH_", "BC_SERVER_BIN", "BC_TOKEN", "BC_POOL_ID", "BC_NODE_NAME", "BC_JOIN_URL", "BC_JOIN_TOKEN",
+	"BC_ENDPOINT", "BC_TENANT", "BC_CONFIG", "BC_PROVIDER_TOKEN"}
 
 // unknownVars returns the BC_* names set in env that are neither an entry of envVars, another
 // program's (otherToolsVars) nor a Kubernetes service link (isServiceLink), sorted.

@@ -90,12 +90,14 @@ func TestParseConfigUnknownVariableNamesIt(t *testing.T) {
 	env["HOME"] = "/root"
 	env["BC_TEST_DATABASE_URL"] = "postgres://y" // the test harness's, not a typo
 	env["BC_SERVER_BIN"] = "/tmp/bc-server"      // the TS SDK test runner's
+	env["BC_ENDPOINT"] = "http://127.0.0.1:8080" // bcctl's, set in the same shell
+	env["BC_TENANT"] = "demo"
 	_, err := parseConfig(lookup(env), true)
 	if err == nil || !strings.Contains(err.Error(), "BC_DATABSE_URL, BC_LEASE_TIMEOUT") {
 		t.Fatalf("unknown variables: %v, want an error naming both", err)
 	}
 	if strings.Contains(err.Error(), "postgres://x") || strings.Contains(err.Error(), "HOME") ||
-		strings.Contains(err.Error(), "BC_TEST_") || strings.Contains(err.Error(), "BC_SERVER_BIN") {
+		strings.Contains(err.Error(), "BC_TEST_") || strings.Contains(err.Error(), "BC_SERVER_BIN") || strings.Contains(err.Error(), "BC_ENDPOINT") {
 		t.Errorf("error %q echoes a value or names a variable that is not a typo", err)
 	}
 	for _, cmd := range []string{"serve", "dev"} {

@@ -28,7 +28,7 @@ type cli struct {
 const globalFlagsHelp = `  --endpoint URL     the server (default: $BC_ENDPOINT, then the config file)
   --tenant ID        the tenant the command acts in (default: $BC_TENANT, then the config file)
   -o, --output FMT   table (default) or json
-  --config PATH      the config file (default: $BC_CONFIG, $XDG_CONFIG_HOME/bc/config.json, ~/.config/bc/config.json)
+  --config PATH      the config file (default: $BC_CONFIG, $XDG_CONFIG_HOME/bcctl/config.json, ~/.config/bcctl/config.json)
   --timeout DUR      bound on each call (default 30s)
   The token comes from $BC_TOKEN, then the config file; it is never a flag (flags show in ps).
 `

@@ -22,8 +22,8 @@ type config struct {
 	Token    string `json:"token,omitempty"`
 }
 
-// configFile is where the config lives: --config, $BC_CONFIG, $XDG_CONFIG_HOME/bc/config.json,
-// then ~/.config/bc/config.json.
+// configFile is where the config lives: --config, $BC_CONFIG, $XDG_CONFIG_HOME/bcctl/config.json,
+// then ~/.config/bcctl/config.json.
 func configFile(env Env, flagPath string) (string, error) {
 	if flagPath != "" {
 		return flagPath, nil
