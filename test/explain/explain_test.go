@@ -199,62 +199,18 @@ const (
 	bulkWorkItems     = 20000
 )
 
-// load copies the template rows with SQL (not through the API) into bulkTenants other tenants,
-// then has the planner read the new statistics.
+// load copies the template rows with SQL (not through the API) into bulkTenants other tenants.
 func load(t *testing.T, q store.Querier, tenant, template string) {
 	t.Helper()
-	ctx := context.Background()
 	bulkTenant := fmt.Sprintf("'bulk-' || (g %% %d)", bulkTenants)
-	steps := []struct {
-		table, where string
-		n            int
-		set          map[string]string
-	}{
-		{"tenants", "id = $1", bulkTenants, map[string]string{"id": "'bulk-' || (g - 1)", "display_name": "'bulk'"}},
-		{"load_balancers", "id = $2", bulkLoadBalancers, map[string]string{"id": "id || '-' || g", "tenant_id": bulkTenant, "name": "name || '-' || g"}},
-		{"events", "tenant_id = $1 AND resource_id = $2", bulkEvents, map[string]string{"tenant_id": bulkTenant, "seq": "g", "id": "id || '-' || g", "resource_id": "resource_id || '-' || (g % 20000)"}},
-		{"idempotency_keys", "tenant_id = $1", bulkIdempotency, map[string]string{"tenant_id": bulkTenant, "idem_key": "idem_key || '-' || g", "resource_id": "resource_id || '-' || g"}},
-		{"quotas", "tenant_id = $1", bulkTenants, map[string]string{"tenant_id": "'bulk-' || (g - 1)"}},
-		{"work_items", "resource_id = $2", bulkWorkItems, map[string]string{"resource_id": "resource_id || '-' || g", "due_at": "NULL", "lease_holder": "NULL", "lease_expires_at": "NULL"}},
-	}
-	for _, st := range steps {
-		cols := columns(t, q, st.table)
-		exprs := make([]string, len(cols))
-		for i, c := range cols {
-			exprs[i] = c
-			if e, ok := st.set[c]; ok {
-				exprs[i] = e
-			}
-		}
-		// One template row (the first), copied n times; every step is given both parameters.
-		sql := fmt.Sprintf(`INSERT INTO %s (%s) SELECT %s FROM (SELECT * FROM %s WHERE %s AND $1::text <> $2::text LIMIT 1) AS tpl CROSS JOIN generate_series(1, %d) AS g`,
-			st.table, strings.Join(cols, ", "), strings.Join(exprs, ", "), st.table, st.where, st.n)
-		tag, err := q.Exec(ctx, sql, tenant, template)
-		if err != nil {
-			t.Fatalf("load %s: %v\n%s", st.table, err, sql)
-		}
-		if tag.RowsAffected() != int64(st.n) {
-			t.Fatalf("load %s: %d rows, want %d (no template row?)", st.table, tag.RowsAffected(), st.n)
-		}
-	}
-	if _, err := q.Exec(ctx, "ANALYZE"); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// columns lists a table's columns in the schema of the search path.
-func columns(t *testing.T, q store.Querier, table string) []string {
-	t.Helper()
-	rows, err := q.Query(context.Background(), `SELECT column_name FROM information_schema.columns
-		WHERE table_schema = current_schema() AND table_name = $1 AND is_generated = 'NEVER' ORDER BY ordinal_position`, table)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cols, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil || len(cols) == 0 {
-		t.Fatalf("columns of %s: %v %v", table, cols, err)
-	}
-	return cols
+	storetest.Load(t, q, []storetest.Copies{
+		{Table: "tenants", Where: "id = $1", N: bulkTenants, Set: map[string]string{"id": "'bulk-' || (g - 1)", "display_name": "'bulk'"}},
+		{Table: "load_balancers", Where: "id = $2", N: bulkLoadBalancers, Set: map[string]string{"id": "id || '-' || g", "tenant_id": bulkTenant, "name": "name || '-' || g"}},
+		{Table: "events", Where: "tenant_id = $1 AND resource_id = $2", N: bulkEvents, Set: map[string]string{"tenant_id": bulkTenant, "seq": "g", "id": "id || '-' || g", "resource_id": "resource_id || '-' || (g % 20000)"}},
+		{Table: "idempotency_keys", Where: "tenant_id = $1", N: bulkIdempotency, Set: map[string]string{"tenant_id": bulkTenant, "idem_key": "idem_key || '-' || g", "resource_id": "resource_id || '-' || g"}},
+		{Table: "quotas", Where: "tenant_id = $1", N: bulkTenants, Set: map[string]string{"tenant_id": "'bulk-' || (g - 1)"}},
+		{Table: "work_items", Where: "resource_id = $2", N: bulkWorkItems, Set: map[string]string{"resource_id": "resource_id || '-' || g", "due_at": "NULL", "lease_holder": "NULL", "lease_expires_at": "NULL"}},
+	}, tenant, template)
 }
 
 func oneLine(sql string) string {
