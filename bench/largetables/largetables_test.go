@@ -135,7 +135,7 @@ func BenchmarkLargeTables(b *testing.B) {
 	storetest.Load(b, s.App.DB.Q(), []storetest.Copies{
 		{Table: "tenants", Where: "id = $1", N: tenants, Set: map[string]string{"id": "'bulk-' || (g - 1)", "display_name": "'bulk'"}},
 		{Table: "load_balancers", Where: "id = $2", N: loadBalancers, Set: map[string]string{"id": "id || '-' || g", "name": "name || '-' || g",
-			"tenant_id": fmt.Sprintf("CASE WHEN g <= %d THEN tenant_id ELSE %s END", bigTenantLBs, other),
+			"tenant_id":  fmt.Sprintf("CASE WHEN g <= %d THEN tenant_id ELSE %s END", bigTenantLBs, other),
 			"created_at": "created_at - g * interval '1 second'"}},
 		{Table: "events", Where: "tenant_id = $1 AND resource_id = $2", N: events, Set: map[string]string{"seq": "1000000000 + g", "id": "id || '-' || g",
 			"tenant_id": fmt.Sprintf("CASE WHEN g <= %d THEN tenant_id ELSE %s END", events/10, other), "resource_id": "resource_id || '-' || (g % 100000)"}},
