@@ -79,7 +79,11 @@ func (s *Service) CreateLoadBalancer(ctx context.Context, r *v1.CreateLoadBalanc
 	}
 	if pe := (*apierr.Error)(nil); errors.As(err, &pe) && pe.Code == apierr.QuotaExceeded && r.GetIdempotencyKey() != "" {
 		// No unit was left, perhaps because an idempotent twin of this very request took the
-		// last one and committed while this one waited: then the answer is the twin's.
+		// last one and committed while this one waited, or is committing now (awaited first):
+		// then the answer is the twin's.
+		if werr := store.AwaitIdempotencyTwin(ctx, s.DB, r.GetTenantId(), opCreateLoadBalancer, r.GetIdempotencyKey()); werr != nil {
+			return nil, storeErr(werr, "idempotency record")
+		}
 		if lb, done, rerr := s.replayCreate(ctx, r, hash); done {
 			return lb, rerr
 		}
