@@ -20,6 +20,7 @@ import (
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
 	"better-compute.dev/compute/ids"
 	"better-compute.dev/compute/netguard"
+	"better-compute.dev/compute/provider/digitalocean/sim"
 	"better-compute.dev/compute/seal"
 	"better-compute.dev/compute/store"
 	"better-compute.dev/compute/store/storetest"
@@ -284,4 +285,32 @@ func (s *Stack) ReadyLoadBalancer(t testing.TB, tn Tenant, name string) *v1.Load
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// StartBusyReplicas runs n replicas with their reconcilers, polling briskly, on a PostgreSQL
+// server of the test's own (its statistics, such as pg_stat_database.deadlocks, count this
+// test alone), against a DigitalOcean simulator with short delays and no rate limit that
+// tenants made by NewTenant use. It is skipped where the PostgreSQL binaries are absent.
+func StartBusyReplicas(t testing.TB, n int) []*Stack {
+	t.Helper()
+	srv := storetest.StartServer(t)
+	t.Setenv(storetest.EnvURL, srv.URL)
+	simulator := sim.New(sim.Options{
+		AcceptAnyToken: true, RequestsPerMinute: 1 << 20, RequestsPerHour: 1 << 30,
+		LoadBalancerActiveDelay: 100 * time.Millisecond, LoadBalancerIPDelay: 100 * time.Millisecond,
+		LoadBalancerUpdateDelay: 50 * time.Millisecond,
+	})
+	url, err := simulator.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = simulator.Close() })
+	replicas := StartReplicas(t, n, WithReconcile(), WithReconcilers(app.ReconcileConfig{
+		PollInterval: 20 * time.Millisecond, ProviderPoll: 100 * time.Millisecond, DependencyPoll: 200 * time.Millisecond,
+		BackoffInitial: 50 * time.Millisecond, BackoffMax: time.Second, PeriodicInterval: 5 * time.Second,
+	}))
+	for _, r := range replicas {
+		r.SimulatorURL = url
+	}
+	return replicas
 }

@@ -18,10 +18,8 @@ import (
 	"testing"
 	"time"
 
-	"better-compute.dev/compute/app"
 	"better-compute.dev/compute/app/apptest"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
-	"better-compute.dev/compute/provider/digitalocean/sim"
 	"better-compute.dev/compute/store"
 	"better-compute.dev/compute/store/storetest"
 )
@@ -33,25 +31,7 @@ func BenchmarkHotUpdate(b *testing.B) {
 	if v, err := strconv.Atoi(os.Getenv("BC_BENCH_SECONDS")); err == nil && v > 0 {
 		seconds = v
 	}
-	srv := storetest.StartServer(b)
-	b.Setenv(storetest.EnvURL, srv.URL)
-	simulator := sim.New(sim.Options{
-		AcceptAnyToken: true, RequestsPerMinute: 1 << 20, RequestsPerHour: 1 << 30,
-		LoadBalancerActiveDelay: 100 * time.Millisecond, LoadBalancerIPDelay: 100 * time.Millisecond,
-		LoadBalancerUpdateDelay: 50 * time.Millisecond,
-	})
-	url, err := simulator.Start()
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer simulator.Close()
-	replicas := apptest.StartReplicas(b, 3, apptest.WithReconcile(), apptest.WithReconcilers(app.ReconcileConfig{
-		PollInterval: 20 * time.Millisecond, ProviderPoll: 100 * time.Millisecond, DependencyPoll: 200 * time.Millisecond,
-		BackoffInitial: 50 * time.Millisecond, BackoffMax: time.Second,
-	}))
-	for _, r := range replicas {
-		r.SimulatorURL = url
-	}
+	replicas := apptest.StartBusyReplicas(b, 3)
 	tn := replicas[0].NewTenant(b, "hot", "editor")
 	lb := replicas[0].ReadyLoadBalancer(b, tn, "hot")
 

@@ -12,10 +12,8 @@ import (
 	"time"
 
 	"better-compute.dev/compute/apierr"
-	"better-compute.dev/compute/app"
 	"better-compute.dev/compute/app/apptest"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
-	"better-compute.dev/compute/provider/digitalocean/sim"
 	"better-compute.dev/compute/store"
 	"better-compute.dev/compute/store/storetest"
 )
@@ -58,25 +56,7 @@ func TestHotLoadBalancerKeepsTheLockOrder(t *testing.T) {
 	if v, err := strconv.Atoi(os.Getenv("BC_HOT_SECONDS")); err == nil && v > 0 {
 		seconds = v
 	}
-	srv := storetest.StartServer(t)
-	t.Setenv(storetest.EnvURL, srv.URL)
-	simulator := sim.New(sim.Options{
-		AcceptAnyToken: true, RequestsPerMinute: 1 << 20, RequestsPerHour: 1 << 30,
-		LoadBalancerActiveDelay: 100 * time.Millisecond, LoadBalancerIPDelay: 100 * time.Millisecond,
-		LoadBalancerUpdateDelay: 50 * time.Millisecond,
-	})
-	url, err := simulator.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = simulator.Close() })
-	replicas := apptest.StartReplicas(t, 3, apptest.WithReconcile(), apptest.WithReconcilers(app.ReconcileConfig{
-		PollInterval: 20 * time.Millisecond, ProviderPoll: 100 * time.Millisecond, DependencyPoll: 200 * time.Millisecond,
-		BackoffInitial: 50 * time.Millisecond, BackoffMax: time.Second, PeriodicInterval: 5 * time.Second,
-	}))
-	for _, r := range replicas {
-		r.SimulatorURL = url
-	}
+	replicas := apptest.StartBusyReplicas(t, 3)
 	tn := replicas[0].NewTenant(t, "hot", "editor")
 	hot := replicas[0].ReadyLoadBalancer(t, tn, "hot")
 	pick := func() *apptest.Stack { return replicas[rand.N(len(replicas))] }
