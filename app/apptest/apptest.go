@@ -290,8 +290,9 @@ func (s *Stack) ReadyLoadBalancer(t testing.TB, tn Tenant, name string) *v1.Load
 // StartBusyReplicas runs n replicas with their reconcilers, polling briskly, on a PostgreSQL
 // server of the test's own (its statistics, such as pg_stat_database.deadlocks, count this
 // test alone), against a DigitalOcean simulator with short delays and no rate limit that
-// tenants made by NewTenant use. It is skipped where the PostgreSQL binaries are absent.
-func StartBusyReplicas(t testing.TB, n int) []*Stack {
+// tenants made by NewTenant use. It is skipped where the PostgreSQL binaries are absent. The
+// server is returned for faults (TerminateBackends, Restart).
+func StartBusyReplicas(t testing.TB, n int) ([]*Stack, *storetest.Server) {
 	t.Helper()
 	srv := storetest.StartServer(t)
 	t.Setenv(storetest.EnvURL, srv.URL)
@@ -312,5 +313,5 @@ func StartBusyReplicas(t testing.TB, n int) []*Stack {
 	for _, r := range replicas {
 		r.SimulatorURL = url
 	}
-	return replicas
+	return replicas, srv
 }

@@ -31,7 +31,7 @@ func BenchmarkHotUpdate(b *testing.B) {
 	if v, err := strconv.Atoi(os.Getenv("BC_BENCH_SECONDS")); err == nil && v > 0 {
 		seconds = v
 	}
-	replicas := apptest.StartBusyReplicas(b, 3)
+	replicas, _ := apptest.StartBusyReplicas(b, 3)
 	tn := replicas[0].NewTenant(b, "hot", "editor")
 	lb := replicas[0].ReadyLoadBalancer(b, tn, "hot")
 
