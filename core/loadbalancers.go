@@ -79,7 +79,11 @@ func (s *Service) CreateLoadBalancer(ctx context.Context, r *v1.CreateLoadBalanc
 	}
 	if pe := (*apierr.Error)(nil); errors.As(err, &pe) && pe.Code == apierr.QuotaExceeded && r.GetIdempotencyKey() != "" {
 		// No unit was left, perhaps because an idempotent twin of this very request took the
-		// last one and committed while this one waited: then the answer is the twin's.
+		// last one and committed while this one waited, or is committing now (awaited first):
+		// then the answer is the twin's.
+		if werr := store.AwaitIdempotencyTwin(ctx, s.DB, r.GetTenantId(), opCreateLoadBalancer, r.GetIdempotencyKey()); werr != nil {
+			return nil, storeErr(werr, "idempotency record")
+		}
 		if lb, done, rerr := s.replayCreate(ctx, r, hash); done {
 			return lb, rerr
 		}
@@ -288,8 +292,11 @@ func (s *Service) ListLoadBalancersPage(ctx context.Context, r *v1.ListLoadBalan
 
 // UpdateLoadBalancer replaces each part given, returns it updating and publishes
 // providerLoadBalancer.updated naming what changed. After the authorization prologue, one
-// transaction of two round trips: the row (locked) and every row its settings name, then the
-// writes with COMMIT.
+// transaction of two round trips: the row (locked FOR UPDATE) and every row its settings name
+// (FOR SHARE on PostgreSQL), then the writes with COMMIT. It is a locked transaction
+// (store.ExecuteLockedTwoTrips, READ COMMITTED on PostgreSQL): concurrent updates of one load
+// balancer queue on its row instead of failing each other's COMMIT; store/lockorder.go has the
+// lock order and why the rules hold.
 func (s *Service) UpdateLoadBalancer(ctx context.Context, r *v1.UpdateLoadBalancerRequest) (*v1.LoadBalancer, error) {
 	c, _, err := s.authorizeLoadBalancer(ctx, r.GetTenantId(), r.GetLoadBalancerId(), authz.LoadBalancersManage)
 	if err != nil {
@@ -300,7 +307,7 @@ func (s *Service) UpdateLoadBalancer(ctx context.Context, r *v1.UpdateLoadBalanc
 		rowErr       error
 		refs         func() lbRows
 	)
-	err = store.ExecuteTwoTrips(ctx, s.DB,
+	err = store.ExecuteLockedTwoTrips(ctx, s.DB,
 		func(rd *store.Reads) {
 			updated = store.LoadBalancer{}
 			rd.LoadBalancerForUpdate(r.GetLoadBalancerId(), &row, &rowErr)
@@ -404,7 +411,9 @@ func decideLoadBalancerUpdate(r *v1.UpdateLoadBalancerRequest, row store.LoadBal
 
 // DeleteLoadBalancer marks the load balancer deleting; the reconciler deletes it at the provider,
 // refunds the quota and publishes providerLoadBalancer.deleted. A regional one that a live global
-// one targets is INVALID_STATE inUse. After the prologue, one transaction of two round trips.
+// one targets is INVALID_STATE inUse. After the prologue, one locked transaction of two round
+// trips (as UpdateLoadBalancer): the row locked FOR UPDATE first, so the globals read after it
+// are the newest (a global naming it holds it FOR SHARE until it commits).
 func (s *Service) DeleteLoadBalancer(ctx context.Context, r *v1.DeleteLoadBalancerRequest) (*v1.LoadBalancer, error) {
 	_, obj, err := s.authorizeLoadBalancer(ctx, r.GetTenantId(), r.GetLoadBalancerId(), authz.LoadBalancersManage)
 	if err != nil {
@@ -415,7 +424,7 @@ func (s *Service) DeleteLoadBalancer(ctx context.Context, r *v1.DeleteLoadBalanc
 		rowErr        error
 		globals       []string
 	)
-	err = store.ExecuteTwoTrips(ctx, s.DB,
+	err = store.ExecuteLockedTwoTrips(ctx, s.DB,
 		func(rd *store.Reads) {
 			deleting, globals = store.LoadBalancer{}, nil
 			rd.LoadBalancerForUpdate(obj.ID, &row, &rowErr)

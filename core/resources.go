@@ -416,14 +416,19 @@ func (s *Service) DeleteInstance(ctx context.Context, r *v1.DeleteInstanceReques
 			out = in
 			return nil
 		}
+		// The load balancers that reach it are locked before the instance is written: a load
+		// balancer's update holds its row and then the instances it names (store/lockorder.go).
+		lbs, err := store.LoadBalancersReaching(ctx, tx, in)
+		if err != nil {
+			return err
+		}
+		if err := store.LockLoadBalancers(ctx, tx, lbs); err != nil {
+			return err
+		}
 		if err := store.SetInstanceState(ctx, tx, in.ID, "deleting", "", ""); err != nil {
 			return err
 		}
 		if err := lifecycle.Instance.Apply(ctx, tx, lifecycle.Delete, lifecycle.Subject{TenantID: in.TenantID, PoolID: in.PoolID, ID: in.ID}, nil); err != nil {
-			return err
-		}
-		lbs, err := store.LoadBalancersReaching(ctx, tx, in)
-		if err != nil {
 			return err
 		}
 		for _, id := range lbs {

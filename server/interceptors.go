@@ -43,10 +43,13 @@ func (i *interceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 		}()
 		ctx, err = i.admit(ctx, req.Header().Get("Authorization"), req.Any())
 		if err != nil {
-			return nil, err
+			return nil, endedByClient(ctx, err)
 		}
 		resp, err = next(ctx, req)
 		if err != nil {
+			if gone := endedByClient(ctx, nil); gone != nil {
+				return nil, gone
+			}
 			i.logCause(ctx, req.Spec().Procedure, err)
 			return nil, toConnect(err)
 		}
@@ -73,14 +76,34 @@ func (i *interceptor) WrapStreamingHandler(next connect.StreamingHandlerFunc) co
 		// Server streams carry one request: authenticate here, validate it in the handler.
 		ctx, err = i.admit(ctx, conn.RequestHeader().Get("Authorization"), nil)
 		if err != nil {
-			return err
+			return endedByClient(ctx, err)
 		}
 		if err = next(ctx, conn); err != nil {
+			if gone := endedByClient(ctx, nil); gone != nil {
+				return gone
+			}
 			i.logCause(ctx, conn.Spec().Procedure, err)
 			return toConnect(err)
 		}
 		return nil
 	}
+}
+
+// endedByClient is the answer to a call whose client ended it while it ran: its request's
+// context was canceled (the client went away or canceled) or passed the deadline the client
+// set (Connect-Timeout-Ms, grpc-timeout). Whatever the handler's error says then (a store call
+// cut short reads "context canceled") is a consequence, not a fault of the replica: the call is
+// CANCELED or DEADLINE_EXCEEDED, which the log and bc_rpc_calls_total show apart from INTERNAL,
+// and its cause is not logged as an internal error. When the client did not end it, err (nil
+// included) is returned unchanged. The server sets no deadline of its own on a call.
+func endedByClient(ctx context.Context, err error) error {
+	switch cause := ctx.Err(); {
+	case errors.Is(cause, context.DeadlineExceeded):
+		return connect.NewError(connect.CodeDeadlineExceeded, errors.New("the client's deadline passed before the call ended"))
+	case errors.Is(cause, context.Canceled):
+		return connect.NewError(connect.CodeCanceled, errors.New("the client ended the call"))
+	}
+	return err
 }
 
 // admit validates the request and makes sure it has a caller. authenticateFirst has resolved the
@@ -113,8 +136,11 @@ func (i *interceptor) observe(ctx context.Context, procedure string, start time.
 	elapsed := time.Since(start)
 	i.metrics.observe(procedure, code, elapsed)
 	level := slog.LevelInfo
-	if code == connect.CodeInternal.String() || code == connect.CodeUnknown.String() {
+	switch code {
+	case connect.CodeInternal.String(), connect.CodeUnknown.String():
 		level = slog.LevelError
+	case connect.CodeCanceled.String(), connect.CodeDeadlineExceeded.String():
+		reason = "endedByClient"
 	}
 	i.log.Log(ctx, level, "rpc", "procedure", procedure, "code", code, "reason", reason, "duration_ms", float64(elapsed.Microseconds())/1000,
 		"requestId", requestid.FromContext(ctx))

@@ -45,6 +45,13 @@ func newMetrics(reg prometheus.Registerer, db *store.DB) (*metrics, error) {
 		if err := reg.Register(newDBCollector(db)); err != nil {
 			return nil, err
 		}
+		reruns := prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "bc_db_tx_reruns_total",
+			Help: "Transactions this process ran again after losing a serialization race, a deadlock or a connection before COMMIT.",
+		}, func() float64 { return float64(store.TransactionRetries()) })
+		if err := reg.Register(reruns); err != nil {
+			return nil, err
+		}
 	}
 	return m, nil
 }

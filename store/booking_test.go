@@ -344,3 +344,41 @@ func TestUnitSeenFreeMustBeTaken(t *testing.T) {
 		t.Errorf("used %d after a refused transaction, want 0 and nothing made", used)
 	}
 }
+
+// TestAwaitIdempotencyTwinWaitsForTheTwin: a refused create awaits a twin still inserting its
+// key, and then finds the twin's record; the probe itself writes nothing.
+func TestAwaitIdempotencyTwinWaitsForTheTwin(t *testing.T) {
+	db := storetest.New(t)
+	ctx := context.Background()
+	if err := store.AwaitIdempotencyTwin(ctx, db, "t", "op", "k"); err != nil {
+		t.Fatalf("no twin: %v", err)
+	}
+	if _, err := store.GetIdempotency(ctx, db.Q(), "t", "op", "k"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the probe left a record: %v", err)
+	}
+	twin, err := db.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer twin.Rollback(context.Background())
+	if _, err := twin.Exec(ctx, `INSERT INTO idempotency_keys (tenant_id, operation, idem_key, request_hash, resource_id, expires_at)
+		VALUES ('t', 'op', 'k', 'h', 'lb_1', now() + interval '1 hour')`); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- store.AwaitIdempotencyTwin(ctx, db, "t", "op", "k") }()
+	select {
+	case err := <-done:
+		t.Fatalf("returned while the twin was in flight: %v", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	if err := twin.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if rec, err := store.GetIdempotency(ctx, db.Q(), "t", "op", "k"); err != nil || rec.ResourceID != "lb_1" {
+		t.Fatalf("twin's record: %v %v", rec, err)
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -275,11 +277,17 @@ func (db *DB) LoadBalancersWaitingOn(ctx context.Context, accountID string, prov
 }
 
 // EnqueueMany is Enqueue for many resources of one kind (each due at its dueAt), in one round
-// trip: a list that shows many load balancers ready wakes them together.
+// trip: a list that shows many load balancers ready wakes them together. The rows are written
+// in id order, the lock order among work items (lockorder.go).
 func EnqueueMany(ctx context.Context, tx pgx.Tx, kind string, resourceIDs []string, dueAt []time.Time) error {
+	order := make([]int, len(resourceIDs))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return strings.Compare(resourceIDs[a], resourceIDs[b]) })
 	b := &pgx.Batch{}
-	for i, id := range resourceIDs {
-		b.Queue(sqlEnqueue, kind, id, dueAt[i])
+	for _, i := range order {
+		b.Queue(sqlEnqueue, kind, resourceIDs[i], dueAt[i])
 	}
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("store: enqueue %d of %s: %w", len(resourceIDs), kind, TranslateError(err))

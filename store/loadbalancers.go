@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -281,8 +282,21 @@ func LoadBalancersReaching(ctx context.Context, q Querier, inst Instance) ([]str
 		 UNION
 		 SELECT id FROM load_balancers
 		  WHERE tenant_id = $2 AND pool_id = $3 AND region = $4 AND scope = 'regional'
-		    AND state NOT IN ('deleting', 'deleted') AND (spec->'targets'->>'pool') = 'true'`,
+		    AND state NOT IN ('deleting', 'deleted') AND (spec->'targets'->>'pool') = 'true'
+		 ORDER BY 1`,
 		inst.ID, inst.TenantID, inst.PoolID, inst.Region)
+}
+
+// LockLoadBalancers locks the rows of ids FOR UPDATE in id order (the lock order among rows of
+// one table, lockorder.go), for a change of a row they name that changes them too.
+func LockLoadBalancers(ctx context.Context, q Querier, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	if _, err := q.Exec(ctx, `SELECT id FROM load_balancers WHERE id = ANY($1) ORDER BY id FOR UPDATE`, ids); err != nil {
+		return fmt.Errorf("store: lock load balancers: %w", TranslateError(err))
+	}
+	return nil
 }
 
 // LiveLoadBalancerIDs returns every load balancer not deleted (the periodic pass walks them).

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"reflect"
 	"testing"
 
@@ -47,5 +48,47 @@ func TestInsertedRowAsRead(t *testing.T) {
 		if !reflect.DeepEqual(written, read) {
 			t.Errorf("%s: written %+v\nread    %+v", tc.name, written, read)
 		}
+	}
+}
+
+// TestTwinCreateFailsOnTheLiveName: a concurrent twin of a create (same name, same key) sends the
+// same fused writes (the load balancer first, then the key's record). Its statement waits at
+// the first unique index it meets for the first create's COMMIT and then fails on it:
+// load_balancers_live_name, the constraint README names and core.CreateLoadBalancer answers as
+// a replay once it has looked the key up.
+func TestTwinCreateFailsOnTheLiveName(t *testing.T) {
+	t.Parallel()
+	db, tenantID, poolID := bookingEnv(t, 2)
+	ctx := context.Background()
+	create := func(id string) error {
+		l := store.LoadBalancer{ID: id, TenantID: tenantID, PoolID: poolID, AccountID: "pacct_resv", Name: "twin",
+			Scope: "regional", Region: "nyc3", Spec: []byte(`{}`)}
+		return store.ExecuteLockedTwoTrips(ctx, db, func(*store.Reads) {}, func() (*store.Writes, error) {
+			var w store.Writes
+			var written store.LoadBalancer
+			w.InsertLoadBalancer(l, &written)
+			w.RecordIdempotency(store.IdempotencyRecord{TenantID: tenantID, Operation: "create", Key: "k", RequestHash: []byte("h"), ResourceID: id})
+			return &w, nil
+		})
+	}
+	// Whether the second's insert waits for the first's COMMIT or comes after it, exactly one
+	// commits and the other fails on the live name.
+	results := make(chan error, 2)
+	for _, id := range []string{"lb_twin_1", "lb_twin_2"} {
+		go func() { results <- create(id) }()
+	}
+	errs := []error{<-results, <-results}
+	won := 0
+	for _, err := range errs {
+		switch {
+		case err == nil:
+			won++
+		case errors.Is(err, store.ErrConflict) && store.ConstraintName(err) == "load_balancers_live_name":
+		default:
+			t.Errorf("twin: %v (constraint %q), want a conflict on load_balancers_live_name", err, store.ConstraintName(err))
+		}
+	}
+	if won != 1 {
+		t.Errorf("%d twins committed, want 1", won)
 	}
 }

@@ -108,8 +108,10 @@ func TestLockedTxSeesACommittedTakeover(t *testing.T) {
 }
 
 // TestLockedTxWaitsForATakeoverInFlight: a takeover has moved the epoch but not committed
-// when a's check runs. Under READ COMMITTED a's FOR UPDATE waits for it and then reads the
-// row's newest version, so a writes nothing (a snapshot read would have passed the check).
+// when a's check runs. The takeover holds the row FOR UPDATE, as a claim does (sqlClaim locks
+// the rows it takes FOR UPDATE SKIP LOCKED before it moves their epoch). Under READ COMMITTED
+// a's lease check waits for it and then reads the row's newest version, so a writes nothing
+// (a snapshot read would have passed the check).
 func TestLockedTxWaitsForATakeoverInFlight(t *testing.T) {
 	t.Parallel()
 	q := newResultsQueue(t)
@@ -120,6 +122,9 @@ func TestLockedTxWaitsForATakeoverInFlight(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer takeover.Rollback(context.Background())
+	if _, err := takeover.Exec(q.ctx, `SELECT 1 FROM work_items WHERE kind = $1 AND resource_id = 'r1' FOR UPDATE`, kindA); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := takeover.Exec(q.ctx, `UPDATE work_items SET epoch = epoch + 1, lease_holder = 'b' WHERE kind = $1 AND resource_id = 'r1'`, kindA); err != nil {
 		t.Fatal(err)
 	}
@@ -176,5 +181,37 @@ func TestLockedTxHoldsTheLeaseToCommit(t *testing.T) {
 	}
 	if got := q.results(); len(got) != 1 || got[0] != "a" {
 		t.Errorf("results = %v, want a's one write", got)
+	}
+}
+
+// TestEnqueueDoesNotWaitForALeaseCheck: the lock order (lockorder.go). A request that holds
+// its resource's row and queues the resource again must not wait for a fenced write that
+// checked the lease and waits for that row: the enqueue goes through while the lease check's
+// lock is held, and a claim still skips the item.
+func TestEnqueueDoesNotWaitForALeaseCheck(t *testing.T) {
+	t.Parallel()
+	q := newResultsQueue(t)
+	q.enqueue(kindA, "r1", nil)
+	a := q.claimOne("a")
+	fenced, err := q.db.Pool().BeginTx(q.ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fenced.Rollback(context.Background())
+	if err := store.CheckLease(q.ctx, fenced, a); err != nil {
+		t.Fatal(err)
+	}
+	q.advance(ttl + time.Second)
+	err = store.ExecuteLockedTx(q.ctx, q.db, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(q.ctx, `SET LOCAL lock_timeout = '2s'`); err != nil {
+			return err
+		}
+		return store.Enqueue(q.ctx, tx, kindA, "r1", nil)
+	})
+	if err != nil {
+		t.Fatalf("enqueue while a lease check holds the item: %v", err)
+	}
+	if got := q.claim("b", 1); len(got) != 0 {
+		t.Errorf("b claimed %v while a's fenced write was open", got)
 	}
 }

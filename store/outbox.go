@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -259,4 +260,27 @@ func ListUsagePage(ctx context.Context, q Querier, tenantID, meter string, from,
 	     WHERE tenant_id = $1 AND ($2 = '' OR meter = $2) AND started_at < $4 AND (ended_at IS NULL OR ended_at > $3)
 	       AND ($5 = '' OR (started_at, id) > ($6::TIMESTAMPTZ, $5::TEXT))
 	     ORDER BY started_at, id LIMIT $7`, tenantID, meter, from, to, p.afterID(), p.afterTime(), p.limit())
+}
+
+// errAwaited ends AwaitIdempotencyTwin's transaction, which must write nothing.
+var errAwaited = errors.New("store: twin awaited")
+
+// AwaitIdempotencyTwin returns once no transaction is writing the record of (tenantID,
+// operation, key) any more: a twin of a create still in flight has committed or rolled back.
+// A create refused from what its reads saw (a quota unit they saw taken) calls it before it
+// looks the key up, so that a twin which got the unit and is still committing is found and
+// answered as a replay, not refused. It probes with an insert of the key that would wait at
+// the unique index for the twin's insert, and writes nothing (the probe is rolled back).
+func AwaitIdempotencyTwin(ctx context.Context, db *DB, tenantID, operation, key string) error {
+	err := ExecuteLockedTx(ctx, db, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO idempotency_keys (tenant_id, operation, idem_key, request_hash, resource_id, expires_at)
+			VALUES ($1, $2, $3, '', '', now()) ON CONFLICT DO NOTHING`, tenantID, operation, key); err != nil {
+			return fmt.Errorf("store: await idempotency twin: %w", err)
+		}
+		return errAwaited
+	})
+	if errors.Is(err, errAwaited) {
+		return nil
+	}
+	return err
 }

@@ -47,18 +47,19 @@ func ExecuteTxOptions(ctx context.Context, db *DB, opts pgx.TxOptions, fn func(t
 }
 
 // ExecuteLockedTx is ExecuteTx for a transaction of a narrow shape, the fenced write of a
-// reconciler pass: every value it decides from is read from a row it locks first (SELECT ...
-// FOR UPDATE: the work item's lease, then the resource's row), and every other statement is a
+// reconciler pass: every value it decides from is read from a row it locks first (the work
+// item's lease, CheckLease, then the resource's row FOR UPDATE), and every other statement is a
 // blind write (an increment or decrement guarded by its own WHERE, an INSERT, an INSERT ... ON
 // CONFLICT, an UPDATE of a row already locked). Reads of unlocked rows may only decide what
 // to queue again (waiters of a dependency), where a miss is repaired by the waiter's own
 // dependency poll. On CockroachDB it is SERIALIZABLE like every other transaction. On
 // PostgreSQL it is READ COMMITTED, and the rules still hold:
 //
-//   - the fence: FOR UPDATE waits for a concurrent claim of the work item and then reads the
-//     row's newest version, so a takeover that committed first is seen (ErrLeaseLost), and
-//     one that comes later waits on the lock until this transaction has committed. The
-//     lease is held from the check to COMMIT either way, as under SERIALIZABLE;
+//   - the fence: the lease check's lock waits for a concurrent claim of the work item, and
+//     its read then sees the row's newest version, so a takeover that committed first is seen
+//     (ErrLeaseLost), and one that comes later skips the locked row until this transaction
+//     has committed. The lease is held from the check to COMMIT either way, as under
+//     SERIALIZABLE (CheckLease; lockorder.go says why the lock is FOR KEY SHARE);
 //   - the resource's state (ready exactly once, a request's newer spec or delete kept):
 //     decided from the row locked FOR UPDATE, newest version, which no one changes until
 //     COMMIT;

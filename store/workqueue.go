@@ -380,17 +380,43 @@ func leaseWriteError(op string, l Lease, err error) error {
 	return fmt.Errorf("store: %s %s/%s epoch %d: %w", op, l.Kind, l.ResourceID, l.Epoch, TranslateError(err))
 }
 
-const sqlCheckLease = `SELECT epoch, lease_holder FROM work_items WHERE kind = $1 AND resource_id = $2 FOR UPDATE`
+// sqlLockLease takes the lease check's lock: FOR KEY SHARE, the one row lock a request's Enqueue
+// (an upsert that changes no key, so FOR NO KEY UPDATE) does not wait for, and a claim's FOR
+// UPDATE SKIP LOCKED does skip. See lockorder.go.
+const sqlLockLease = `SELECT 1 FROM work_items WHERE kind = $1 AND resource_id = $2 FOR KEY SHARE`
+
+// sqlReadLease reads the lease after sqlLockLease, in a statement of its own.
+const sqlReadLease = `SELECT epoch, lease_holder FROM work_items WHERE kind = $1 AND resource_id = $2`
 
 // CheckLease is the fence of a reconciler's result transaction: call it first in the
-// (SERIALIZABLE, see ExecuteTx) transaction that writes what the reconciler learned. It fails
+// transaction that writes what the reconciler learned (ExecuteTx or ExecuteLockedTx). It fails
 // with ErrLeaseLost when the item's epoch moved or the lease was released, and the caller must
-// then write nothing. Under SERIALIZABLE the read itself is the guarantee: a claim that commits
-// between this read and the caller's commit makes one of the two transactions fail.
+// then write nothing.
+//
+// It locks the row FOR KEY SHARE, which only a claim conflicts with: no claim can take the lease
+// over until this transaction ends, while a request that queues the resource again (Enqueue,
+// holding the resource's row) does not wait for it, so the two never wait for each other (the
+// lock order, lockorder.go). A key-share lock is granted on a row whose newer version changed
+// no key without waiting for or returning that version, so the lease is read by a second
+// statement in the same round trip: at READ COMMITTED it sees every claim committed before the
+// lock was granted, and none can commit after; under SERIALIZABLE (and on CockroachDB) the read
+// is tracked, and a claim committing between this read and the caller's COMMIT makes one of
+// the two transactions fail.
 func CheckLease(ctx context.Context, tx pgx.Tx, lease Lease) error {
 	var epoch int64
 	var holder *string
-	err := tx.QueryRow(ctx, sqlCheckLease, lease.Kind, lease.ResourceID).Scan(&epoch, &holder)
+	b := &pgx.Batch{}
+	b.Queue(sqlLockLease, lease.Kind, lease.ResourceID)
+	b.Queue(sqlReadLease, lease.Kind, lease.ResourceID)
+	br := tx.SendBatch(ctx, b)
+	var one int
+	err := br.QueryRow().Scan(&one)
+	if err == nil {
+		err = br.QueryRow().Scan(&epoch, &holder)
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
 	if err != nil {
 		return leaseWriteError("check lease", lease, err)
 	}

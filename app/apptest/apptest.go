@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -19,6 +20,7 @@ import (
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
 	"better-compute.dev/compute/ids"
 	"better-compute.dev/compute/netguard"
+	"better-compute.dev/compute/provider/digitalocean/sim"
 	"better-compute.dev/compute/seal"
 	"better-compute.dev/compute/store"
 	"better-compute.dev/compute/store/storetest"
@@ -50,18 +52,64 @@ func Start(t testing.TB, opts ...Option) *Stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := app.Config{
-		// The simulators of these tests listen on loopback, which production refuses.
-		OutboundAllow: netguard.AllowLoopback(),
-		Listen:        "127.0.0.1:0", DatabaseURL: schema.URL, SealKey: key.Encode(), CORSOrigins: []string{"*"},
-		OpenFGADatastore: "memory", Replica: "test",
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	}
+	cfg := baseConfig(schema, key.Encode())
+	cfg.OpenFGADatastore, cfg.Replica = "memory", "test"
 	for _, o := range opts {
 		o(&cfg)
 	}
-	ctx := context.Background()
-	a, err := app.Start(ctx, cfg)
+	a := startApp(t, cfg)
+	adminID, token, err := a.Service.BootstrapAdmin(context.Background(), "test-admin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newStack(a, schema, adminID, token)
+}
+
+// StartReplicas runs n replicas on one schema, as n processes of a deployment share one
+// database: each has its own pool, listener and, with WithReconcile, reconcilers, and they
+// share the authorization store (OpenFGA on the schema). The admin is bootstrapped once; every
+// stack's AdminToken and AdminCtx are that admin's. They stop at cleanup.
+func StartReplicas(t testing.TB, n int, opts ...Option) []*Stack {
+	t.Helper()
+	schema := storetest.NewSchema(t)
+	key, err := seal.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stacks []*Stack
+	var adminID, token string
+	for i := range n {
+		cfg := baseConfig(schema, key.Encode())
+		cfg.OpenFGADatastore, cfg.Replica = "postgres", fmt.Sprintf("r%d", i+1)
+		for _, o := range opts {
+			o(&cfg)
+		}
+		// One after the other: the first also migrates the authorization store.
+		a := startApp(t, cfg)
+		if i == 0 {
+			if adminID, token, err = a.Service.BootstrapAdmin(context.Background(), "test-admin"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		stacks = append(stacks, newStack(a, schema, adminID, token))
+	}
+	return stacks
+}
+
+// baseConfig is a replica's configuration on schema.
+func baseConfig(schema *storetest.Schema, sealKey string) app.Config {
+	return app.Config{
+		// The simulators of these tests listen on loopback, which production refuses.
+		OutboundAllow: netguard.AllowLoopback(),
+		Listen:        "127.0.0.1:0", DatabaseURL: schema.URL, SealKey: sealKey, CORSOrigins: []string{"*"},
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}
+}
+
+// startApp starts a replica that stops at cleanup.
+func startApp(t testing.TB, cfg app.Config) *app.App {
+	t.Helper()
+	a, err := app.Start(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("apptest: start: %v", err)
 	}
@@ -70,13 +118,13 @@ func Start(t testing.TB, opts ...Option) *Stack {
 		defer cancel()
 		a.Close(c)
 	})
-	adminID, token, err := a.Service.BootstrapAdmin(ctx, "test-admin")
-	if err != nil {
-		t.Fatal(err)
-	}
+	return a
+}
+
+func newStack(a *app.App, schema *storetest.Schema, adminID, token string) *Stack {
 	return &Stack{
 		App: a, Schema: schema, AdminToken: token,
-		AdminCtx: core.WithCaller(ctx, core.Caller{PrincipalID: adminID, PlatformAdmin: true}),
+		AdminCtx: core.WithCaller(context.Background(), core.Caller{PrincipalID: adminID, PlatformAdmin: true}),
 		HTTP:     &http.Client{Timeout: 30 * time.Second},
 	}
 }
@@ -206,4 +254,64 @@ func (s *Stack) PostJSON(t testing.TB, path, token string, body any) (int, map[s
 		}
 	}
 	return resp.StatusCode, out
+}
+
+// WithReconcilers tunes the reconcilers of the stack (WithReconcile runs them).
+func WithReconcilers(rc app.ReconcileConfig) Option {
+	return func(c *app.Config) { c.Reconcilers = rc }
+}
+
+// ReadyLoadBalancer creates a load balancer of the tenant on all its pool's machines (HTTP 80 to
+// 8080) and waits until the reconcilers made it ready at the provider.
+func (s *Stack) ReadyLoadBalancer(t testing.TB, tn Tenant, name string) *v1.LoadBalancer {
+	t.Helper()
+	yes := true
+	lb, err := s.App.Service.CreateLoadBalancer(tn.Ctx, &v1.CreateLoadBalancerRequest{
+		TenantId: tn.ID, PoolId: tn.PoolID, Name: name, Region: "nyc3", IdempotencyKey: name,
+		Targets:    &v1.LoadBalancerTargets{Pool: &yes},
+		Forwarding: []*v1.ForwardingRule{{EntryProtocol: "http", EntryPort: 80, TargetProtocol: "http", TargetPort: 8080}},
+	})
+	if err != nil {
+		t.Fatalf("create load balancer %s: %v", name, err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		got, err := s.App.Service.GetLoadBalancer(tn.Ctx, &v1.GetLoadBalancerRequest{TenantId: tn.ID, LoadBalancerId: lb.GetId()})
+		if err == nil && got.GetState() == "ready" {
+			return got
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("load balancer %s not ready within a minute: %v %v", name, got.GetState(), err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// StartBusyReplicas runs n replicas with their reconcilers, polling briskly, on a PostgreSQL
+// server of the test's own (its statistics, such as pg_stat_database.deadlocks, count this
+// test alone), against a DigitalOcean simulator with short delays and no rate limit that
+// tenants made by NewTenant use. It is skipped where the PostgreSQL binaries are absent. The
+// server is returned for faults (TerminateBackends, Restart).
+func StartBusyReplicas(t testing.TB, n int) ([]*Stack, *storetest.Server) {
+	t.Helper()
+	srv := storetest.StartServer(t)
+	t.Setenv(storetest.EnvURL, srv.URL)
+	simulator := sim.New(sim.Options{
+		AcceptAnyToken: true, RequestsPerMinute: 1 << 20, RequestsPerHour: 1 << 30,
+		LoadBalancerActiveDelay: 100 * time.Millisecond, LoadBalancerIPDelay: 100 * time.Millisecond,
+		LoadBalancerUpdateDelay: 50 * time.Millisecond,
+	})
+	url, err := simulator.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = simulator.Close() })
+	replicas := StartReplicas(t, n, WithReconcile(), WithReconcilers(app.ReconcileConfig{
+		PollInterval: 20 * time.Millisecond, ProviderPoll: 100 * time.Millisecond, DependencyPoll: 200 * time.Millisecond,
+		BackoffInitial: 50 * time.Millisecond, BackoffMax: time.Second, PeriodicInterval: 5 * time.Second,
+	}))
+	for _, r := range replicas {
+		r.SimulatorURL = url
+	}
+	return replicas, srv
 }
