@@ -19,6 +19,7 @@ import (
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
 	"better-compute.dev/compute/ids"
 	"better-compute.dev/compute/netguard"
+	"better-compute.dev/compute/reconcile/reconciletest"
 	"better-compute.dev/compute/seal"
 	"better-compute.dev/compute/store"
 	"better-compute.dev/compute/store/storetest"
@@ -34,6 +35,8 @@ type Stack struct {
 	// SimulatorURL is the api_url given to accounts NewTenant makes ("" none).
 	SimulatorURL string
 	HTTP         *http.Client
+	// sealKey is the replica's seal key, which StartReplica gives the other replicas.
+	sealKey string
 }
 
 // Option changes Start.
@@ -45,23 +48,44 @@ func WithReconcile() Option { return func(c *app.Config) { c.Reconcile = true } 
 // Start runs a stack for the test; it stops at cleanup.
 func Start(t testing.TB, opts ...Option) *Stack {
 	t.Helper()
-	schema := storetest.NewSchema(t)
 	key, err := seal.GenerateKey()
 	if err != nil {
 		t.Fatal(err)
 	}
+	s := startOn(t, storetest.NewSchema(t), key.Encode(), "test", opts)
+	adminID, token, err := s.App.Service.BootstrapAdmin(context.Background(), "test-admin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.AdminToken = token
+	s.AdminCtx = core.WithCaller(context.Background(), core.Caller{PrincipalID: adminID, PlatformAdmin: true})
+	return s
+}
+
+// StartReplica runs another replica named replica on s's database and seal key (its own
+// authorization engine in memory: call the API through s, which holds the tenants' grants).
+// It stops at cleanup.
+func StartReplica(t testing.TB, s *Stack, replica string, opts ...Option) *Stack {
+	t.Helper()
+	r := startOn(t, s.Schema, s.sealKey, replica, opts)
+	r.AdminToken, r.AdminCtx, r.SimulatorURL = s.AdminToken, s.AdminCtx, s.SimulatorURL
+	return r
+}
+
+// startOn starts a replica on schema.
+func startOn(t testing.TB, schema *storetest.Schema, sealKey, replica string, opts []Option) *Stack {
+	t.Helper()
 	cfg := app.Config{
 		// The simulators of these tests listen on loopback, which production refuses.
 		OutboundAllow: netguard.AllowLoopback(),
-		Listen:        "127.0.0.1:0", DatabaseURL: schema.URL, SealKey: key.Encode(), CORSOrigins: []string{"*"},
-		OpenFGADatastore: "memory", Replica: "test",
+		Listen:        "127.0.0.1:0", DatabaseURL: schema.URL, SealKey: sealKey, CORSOrigins: []string{"*"},
+		OpenFGADatastore: "memory", Replica: replica,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}
 	for _, o := range opts {
 		o(&cfg)
 	}
-	ctx := context.Background()
-	a, err := app.Start(ctx, cfg)
+	a, err := app.Start(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("apptest: start: %v", err)
 	}
@@ -70,15 +94,12 @@ func Start(t testing.TB, opts ...Option) *Stack {
 		defer cancel()
 		a.Close(c)
 	})
-	adminID, token, err := a.Service.BootstrapAdmin(ctx, "test-admin")
-	if err != nil {
-		t.Fatal(err)
+	if cfg.Reconcile {
+		// Registered after the close, so it runs first: the replica is still live, and the
+		// work-queue invariant holds at every instant, not only once the queue is quiet.
+		t.Cleanup(func() { reconciletest.AssertQueued(t, context.Background(), a.DB) })
 	}
-	return &Stack{
-		App: a, Schema: schema, AdminToken: token,
-		AdminCtx: core.WithCaller(ctx, core.Caller{PrincipalID: adminID, PlatformAdmin: true}),
-		HTTP:     &http.Client{Timeout: 30 * time.Second},
-	}
+	return &Stack{App: a, Schema: schema, sealKey: sealKey, HTTP: &http.Client{Timeout: 30 * time.Second}}
 }
 
 // Tenant is a tenant made by NewTenant with one principal of the given role, an account, and a

@@ -44,7 +44,13 @@ func newEnv(t *testing.T, tenantID string, limit int64) *env {
 // newEnvWith is newEnv with a change to the reconcilers' configuration after the short one.
 func newEnvWith(t *testing.T, tenantID string, limit int64, change func(*app.Config)) *env {
 	t.Helper()
-	short := func(c *app.Config) {
+	return startEnv(t, tenantID, limit, shortSim(3*time.Second), apptest.WithReconcile(), shortReconcile(change))
+}
+
+// shortReconcile is the reconcilers' configuration of these tests (short leases, polls and
+// periodic pass), then change.
+func shortReconcile(change func(*app.Config)) apptest.Option {
+	return func(c *app.Config) {
 		r := &c.Reconcilers
 		r.LeaseTTL, r.PollInterval, r.PeriodicInterval = 5*time.Second, 20*time.Millisecond, time.Second
 		r.ProviderPoll, r.DependencyPoll = 100*time.Millisecond, 200*time.Millisecond
@@ -54,12 +60,17 @@ func newEnvWith(t *testing.T, tenantID string, limit int64, change func(*app.Con
 			change(c)
 		}
 	}
-	return startEnv(t, tenantID, limit, sim.Options{
+}
+
+// shortSim is the simulator of these tests: short asynchronous delays, certificates verified
+// after certVerify.
+func shortSim(certVerify time.Duration) sim.Options {
+	return sim.Options{
 		AcceptAnyToken: true, RequestsPerMinute: 100000, RequestsPerHour: 1000000,
 		LoadBalancerActiveDelay: 150 * time.Millisecond, LoadBalancerIPDelay: 250 * time.Millisecond,
 		LoadBalancerUpdateDelay: 100 * time.Millisecond, DropletActiveDelay: 100 * time.Millisecond,
-		CertificateVerifyDelay: 3 * time.Second,
-	}, apptest.WithReconcile(), short)
+		CertificateVerifyDelay: certVerify,
+	}
 }
 
 // startEnv starts a simulator with o and a stack with opts (without apptest.WithReconcile a test

@@ -1,0 +1,202 @@
+package vps_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/digitalocean/godo"
+	"github.com/jackc/pgx/v5"
+	"golang.org/x/oauth2"
+
+	"better-compute.dev/compute/app"
+	"better-compute.dev/compute/app/apptest"
+	"better-compute.dev/compute/core"
+	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
+	"better-compute.dev/compute/provider/digitalocean/sim"
+	"better-compute.dev/compute/reconcile/reconciletest"
+	"better-compute.dev/compute/store"
+)
+
+// TestNoResourceLeftWithoutWork drives many load balancers with https and http2 rules on
+// managed certificates, over three accounts of one tenant and a second tenant's account on the
+// same provider token, through two replicas' reconcilers while the provider refuses droplet
+// creates for a while, and checks the work-queue invariant (store/unqueued.go) all along: no
+// resource that is not resting is ever without a due work item. Everything converges.
+func TestNoResourceLeftWithoutWork(t *testing.T) {
+	if testing.Short() {
+		t.Skip("stress test")
+	}
+	// The periodic pass is slowed to a minute so that it cannot hide a lost item.
+	slowPeriodic := shortReconcile(func(c *app.Config) {
+		c.Reconcilers.PeriodicInterval, c.Reconcilers.LeaseTTL = time.Minute, 2*time.Second
+	})
+	e := startEnv(t, "ta", 40, shortSim(time.Second), apptest.WithReconcile(), slowPeriodic)
+	apptest.StartReplica(t, e.s, "replica-2", apptest.WithReconcile(), slowPeriodic)
+	svc, db := e.s.App.Service, e.s.App.DB
+
+	type place struct {
+		ctx          context.Context
+		tenant, pool string
+		account      string
+	}
+	places := []place{{e.tn.Ctx, e.tn.ID, e.tn.PoolID, e.tn.AccountID}}
+	for _, token := range []string{"do-token-ta-2", "do-token-ta-3"} {
+		acct, err := svc.CreateProviderAccount(e.s.AdminCtx, &v1.CreateProviderAccountRequest{
+			TenantId: e.tn.ID, Kind: "digitalocean", Name: "acct-" + token[len(token)-1:], Token: token, ApiUrl: e.s.SimulatorURL,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		places = append(places, place{e.tn.Ctx, e.tn.ID, e.s.NewPool(t, e.tn.ID, acct.GetId(), "p"+token[len(token)-1:], 40), acct.GetId()})
+	}
+	tb := e.s.NewTenant(t, "tb", "editor")
+	shared, err := svc.CreateProviderAccount(e.s.AdminCtx, &v1.CreateProviderAccountRequest{
+		TenantId: tb.ID, Kind: "digitalocean", Name: "shared", Token: e.token, ApiUrl: e.s.SimulatorURL,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	places = append(places, place{tb.Ctx, tb.ID, e.s.NewPool(t, tb.ID, shared.GetId(), "shared", 40), shared.GetId()})
+
+	// Watch the invariant from before the first create to the end.
+	var (
+		mu         sync.Mutex
+		violations []string
+		checks     int
+	)
+	stop := make(chan struct{})
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		for {
+			found, err := store.FindAllUnqueued(e.ctx, db.Q(), core.WorkKinds, 100)
+			mu.Lock()
+			checks++
+			if err != nil {
+				violations = append(violations, err.Error())
+			}
+			for _, u := range found {
+				if len(violations) < 20 {
+					violations = append(violations, fmt.Sprintf("%s %s is %s with no due work item", u.Kind, u.ResourceID, u.State))
+				}
+			}
+			mu.Unlock()
+			select {
+			case <-stop:
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}()
+
+	// The provider refuses droplet creates for the first seconds.
+	e.sim.SetFaults(sim.Faults{Rate: 0.7, Kinds: []sim.FaultKind{sim.Fault5xx, sim.FaultSlow, sim.FaultTimeoutAfterCommit}, SlowDelay: 1500 * time.Millisecond, Methods: []string{"POST"}, Paths: []string{"/v2/droplets"}})
+	var lbIDs, certIDs []string
+	for pi, p := range places {
+		if _, err := svc.CreateInstance(p.ctx, &v1.CreateInstanceRequest{
+			TenantId: p.tenant, PoolId: p.pool, Name: fmt.Sprintf("i%d", pi), Region: "nyc3", Flavor: "small",
+		}); err != nil {
+			t.Fatalf("create instance: %v", err)
+		}
+		var certs []string
+		for c := range 2 {
+			cert, err := svc.CreateCertificate(p.ctx, &v1.CreateCertificateRequest{
+				TenantId: p.tenant, AccountId: p.account, Name: fmt.Sprintf("c%d-%d", pi, c),
+				Source: &v1.CreateCertificateRequest_Managed{Managed: &v1.ManagedCertificate{DnsNames: []string{fmt.Sprintf("s%d-%d.example.com", pi, c)}}},
+			})
+			if err != nil {
+				t.Fatalf("create certificate: %v", err)
+			}
+			certs = append(certs, cert.GetId())
+		}
+		certIDs = append(certIDs, certs...)
+		for n := range 5 {
+			cert := certs[n%2]
+			lb, err := svc.CreateLoadBalancer(p.ctx, &v1.CreateLoadBalancerRequest{
+				TenantId: p.tenant, PoolId: p.pool, Name: fmt.Sprintf("lb%d-%d", pi, n), Region: "nyc3", Targets: pool(),
+				IdempotencyKey: fmt.Sprintf("k%d-%d", pi, n),
+				Forwarding: []*v1.ForwardingRule{
+					{EntryProtocol: "http", EntryPort: 80, TargetProtocol: "http", TargetPort: 8080},
+					{EntryProtocol: "https", EntryPort: 443, TargetProtocol: "http", TargetPort: 8080, CertificateId: cert},
+					{EntryProtocol: "http2", EntryPort: 8443, TargetProtocol: "http", TargetPort: 8080, CertificateId: cert},
+				},
+			})
+			if err != nil {
+				t.Fatalf("create load balancer: %v", err)
+			}
+			lbIDs = append(lbIDs, lb.GetId())
+		}
+	}
+	time.Sleep(3 * time.Second)
+	e.sim.ClearFaults()
+
+	eventually(t, "every load balancer ready", func() (bool, string) {
+		lbs, err := store.GetLoadBalancers(e.ctx, db.Q(), lbIDs)
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, lb := range lbs {
+			if lb.State != "ready" {
+				w, _ := db.WorkItem(e.ctx, core.ReconcileKind, lb.ID)
+				return false, fmt.Sprintf("%s is %s (%q), item %+v", lb.ID, lb.State, lb.LastError, w)
+			}
+		}
+		return len(lbs) == len(lbIDs), fmt.Sprintf("%d of %d rows", len(lbs), len(lbIDs))
+	})
+	close(stop)
+	<-watched
+	certs, err := store.GetCertificates(e.ctx, db.Q(), certIDs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range certs {
+		if c.State != "ready" {
+			t.Errorf("certificate %s is %s", c.ID, c.State)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if checks < 10 {
+		t.Errorf("the invariant was checked %d times only", checks)
+	}
+	for _, v := range violations {
+		t.Error(v)
+	}
+	reconciletest.AssertQueued(t, e.ctx, db)
+}
+
+// A load balancer deleted at the provider behind the control plane's back is forgotten by the
+// next pass (its provider id dropped, the row back to updating) and made again by the pass after:
+// the write that forgets it queues that pass, so nothing waits for the periodic one.
+func TestForgottenLoadBalancerStaysQueued(t *testing.T) {
+	// No periodic pass within the test: only the forget's own queueing can bring it back.
+	e := newEnvWith(t, "forgot", 10, func(c *app.Config) { c.Reconcilers.PeriodicInterval = 5 * time.Minute })
+	e.instance(t, "a", "")
+	lb := e.createLB(t, e.lbRequest("web", pool()))
+	row := e.waitState(t, lb.GetId(), "ready")
+
+	httpClient := oauth2.NewClient(context.Background(), oauth2.StaticTokenSource(&oauth2.Token{AccessToken: e.token}))
+	client, err := godo.New(httpClient, godo.SetBaseURL(e.sim.URL()+"/"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.LoadBalancers.Delete(context.Background(), row.ProviderID); err != nil {
+		t.Fatalf("delete at the provider: %v", err)
+	}
+	// Something queues one pass (as the periodic pass or an instance's machine would).
+	if err := store.ExecuteTx(e.ctx, e.s.App.DB, func(tx pgx.Tx) error {
+		return store.Enqueue(e.ctx, tx, core.ReconcileKind, lb.GetId(), nil)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "made again at the provider", func() (bool, string) {
+		got := e.lbRow(t, lb.GetId())
+		w, _ := e.s.App.DB.WorkItem(e.ctx, core.ReconcileKind, lb.GetId())
+		return got.State == "ready" && got.ProviderID != "" && got.ProviderID != row.ProviderID,
+			fmt.Sprintf("state %s provider %q (was %q), item due %v", got.State, got.ProviderID, row.ProviderID, w.DueAt)
+	})
+	reconciletest.AssertQueued(t, e.ctx, e.s.App.DB)
+}
