@@ -15,6 +15,7 @@ import (
 	"better-compute.dev/compute/core"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
 	"better-compute.dev/compute/provider/digitalocean/sim"
+	"better-compute.dev/compute/reconcile/reconciletest"
 	"better-compute.dev/compute/store"
 	"better-compute.dev/compute/testwait"
 )
@@ -84,6 +85,10 @@ func startEnv(t *testing.T, tenantID string, limit int64, o sim.Options, opts ..
 	}
 	t.Cleanup(func() { _ = simulator.Close() })
 	s := apptest.Start(t, opts...)
+	if !s.App.Config.Reconcile {
+		// A stack running reconcilers asserts it itself; this test drives its own runners.
+		t.Cleanup(func() { reconciletest.AssertQueued(t, context.Background(), s.App.DB) })
+	}
 	s.SimulatorURL = url
 	tn := s.NewTenant(t, tenantID, "editor")
 	tn.PoolID = s.NewPool(t, tn.ID, tn.AccountID, "big", limit)

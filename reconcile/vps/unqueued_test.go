@@ -3,6 +3,7 @@ package vps_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -24,7 +25,8 @@ import (
 // managed certificates, over three accounts of one tenant and a second tenant's account on the
 // same provider token, through two replicas' reconcilers while the provider refuses droplet
 // creates for a while, and checks the work-queue invariant (store/unqueued.go) all along: no
-// resource that is not resting is ever without a due work item. Everything converges.
+// resource that is not resting is ever without a due work item. Everything converges, and
+// converges again after the provider lost some of the load balancers while they were updated.
 func TestNoResourceLeftWithoutWork(t *testing.T) {
 	if testing.Short() {
 		t.Skip("stress test")
@@ -79,8 +81,9 @@ func TestNoResourceLeftWithoutWork(t *testing.T) {
 				violations = append(violations, err.Error())
 			}
 			for _, u := range found {
-				if len(violations) < 20 {
-					violations = append(violations, fmt.Sprintf("%s %s is %s with no due work item", u.Kind, u.ResourceID, u.State))
+				v := fmt.Sprintf("%s %s is %s with no due work item", u.Kind, u.ResourceID, u.State)
+				if !slices.Contains(violations, v) {
+					violations = append(violations, v)
 				}
 			}
 			mu.Unlock()
@@ -133,19 +136,47 @@ func TestNoResourceLeftWithoutWork(t *testing.T) {
 	time.Sleep(3 * time.Second)
 	e.sim.ClearFaults()
 
-	eventually(t, "every load balancer ready", func() (bool, string) {
-		lbs, err := store.GetLoadBalancers(e.ctx, db.Q(), lbIDs)
-		if err != nil {
-			return false, err.Error()
-		}
-		for _, lb := range lbs {
-			if lb.State != "ready" {
-				w, _ := db.WorkItem(e.ctx, core.ReconcileKind, lb.ID)
-				return false, fmt.Sprintf("%s is %s (%q), item %+v", lb.ID, lb.State, lb.LastError, w)
+	allReady := func() {
+		t.Helper()
+		eventually(t, "every load balancer ready", func() (bool, string) {
+			lbs, err := store.GetLoadBalancers(e.ctx, db.Q(), lbIDs)
+			if err != nil {
+				return false, err.Error()
 			}
+			for _, lb := range lbs {
+				if lb.State != "ready" {
+					w, _ := db.WorkItem(e.ctx, core.ReconcileKind, lb.ID)
+					return false, fmt.Sprintf("%s is %s (%q), item due %v", lb.ID, lb.State, lb.LastError, w.DueAt)
+				}
+			}
+			return len(lbs) == len(lbIDs), fmt.Sprintf("%d of %d rows", len(lbs), len(lbIDs))
+		})
+	}
+	allReady()
+
+	// Then the provider loses some of them (deleted behind the control plane's back) while
+	// their tenants update them: each is made again, with new settings.
+	httpClient := oauth2.NewClient(context.Background(), oauth2.StaticTokenSource(&oauth2.Token{AccessToken: e.token}))
+	client, err := godo.New(httpClient, godo.SetBaseURL(e.sim.URL()+"/"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lost := []int{0, 3, 16} // on the first account and the second tenant's, which share a token
+	for _, i := range lost {
+		row := e.lbRow(t, lbIDs[i])
+		if _, err := client.LoadBalancers.Delete(e.ctx, row.ProviderID); err != nil {
+			t.Fatalf("delete at the provider: %v", err)
 		}
-		return len(lbs) == len(lbIDs), fmt.Sprintf("%d of %d rows", len(lbs), len(lbIDs))
-	})
+	}
+	for _, i := range lost {
+		p, yes := places[i/5], true
+		if _, err := svc.UpdateLoadBalancer(p.ctx, &v1.UpdateLoadBalancerRequest{
+			TenantId: p.tenant, LoadBalancerId: lbIDs[i], RedirectHttpToHttps: &yes,
+		}); err != nil {
+			t.Fatalf("update load balancer: %v", err)
+		}
+	}
+	allReady()
 	close(stop)
 	<-watched
 	certs, err := store.GetCertificates(e.ctx, db.Q(), certIDs)
