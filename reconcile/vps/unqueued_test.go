@@ -231,3 +231,116 @@ func TestForgottenLoadBalancerStaysQueued(t *testing.T) {
 	})
 	reconciletest.AssertQueued(t, e.ctx, e.s.App.DB)
 }
+
+// The periodic pass is the safety net of every kind: a certificate whose item was lost (here
+// made idle by hand while the certificate waits for the provider to verify it) is found by the
+// invariant's query and queued by the next pass, and then converges.
+func TestPeriodicPassQueuesLostWork(t *testing.T) {
+	e := newEnv(t, "lostwork", 10)
+	cert, err := e.s.App.Service.CreateCertificate(e.tn.Ctx, &v1.CreateCertificateRequest{
+		TenantId: e.tn.ID, AccountId: e.tn.AccountID, Name: "site",
+		Source: &v1.CreateCertificateRequest_Managed{Managed: &v1.ManagedCertificate{DnsNames: []string{"site.example.com"}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := e.s.App.DB
+	// Lose the item between two passes, while the certificate is pending at the provider.
+	eventually(t, "the certificate's item idled by hand", func() (bool, string) {
+		tag, err := db.Pool().Exec(e.ctx, `UPDATE work_items SET due_at = NULL
+			WHERE kind = $1 AND resource_id = $2 AND lease_holder IS NULL
+			  AND EXISTS (SELECT 1 FROM certificates WHERE id = $2 AND state = 'pending' AND provider_id <> '')`,
+			core.ReconcileKind, cert.GetId())
+		return err == nil && tag.RowsAffected() == 1, fmt.Sprint(err)
+	})
+	lost, err := db.WorkItem(e.ctx, core.ReconcileKind, cert.GetId())
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the certificate ready", func() (bool, string) {
+		row, err := store.GetCertificate(e.ctx, db.Q(), cert.GetId())
+		return err == nil && row.State == "ready", fmt.Sprintf("%+v %v", row, err)
+	})
+	after, err := db.WorkItem(e.ctx, core.ReconcileKind, cert.GetId())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Epoch <= lost.Epoch || after.Generation <= lost.Generation {
+		t.Errorf("the item was not queued again: epoch %d -> %d, generation %d -> %d", lost.Epoch, after.Epoch, lost.Generation, after.Generation)
+	}
+}
+
+// The invariant's queries, kind by kind: a resource that is not resting is reported while it
+// has no due item and not once it has one or rests.
+func TestUnqueuedQueries(t *testing.T) {
+	e := startEnv(t, "queries", 10, shortSim(time.Second)) // no reconcilers: the rows stay as written
+	svc, db := e.s.App.Service, e.s.App.DB
+	cert, err := svc.CreateCertificate(e.tn.Ctx, &v1.CreateCertificateRequest{
+		TenantId: e.tn.ID, AccountId: e.tn.AccountID, Name: "site",
+		Source: &v1.CreateCertificateRequest_Managed{Managed: &v1.ManagedCertificate{DnsNames: []string{"site.example.com"}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nw, err := svc.CreateNetwork(e.tn.Ctx, &v1.CreateNetworkRequest{TenantId: e.tn.ID, AccountId: e.tn.AccountID, Name: "net"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sn, err := svc.CreateSubnet(e.tn.Ctx, &v1.CreateSubnetRequest{TenantId: e.tn.ID, NetworkId: nw.GetId(), Name: "sn", Region: "nyc3", IpRange: "10.40.0.0/24"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := svc.CreateInstance(e.tn.Ctx, &v1.CreateInstanceRequest{TenantId: e.tn.ID, PoolId: e.tn.PoolID, Name: "a", Region: "nyc3", Flavor: "small"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lb := e.createLB(t, e.lbRequest("web", pool()))
+
+	exec := func(sql string, args ...any) {
+		t.Helper()
+		if _, err := db.Pool().Exec(e.ctx, sql, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cases := []struct {
+		kind  store.UnqueuedKind
+		table string
+		id    string
+		rest  string // an update that puts the row at rest
+	}{
+		{store.UnqueuedLoadBalancer, "load_balancers", lb.GetId(), `UPDATE load_balancers SET state = 'ready', applied_version = spec_version WHERE id = $1`},
+		{store.UnqueuedCertificate, "certificates", cert.GetId(), `UPDATE certificates SET state = 'ready' WHERE id = $1`},
+		{store.UnqueuedInstance, "instances", in.GetId(), `UPDATE instances SET state = 'running', machine_id = 'm-1' WHERE id = $1`},
+		{store.UnqueuedSubnet, "subnets", sn.GetId(), `UPDATE subnets SET state = 'error' WHERE id = $1`},
+	}
+	for _, c := range cases {
+		t.Run(string(c.kind), func(t *testing.T) {
+			found := func() []string {
+				got, err := store.FindUnqueued(e.ctx, db.Q(), core.WorkKinds, c.kind, 100)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var ids []string
+				for _, u := range got {
+					ids = append(ids, u.ResourceID)
+				}
+				return ids
+			}
+			if got := found(); len(got) != 0 {
+				t.Fatalf("queued by its create, yet reported: %v", got)
+			}
+			exec(`UPDATE work_items SET due_at = NULL WHERE kind = $1 AND resource_id = $2`, core.ReconcileKind, c.id)
+			if got := found(); !slices.Equal(got, []string{c.id}) {
+				t.Errorf("idle and pending: reported %v, want [%s]", got, c.id)
+			}
+			counts, err := store.CountUnqueued(e.ctx, db.Q(), core.WorkKinds)
+			if err != nil || counts[c.kind] != 1 {
+				t.Errorf("count %v %v, want 1 of %s", counts, err, c.kind)
+			}
+			exec(c.rest, c.id)
+			if got := found(); len(got) != 0 {
+				t.Errorf("at rest, yet reported: %v", got)
+			}
+		})
+	}
+}
