@@ -102,6 +102,14 @@ func FenceRefused(kind, op string) { workFenced.WithLabelValues(kind, op).Inc() 
 // item and queued.
 func ResourceRequeued(kind string) { resourcesRequeued.WithLabelValues(kind).Inc() }
 
+// RequeueKinds makes bc_resources_requeued_total export every kind at 0 before the first
+// repair, so an alert or dashboard tells "none" from "not reported".
+func RequeueKinds(kinds ...string) {
+	for _, k := range kinds {
+		resourcesRequeued.WithLabelValues(k)
+	}
+}
+
 // Rate limiter outcomes for RateLimited.
 const (
 	RateSent     = "sent"

@@ -113,6 +113,9 @@ func New(opts Options) (*Reconciler, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	for _, k := range store.UnqueuedKinds {
+		observe.RequeueKinds(string(k))
+	}
 	// Every fenced write of these kinds decides from the rows it locks (writer.go), so they
 	// run as reconcile.WriteLocked.
 	return &Reconciler{
