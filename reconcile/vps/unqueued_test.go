@@ -21,10 +21,10 @@ import (
 	"better-compute.dev/compute/store"
 )
 
-// TestNoResourceLeftWithoutWork drives many load balancers with https and http2 rules on
-// managed certificates, over three accounts of one tenant and a second tenant's account on the
-// same provider token, through two replicas' reconcilers while the provider refuses droplet
-// creates for a while, and checks the work-queue invariant (store/unqueued.go) all along: no
+// TestNoResourceLeftWithoutWork drives many load balancers (half of them in subnets) with https
+// and http2 rules on managed certificates, with instances, over three accounts of one tenant and
+// a second tenant's account on the same provider token, through two replicas' reconcilers while
+// the provider refuses droplet creates for a while, and checks the work-queue invariant (store/unqueued.go) all along: no
 // resource that is not resting is ever without a due work item. Everything converges, and
 // converges again after the provider lost some of the load balancers while they were updated.
 func TestNoResourceLeftWithoutWork(t *testing.T) {
@@ -99,10 +99,24 @@ func TestNoResourceLeftWithoutWork(t *testing.T) {
 	e.sim.SetFaults(sim.Faults{Rate: 0.7, Kinds: []sim.FaultKind{sim.Fault5xx, sim.FaultSlow, sim.FaultTimeoutAfterCommit}, SlowDelay: 1500 * time.Millisecond, Methods: []string{"POST"}, Paths: []string{"/v2/droplets"}})
 	var lbIDs, certIDs []string
 	for pi, p := range places {
-		if _, err := svc.CreateInstance(p.ctx, &v1.CreateInstanceRequest{
-			TenantId: p.tenant, PoolId: p.pool, Name: fmt.Sprintf("i%d", pi), Region: "nyc3", Flavor: "small",
-		}); err != nil {
-			t.Fatalf("create instance: %v", err)
+		// Half the load balancers and an instance of each place sit in a subnet, which they
+		// wait for.
+		nw, err := svc.CreateNetwork(p.ctx, &v1.CreateNetworkRequest{TenantId: p.tenant, AccountId: p.account, Name: fmt.Sprintf("net%d", pi)})
+		if err != nil {
+			t.Fatalf("create network: %v", err)
+		}
+		sn, err := svc.CreateSubnet(p.ctx, &v1.CreateSubnetRequest{
+			TenantId: p.tenant, NetworkId: nw.GetId(), Name: fmt.Sprintf("sn%d", pi), Region: "nyc3", IpRange: fmt.Sprintf("10.%d.0.0/24", 40+pi),
+		})
+		if err != nil {
+			t.Fatalf("create subnet: %v", err)
+		}
+		for _, subnet := range []string{"", sn.GetId()} {
+			if _, err := svc.CreateInstance(p.ctx, &v1.CreateInstanceRequest{
+				TenantId: p.tenant, PoolId: p.pool, Name: fmt.Sprintf("i%d-%d", pi, len(subnet)), Region: "nyc3", Flavor: "small", SubnetId: subnet,
+			}); err != nil {
+				t.Fatalf("create instance: %v", err)
+			}
 		}
 		var certs []string
 		for c := range 2 {
@@ -120,6 +134,7 @@ func TestNoResourceLeftWithoutWork(t *testing.T) {
 			cert := certs[n%2]
 			lb, err := svc.CreateLoadBalancer(p.ctx, &v1.CreateLoadBalancerRequest{
 				TenantId: p.tenant, PoolId: p.pool, Name: fmt.Sprintf("lb%d-%d", pi, n), Region: "nyc3", Targets: pool(),
+				SubnetId: []string{"", sn.GetId()}[n%2],
 				IdempotencyKey: fmt.Sprintf("k%d-%d", pi, n),
 				Forwarding: []*v1.ForwardingRule{
 					{EntryProtocol: "http", EntryPort: 80, TargetProtocol: "http", TargetPort: 8080},
