@@ -134,7 +134,7 @@ func TestNoResourceLeftWithoutWork(t *testing.T) {
 			cert := certs[n%2]
 			lb, err := svc.CreateLoadBalancer(p.ctx, &v1.CreateLoadBalancerRequest{
 				TenantId: p.tenant, PoolId: p.pool, Name: fmt.Sprintf("lb%d-%d", pi, n), Region: "nyc3", Targets: pool(),
-				SubnetId: []string{"", sn.GetId()}[n%2],
+				SubnetId:       []string{"", sn.GetId()}[n%2],
 				IdempotencyKey: fmt.Sprintf("k%d-%d", pi, n),
 				Forwarding: []*v1.ForwardingRule{
 					{EntryProtocol: "http", EntryPort: 80, TargetProtocol: "http", TargetPort: 8080},
