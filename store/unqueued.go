@@ -21,7 +21,7 @@ import (
 // waits). The queries below find the resources that break it, one per kind: the metric
 // bc_resources_unqueued reports their counts at every scrape, the periodic safety net queues
 // them, and reconciletest.AssertQueued fails a test that leaves one. Each reads only the rows
-// that are not resting, through the partial indexes of migration 0066, so its cost follows what
+// that are not resting, through the partial indexes of migration 0072, so its cost follows what
 // is in flight, not how many resources exist.
 
 // UnqueuedKind names a kind of provider-side resource the invariant covers.
@@ -67,7 +67,7 @@ func noDueItem(workID string) string {
 		WHERE w.kind = $1 AND w.resource_id = ` + workID + ` AND w.due_at IS NOT NULL)`
 }
 
-// The predicates of the resources that are not resting; migration 0066 indexes each one, so
+// The predicates of the resources that are not resting; migration 0072 indexes each one, so
 // they must stay spelled as its index predicates are.
 const (
 	lbUnsettled      = `(state NOT IN ('ready', 'error', 'deleted') OR (state = 'ready' AND applied_version < spec_version))`
