@@ -27,6 +27,9 @@ var (
 	workFenced = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "bc_work_fenced_writes_refused_total", Help: "Holder writes refused because the lease epoch moved or the lease was released, by kind and operation.",
 	}, []string{"kind", "op"})
+	resourcesRequeued = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "bc_resources_requeued_total", Help: "Provider-side resources the periodic safety net found not resting without a due work item and queued, by kind (each is a lost work item).",
+	}, []string{"kind"})
 
 	providerRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "bc_provider_requests_total", Help: "HTTP requests sent to a provider API, by provider, endpoint (path with ids replaced), method and status (or \"error\" when no answer came).",
@@ -58,7 +61,7 @@ var (
 
 // instruments are registered on every registry Register is given.
 var instruments = []prometheus.Collector{
-	workClaims, workLeaseExpiries, workFenced,
+	workClaims, workLeaseExpiries, workFenced, resourcesRequeued,
 	providerRequests, providerDuration, providerRemaining, rateWaits, rateWaitSeconds,
 	authzChecks, watchesOpen, buildInfo,
 }
@@ -94,6 +97,18 @@ func WorkClaimed(kind string, n, takenOver int) {
 // FenceRefused records a holder write (op: renew, complete, retry, check lease, ...) refused by
 // the epoch fence.
 func FenceRefused(kind, op string) { workFenced.WithLabelValues(kind, op).Inc() }
+
+// ResourceRequeued records a resource of kind the periodic safety net found without a due work
+// item and queued.
+func ResourceRequeued(kind string) { resourcesRequeued.WithLabelValues(kind).Inc() }
+
+// RequeueKinds makes bc_resources_requeued_total export every kind at 0 before the first
+// repair, so an alert or dashboard tells "none" from "not reported".
+func RequeueKinds(kinds ...string) {
+	for _, k := range kinds {
+		resourcesRequeued.WithLabelValues(k)
+	}
+}
 
 // Rate limiter outcomes for RateLimited.
 const (

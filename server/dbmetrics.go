@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"better-compute.dev/compute/authz"
+	"better-compute.dev/compute/core"
 	"better-compute.dev/compute/observe"
 	"better-compute.dev/compute/store"
 )
@@ -24,6 +25,7 @@ type dbCollector struct {
 	acquires, waits, waitSeconds, canceled        *prometheus.Desc
 	statsUp                                       *prometheus.Desc
 	queued, due, leased, oldest                   *prometheus.Desc
+	unqueued                                      *prometheus.Desc
 	backlog, backlogAge                           *prometheus.Desc
 	budget, budgetBlocked                         *prometheus.Desc
 }
@@ -48,9 +50,11 @@ func newDBCollector(db *store.DB) *dbCollector {
 		due:          d("bc_work_queue_due", "Work items whose due time has come, by kind.", "kind"),
 		leased:       d("bc_work_queue_leased", "Work items under a live lease, by kind.", "kind"),
 		oldest:       d("bc_work_queue_oldest_due_age_seconds", "How long the longest-waiting due item of the kind has been due.", "kind"),
-		backlog:      d("bc_events_backlog", "Events committed but not yet numbered (the inbox readers drain)."),
-		backlogAge:   d("bc_events_backlog_oldest_age_seconds", "Age of the oldest event not yet numbered."),
-		budget:       d("bc_provider_budget_tokens", "Requests left in a shared provider budget after its last lease (it refills from then on), by budget (12 hex digits of the token's SHA-256).", "budget"),
+		unqueued: d("bc_resources_unqueued",
+			"Provider-side resources not resting (ready with nothing to apply, error, deleted) that have no due work item, by kind: each is forgotten until the periodic pass queues it; always 0 when the work queue keeps its invariant.", "kind"),
+		backlog:    d("bc_events_backlog", "Events committed but not yet numbered (the inbox readers drain)."),
+		backlogAge: d("bc_events_backlog_oldest_age_seconds", "Age of the oldest event not yet numbered."),
+		budget:     d("bc_provider_budget_tokens", "Requests left in a shared provider budget after its last lease (it refills from then on), by budget (12 hex digits of the token's SHA-256).", "budget"),
 		budgetBlocked: d("bc_provider_budget_blocked_seconds",
 			"How much longer the provider said a budget is spent (0 when it is not), by budget.", "budget"),
 	}
@@ -58,7 +62,7 @@ func newDBCollector(db *store.DB) *dbCollector {
 
 func (c *dbCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.acquired, c.idle, c.total, c.maxConns, c.constructing, c.acquires, c.waits,
-		c.waitSeconds, c.canceled, c.statsUp, c.queued, c.due, c.leased, c.oldest, c.backlog, c.backlogAge, c.budget, c.budgetBlocked} {
+		c.waitSeconds, c.canceled, c.statsUp, c.queued, c.due, c.leased, c.oldest, c.unqueued, c.backlog, c.backlogAge, c.budget, c.budgetBlocked} {
 		ch <- d
 	}
 }
@@ -90,6 +94,13 @@ func (c *dbCollector) Collect(ch chan<- prometheus.Metric) {
 			gauge(c.due, float64(q.Due), q.Kind)
 			gauge(c.leased, float64(q.Leased), q.Kind)
 			gauge(c.oldest, q.OldestDue.Seconds(), q.Kind)
+		}
+	} else {
+		up = 0
+	}
+	if counts, err := store.CountUnqueued(ctx, c.db.Q(), core.WorkKinds); err == nil {
+		for _, k := range store.UnqueuedKinds {
+			gauge(c.unqueued, float64(counts[k]), string(k))
 		}
 	} else {
 		up = 0

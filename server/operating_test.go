@@ -318,7 +318,7 @@ func TestAlertsUseExportedMetrics(t *testing.T) {
 		}
 	}
 	for _, want := range []string{"BCWorkQueueAgeGrowing", "BCProvider5xxRate", "BCAuthzUnavailable", "BCDBPoolExhausted",
-		"BCReplicaNotReady", "BCEventsBacklog"} {
+		"BCReplicaNotReady", "BCEventsBacklog", "BCResourcesUnqueued"} {
 		if !alerts[want] {
 			t.Errorf("no alert %s", want)
 		}

@@ -21,6 +21,7 @@ import (
 	"better-compute.dev/compute/ids"
 	"better-compute.dev/compute/netguard"
 	"better-compute.dev/compute/provider/digitalocean/sim"
+	"better-compute.dev/compute/reconcile/reconciletest"
 	"better-compute.dev/compute/seal"
 	"better-compute.dev/compute/store"
 	"better-compute.dev/compute/store/storetest"
@@ -36,6 +37,8 @@ type Stack struct {
 	// SimulatorURL is the api_url given to accounts NewTenant makes ("" none).
 	SimulatorURL string
 	HTTP         *http.Client
+	// sealKey is the replica's seal key, which StartReplica gives the other replicas.
+	sealKey string
 }
 
 // Option changes Start.
@@ -62,7 +65,24 @@ func Start(t testing.TB, opts ...Option) *Stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return newStack(a, schema, adminID, token)
+	s := newStack(a, schema, adminID, token)
+	s.sealKey = cfg.SealKey
+	return s
+}
+
+// StartReplica runs another replica named replica on s's database and seal key (its own
+// authorization engine in memory: call the API through s, which holds the tenants' grants).
+// It stops at cleanup.
+func StartReplica(t testing.TB, s *Stack, replica string, opts ...Option) *Stack {
+	t.Helper()
+	cfg := baseConfig(s.Schema, s.sealKey)
+	cfg.OpenFGADatastore, cfg.Replica = "memory", replica
+	for _, o := range opts {
+		o(&cfg)
+	}
+	r := &Stack{App: startApp(t, cfg), Schema: s.Schema, sealKey: s.sealKey, HTTP: &http.Client{Timeout: 30 * time.Second}}
+	r.AdminToken, r.AdminCtx, r.SimulatorURL = s.AdminToken, s.AdminCtx, s.SimulatorURL
+	return r
 }
 
 // StartReplicas runs n replicas on one schema, as n processes of a deployment share one
@@ -118,6 +138,11 @@ func startApp(t testing.TB, cfg app.Config) *app.App {
 		defer cancel()
 		a.Close(c)
 	})
+	if cfg.Reconcile {
+		// Registered after the close, so it runs first: the replica is still live, and the
+		// work-queue invariant holds at every instant, not only once the queue is quiet.
+		t.Cleanup(func() { reconciletest.AssertQueued(t, context.Background(), a.DB) })
+	}
 	return a
 }
 

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"better-compute.dev/compute/core"
 	"better-compute.dev/compute/reconcile"
 	"better-compute.dev/compute/store"
 )
@@ -86,4 +87,25 @@ func WaitDrained(t testing.TB, ctx context.Context, db *store.DB, kinds []string
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// AssertQueued fails the test when a provider-side resource that is not resting has no due work
+// item (the work-queue invariant, store/unqueued.go), naming each one. Call it at the end of
+// every test that runs reconcilers; apptest stacks running theirs call it at cleanup.
+func AssertQueued(t testing.TB, ctx context.Context, db *store.DB) {
+	t.Helper()
+	for _, u := range Unqueued(t, ctx, db) {
+		t.Errorf("reconciletest: %s %s is %s with no due work item (%s/%s)", u.Kind, u.ResourceID, u.State, u.WorkKind, u.WorkID)
+	}
+}
+
+// Unqueued returns the resources that break the work-queue invariant now (at most 100 of each
+// kind), for a test that checks it continuously.
+func Unqueued(t testing.TB, ctx context.Context, db *store.DB) []store.Unqueued {
+	t.Helper()
+	found, err := store.FindAllUnqueued(ctx, db.Q(), core.WorkKinds, 100)
+	if err != nil {
+		t.Fatalf("reconciletest: %v", err)
+	}
+	return found
 }

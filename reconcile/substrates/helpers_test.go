@@ -96,6 +96,8 @@ func newEnvSim(t *testing.T, tenantID string, simTune func(*sim.Options), tune f
 	}
 	t.Cleanup(func() { _ = simulator.Close() })
 	s := apptest.Start(t)
+	// Runs before the stack stops: the passes this test drove left no cluster without work.
+	t.Cleanup(func() { reconciletest.AssertQueued(t, context.Background(), s.App.DB) })
 	s.SimulatorURL = url
 	tn := s.NewTenant(t, tenantID, "viewer")
 	kube := &fakeKube{}

@@ -15,6 +15,7 @@ import (
 	"better-compute.dev/compute/core"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
 	"better-compute.dev/compute/provider/digitalocean/sim"
+	"better-compute.dev/compute/reconcile/reconciletest"
 	"better-compute.dev/compute/store"
 	"better-compute.dev/compute/testwait"
 )
@@ -44,7 +45,13 @@ func newEnv(t *testing.T, tenantID string, limit int64) *env {
 // newEnvWith is newEnv with a change to the reconcilers' configuration after the short one.
 func newEnvWith(t *testing.T, tenantID string, limit int64, change func(*app.Config)) *env {
 	t.Helper()
-	short := func(c *app.Config) {
+	return startEnv(t, tenantID, limit, shortSim(3*time.Second), apptest.WithReconcile(), shortReconcile(change))
+}
+
+// shortReconcile is the reconcilers' configuration of these tests (short leases, polls and
+// periodic pass), then change.
+func shortReconcile(change func(*app.Config)) apptest.Option {
+	return func(c *app.Config) {
 		r := &c.Reconcilers
 		r.LeaseTTL, r.PollInterval, r.PeriodicInterval = 5*time.Second, 20*time.Millisecond, time.Second
 		r.ProviderPoll, r.DependencyPoll = 100*time.Millisecond, 200*time.Millisecond
@@ -54,12 +61,17 @@ func newEnvWith(t *testing.T, tenantID string, limit int64, change func(*app.Con
 			change(c)
 		}
 	}
-	return startEnv(t, tenantID, limit, sim.Options{
+}
+
+// shortSim is the simulator of these tests: short asynchronous delays, certificates verified
+// after certVerify.
+func shortSim(certVerify time.Duration) sim.Options {
+	return sim.Options{
 		AcceptAnyToken: true, RequestsPerMinute: 100000, RequestsPerHour: 1000000,
 		LoadBalancerActiveDelay: 150 * time.Millisecond, LoadBalancerIPDelay: 250 * time.Millisecond,
 		LoadBalancerUpdateDelay: 100 * time.Millisecond, DropletActiveDelay: 100 * time.Millisecond,
-		CertificateVerifyDelay: 3 * time.Second,
-	}, apptest.WithReconcile(), short)
+		CertificateVerifyDelay: certVerify,
+	}
 }
 
 // startEnv starts a simulator with o and a stack with opts (without apptest.WithReconcile a test
@@ -73,6 +85,10 @@ func startEnv(t *testing.T, tenantID string, limit int64, o sim.Options, opts ..
 	}
 	t.Cleanup(func() { _ = simulator.Close() })
 	s := apptest.Start(t, opts...)
+	if !s.App.Config.Reconcile {
+		// A stack running reconcilers asserts it itself; this test drives its own runners.
+		t.Cleanup(func() { reconciletest.AssertQueued(t, context.Background(), s.App.DB) })
+	}
 	s.SimulatorURL = url
 	tn := s.NewTenant(t, tenantID, "editor")
 	tn.PoolID = s.NewPool(t, tn.ID, tn.AccountID, "big", limit)

@@ -51,7 +51,11 @@ func (w *writer) markCreatePending(read store.LoadBalancer) error {
 	return store.MarkLoadBalancerCreatePending(w.ctx, w.tx, read.ID)
 }
 
-// forgetLB drops a provider id the provider no longer knows, so the next pass creates anew.
+// forgetLB drops a provider id the provider no longer knows, so the next pass creates anew. It
+// queues that pass itself: the pass that forgets ends without a result (its row changed), and
+// nothing else would queue the load balancer, now updating, before the periodic pass (the
+// work-queue invariant, store/unqueued.go). The enqueue moves the item's generation, so the
+// runner's completion of this pass keeps it due.
 func (w *writer) forgetLB(read store.LoadBalancer) error {
 	cur, _, err := w.currentLB(read)
 	if err != nil || cur.ProviderID != read.ProviderID {
@@ -62,8 +66,10 @@ func (w *writer) forgetLB(read store.LoadBalancer) error {
 	if cur.State == "ready" || cur.State == "error" {
 		o.State = "updating"
 	}
-	_, err = store.RecordLoadBalancerObservation(w.ctx, w.tx, o)
-	return err
+	if _, err = store.RecordLoadBalancerObservation(w.ctx, w.tx, o); err != nil {
+		return err
+	}
+	return w.enqueue(cur.ID)
 }
 
 // observeLB records what the provider holds: its id, addresses, the applied version and what

@@ -28,6 +28,7 @@ import (
 
 	"better-compute.dev/compute/core"
 	"better-compute.dev/compute/ids"
+	"better-compute.dev/compute/observe"
 	"better-compute.dev/compute/provider"
 	"better-compute.dev/compute/reconcile"
 	"better-compute.dev/compute/reconcile/managed"
@@ -112,6 +113,9 @@ func New(opts Options) (*Reconciler, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	for _, k := range store.UnqueuedKinds {
+		observe.RequeueKinds(string(k))
+	}
 	// Every fenced write of these kinds decides from the rows it locks (writer.go), so they
 	// run as reconcile.WriteLocked.
 	return &Reconciler{
@@ -142,12 +146,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, lease store.Lease) (reconcil
 
 // Periodic returns the handler of the periodic pass (register it with reconcile.Runner.Every
 // under PeriodicKind): it queues every live load balancer, so that one whose instances gained
-// machines is updated and drift at the provider is repaired.
+// machines is updated and drift at the provider is repaired, and it is the safety net of the
+// work-queue invariant (store/unqueued.go): every provider-side resource of any kind (load
+// balancer, certificate, instance, subnet, cluster, node pool) found not resting without a due
+// work item is queued, so a lost item is found within one interval whatever lost it.
 func (r *Reconciler) Periodic() reconcile.Handler {
 	return reconcile.HandlerFunc(r.periodic)
 }
 
 func (r *Reconciler) periodic(ctx context.Context, lease store.Lease) (reconcile.Result, error) {
+	if err := r.requeueUnqueued(ctx, lease); err != nil {
+		return reconcile.Result{}, err
+	}
 	live, err := store.LiveLoadBalancerIDs(ctx, r.opts.DB.Q())
 	if err != nil {
 		return reconcile.Result{}, fmt.Errorf("vps: periodic pass: %w", err)
@@ -166,6 +176,33 @@ func (r *Reconciler) periodic(ctx context.Context, lease store.Lease) (reconcile
 		}
 	}
 	return reconcile.Result{}, nil
+}
+
+// requeueUnqueued queues, in batches under the pass's fence, the resources of every kind that
+// break the work-queue invariant. Each one is a path that lost an item: it is logged and
+// counted (bc_resources_requeued_total), so the path gets found and fixed.
+func (r *Reconciler) requeueUnqueued(ctx context.Context, lease store.Lease) error {
+	found, err := store.FindAllUnqueued(ctx, r.opts.DB.Q(), core.WorkKinds, periodicBatch)
+	if err != nil {
+		return fmt.Errorf("vps: periodic pass: %w", err)
+	}
+	if len(found) == 0 {
+		return nil
+	}
+	for start := 0; start < len(found); start += periodicBatch {
+		batch := found[start:min(start+periodicBatch, len(found))]
+		if err := write(ctx, &managed.Fence{DB: r.opts.DB, Lease: lease, RowLocked: true}, func(w *writer) error {
+			return store.EnqueueUnqueued(w.ctx, w.tx, batch)
+		}); err != nil {
+			return err
+		}
+	}
+	for _, u := range found {
+		observe.ResourceRequeued(string(u.Kind))
+		r.opts.Logger.Warn("vps: periodic pass queued a resource that had no due work item",
+			"kind", string(u.Kind), "resource", u.ResourceID, "state", u.State)
+	}
+	return nil
 }
 
 // connect opens (or reuses) the provider of an account.
