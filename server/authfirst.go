@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -39,6 +40,13 @@ func authenticateFirst(ic *interceptor, next http.Handler) http.Handler {
 			return
 		}
 		start := time.Now()
+		// The client's deadline covers the whole call, its authentication included: Connect
+		// applies it only once the handler runs, after this.
+		if d, ok := clientTimeout(r.Header); ok {
+			c, cancel := context.WithTimeout(r.Context(), d)
+			defer cancel()
+			r = r.WithContext(c)
+		}
 		ctx, err := func() (ctx context.Context, err error) {
 			defer func() {
 				if p := recover(); p != nil {
@@ -48,9 +56,14 @@ func authenticateFirst(ic *interceptor, next http.Handler) http.Handler {
 			return authenticate(r.Context(), ic.svc, r.Header.Get("Authorization"))
 		}()
 		if err != nil {
+			// A client that went away while its token was looked up ended the call itself.
+			answer := endedByClient(r.Context(), toConnect(err))
 			// Counted and logged as every other call's outcome, under a procedure name the server
 			// knows (a caller's made-up path must not become a metric label).
-			ic.observe(r.Context(), knownProcedure(r.URL.Path), start, toConnect(err))
+			ic.observe(r.Context(), knownProcedure(r.URL.Path), start, answer)
+			if r.Context().Err() != nil {
+				return // nobody is left to read an answer
+			}
 			refuse(w, r, err)
 			return
 		}
@@ -103,3 +116,28 @@ var procedureNames = func() map[string]struct{} {
 	}
 	return out
 }()
+
+// clientTimeout reads the deadline a Connect (Connect-Timeout-Ms: milliseconds) or gRPC and
+// gRPC-Web (Grpc-Timeout: at most eight digits and a unit) client sent with its call.
+func clientTimeout(h http.Header) (time.Duration, bool) {
+	if v := h.Get("Connect-Timeout-Ms"); v != "" {
+		ms, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || ms < 0 || len(v) > 10 {
+			return 0, false
+		}
+		return time.Duration(ms) * time.Millisecond, true
+	}
+	v := h.Get("Grpc-Timeout")
+	if len(v) < 2 || len(v) > 9 {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(v[:len(v)-1], 10, 64)
+	if err != nil || n < 0 {
+		return 0, false
+	}
+	unit, ok := map[byte]time.Duration{'H': time.Hour, 'M': time.Minute, 'S': time.Second, 'm': time.Millisecond, 'u': time.Microsecond, 'n': time.Nanosecond}[v[len(v)-1]]
+	if !ok {
+		return 0, false
+	}
+	return time.Duration(n) * unit, true
+}
