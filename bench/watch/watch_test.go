@@ -24,6 +24,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -102,13 +103,25 @@ func rate(xacts func() int64, window time.Duration) float64 {
 	return float64(xacts()-a) / time.Since(t0).Seconds()
 }
 
-// serverMemory is the heap and stack this process holds after a collection.
-func serverMemory() uint64 {
+// serverMemory is the heap and the stacks this process holds after a collection.
+func serverMemory() (heap, stack uint64) {
 	runtime.GC()
 	runtime.GC()
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
-	return m.HeapInuse + m.StackInuse
+	return m.HeapInuse, m.StackInuse
+}
+
+// writeHeapProfile writes the in-use heap to path (BC_BENCH_HEAP_PROFILE), to see what a watch holds.
+func writeHeapProfile(t *testing.T, path string) {
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // clients is the child process holding the watches open.
@@ -125,7 +138,18 @@ type received struct {
 	at     time.Time
 }
 
-func startClients(t *testing.T, url string, targets []string, n int, after int64) *clients {
+// clientOutput is where the children's lines go; made once, before the replica's memory is first
+// counted, so that the benchmark's own buffers are not counted as the watches'.
+type clientOutput struct {
+	events chan received
+	errs   chan string
+}
+
+func newClientOutput() clientOutput {
+	return clientOutput{events: make(chan received, 4096), errs: make(chan string, 4096)}
+}
+
+func startClients(t *testing.T, out clientOutput, url string, targets []string, n int, after int64) *clients {
 	cmd := exec.Command(os.Args[0], "-test.run=^TestWatchClients$", "-test.count=1")
 	cmd.Env = append(os.Environ(), envClientURL+"="+url, envClientTargets+"="+strings.Join(targets, ","),
 		envClientCount+"="+strconv.Itoa(n), envClientAfter+"="+strconv.FormatInt(after, 10))
@@ -141,7 +165,7 @@ func startClients(t *testing.T, url string, targets []string, n int, after int64
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	c := &clients{cmd: cmd, stdin: stdin, ready: make(chan string, 1), events: make(chan received, 100000), errs: make(chan string, 100000)}
+	c := &clients{cmd: cmd, stdin: stdin, ready: make(chan string, 1), events: out.events, errs: out.errs}
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
@@ -207,7 +231,8 @@ func TestWatchCost(t *testing.T) {
 	}
 	none := rate(xacts, window)
 	t.Logf("no watches: %.1f database transactions/s", none)
-	baseMem := serverMemory()
+	out := newClientOutput()
+	baseHeap, baseStack := serverMemory()
 	for _, field := range strings.Split(envOr("BC_BENCH_WATCHES", "1000,10000"), ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(field))
 		if err != nil || n <= 0 {
@@ -218,15 +243,19 @@ func TestWatchCost(t *testing.T) {
 			t.Fatal(err)
 		}
 		t0 := time.Now()
-		c := startClients(t, s.App.URL, targets, n, head)
+		c := startClients(t, out, s.App.URL, targets, n, head)
 		t.Logf("%d watches open in %v", n, time.Since(t0).Round(time.Millisecond))
-		perWatch := (float64(serverMemory()) - float64(baseMem)) / float64(n) / 1024
+		heap, stack := serverMemory()
+		if path := os.Getenv("BC_BENCH_HEAP_PROFILE"); path != "" {
+			writeHeapProfile(t, fmt.Sprintf("%s.%d", path, n))
+		}
+		heapPer, stackPer := (float64(heap)-float64(baseHeap))/float64(n)/1024, (float64(stack)-float64(baseStack))/float64(n)/1024
 		idle := rate(xacts, window)
 		lat := fanOut(t, s, first, c, n/max(nTenants, 1))
 		errs := c.stop()
-		t.Logf("%d idle watches: %.1f transactions/s (%.1f with none, +%.1f); memory %.1f KiB per watch; "+
+		t.Logf("%d idle watches: %.1f transactions/s (%.1f with none, +%.1f); memory %.1f KiB per watch (heap %.1f, stacks %.1f); "+
 			"new event to every watch of its tenant: p50 %v p99 %v (%d deliveries); stream errors %d",
-			n, idle, none, idle-none, perWatch, pct(lat, 0.5), pct(lat, 0.99), len(lat), len(errs))
+			n, idle, none, idle-none, heapPer+stackPer, heapPer, stackPer, pct(lat, 0.5), pct(lat, 0.99), len(lat), len(errs))
 		for i, e := range errs {
 			if i < 5 {
 				t.Logf("  %s", e)
