@@ -2,14 +2,10 @@ package store_test
 
 import (
 	"context"
-	"fmt"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"better-compute.dev/compute/store"
 	"better-compute.dev/compute/store/storetest"
@@ -27,28 +23,7 @@ func TestSharedReadNeverSkipsALateCommit(t *testing.T) {
 	tenants := []string{"tn-feed-a", "tn-feed-b"}
 	const writers, perWriter = 4, 25
 	var done atomic.Bool
-	var wg sync.WaitGroup
-	for w := range writers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range perWriter {
-				err := store.ExecuteTx(ctx, db, func(tx pgx.Tx) error {
-					for _, tn := range tenants[:1+rand.IntN(2)] {
-						if _, err := store.AppendEvent(ctx, tx, store.Event{TenantID: tn, ID: fmt.Sprintf("%s-%d-%03d", tn, w, i), Type: "t", ResourceID: "r"}); err != nil {
-							return err
-						}
-					}
-					time.Sleep(time.Duration(rand.IntN(10)) * time.Millisecond)
-					return nil
-				})
-				if err != nil {
-					t.Error(err)
-					return
-				}
-			}
-		}()
-	}
+	wg := appendLate(t, db, writers, perWriter, func() []string { return tenants[:1+rand.IntN(2)] })
 	// seen[reader][tenant] lists the seqs a reader received, in order.
 	type seen map[string][]int64
 	shared := func(order []string) seen {
