@@ -7,7 +7,9 @@
 // Order: each tenant has a feed whose cursor says how far the hub has read that tenant's
 // events; a watch at or past its feed's cursor is served by the feed's read. A watch that
 // starts (or resumes) behind the cursor gets a read of its own, in the same statement, until it
-// has caught up; from then on the feed serves it. Every read returns a gapless run of seqs
+// has caught up; from then on the feed serves it. A new feed has no cursor until its first
+// watch has read up to the tenant's head that way, so replaying a long history is paced by
+// that watch's client, like any catching up. Every read returns a gapless run of seqs
 // (store's ordering argument), and a watch takes only events after its own position, so no
 // watch skips or repeats an event.
 //
@@ -77,7 +79,9 @@ type Hub struct {
 type feed struct {
 	tenant string
 	cursor int64
-	subs   map[*Sub]struct{}
+	// known: cursor is set (a watch of the feed has read up to the head once).
+	known bool
+	subs  map[*Sub]struct{}
 }
 
 // New returns a hub; it starts reading when the first watch subscribes.
@@ -95,9 +99,8 @@ func (h *Hub) Subscribe(tenantID string, after int64, f Filter) *Sub {
 	h.mu.Lock()
 	fd := h.feeds[tenantID]
 	if fd == nil {
-		// The first watch of a tenant sets where its feed starts; a later one behind it
-		// catches up with reads of its own.
-		fd = &feed{tenant: tenantID, cursor: after, subs: map[*Sub]struct{}{}}
+		// Until a watch of the tenant has caught up, every watch of it reads on its own.
+		fd = &feed{tenant: tenantID, subs: map[*Sub]struct{}{}}
 		h.feeds[tenantID] = fd
 	}
 	fd.subs[s] = struct{}{}
@@ -195,7 +198,7 @@ func (h *Hub) plan() (plan, bool) {
 	var behind []*Sub
 	for _, fd := range h.feeds {
 		for s := range fd.subs {
-			if _, late := s.behindOf(fd.cursor); late {
+			if _, late := s.behindOf(fd.cursor, fd.known); late {
 				behind = append(behind, s)
 			}
 		}
@@ -210,8 +213,10 @@ func (h *Hub) plan() (plan, bool) {
 	// A feed's range comes after its catching-up watches' ranges: a watch that has caught up
 	// in this read takes the feed's events of the same read.
 	for _, fd := range h.feeds {
-		p.ranges = append(p.ranges, store.EventRange{TenantID: fd.tenant, After: fd.cursor})
-		p.targets = append(p.targets, target{feed: fd})
+		if fd.known {
+			p.ranges = append(p.ranges, store.EventRange{TenantID: fd.tenant, After: fd.cursor})
+			p.targets = append(p.targets, target{feed: fd})
+		}
 	}
 	return p, true
 }
@@ -255,14 +260,19 @@ func (h *Hub) deliver(p plan, read store.EventFeed, err error) (again bool) {
 			again = true
 		}
 		if t.sub != nil {
-			if t.sub.feed == t.feed && !t.sub.take(evs, h.opts.Buffer, true) {
-				fell = append(fell, t.sub)
+			if t.sub.feed != t.feed {
+				continue
+			}
+			pos, all := t.sub.catchUp(evs, h.opts.Buffer)
+			if all && len(read.Events[i]) < p.limit && !t.feed.known {
+				// The watch read everything up to the head: the feed starts there.
+				t.feed.cursor, t.feed.known = pos, true
 			}
 			continue
 		}
 		from := p.ranges[i].After
 		for s := range t.feed.subs {
-			if s.position() >= from && !s.take(evs, h.opts.Buffer, false) {
+			if s.position() >= from && !s.follow(evs, h.opts.Buffer) {
 				fell = append(fell, s)
 			}
 		}

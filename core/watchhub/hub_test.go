@@ -173,7 +173,8 @@ func TestOneReadServesEveryWatch(t *testing.T) {
 
 // TestSlowWatchEndsAloneAndResumes: a watch whose client takes nothing is ended, once its buffer
 // overflows, with UNAVAILABLE after the events it holds; a watch of the same tenant that takes
-// its events gets every one, and the slow one resumed from its last cursor misses nothing.
+// its events gets every one, and the slow one resumed from its last cursor misses nothing. A
+// watch replaying more history than its buffer holds is paced, not ended.
 func TestSlowWatchEndsAloneAndResumes(t *testing.T) {
 	e := newEnv(t, 4)
 	slow := e.hub.Subscribe("tn-s", 0, watchhub.Filter{})
@@ -203,5 +204,18 @@ func TestSlowWatchEndsAloneAndResumes(t *testing.T) {
 	}
 	if e.hub.Open() != 2 {
 		t.Fatalf("%d watches subscribed, want 2 (the slow one was dropped)", e.hub.Open())
+	}
+
+	// Replaying more history than the buffer holds is paced by the client, not ended: the
+	// first watch of a tenant reads on its own until it reaches the head.
+	e.append(t, "tn-r", "a", "b", "c", "a", "b", "c", "a", "b", "c", "a")
+	replay := e.hub.Subscribe("tn-r", 0, watchhub.Filter{})
+	defer replay.Close()
+	if got, err := drain(t, replay, 10); err != nil || fmt.Sprint(cursors(got)) != "[1 2 3 4 5 6 7 8 9 10]" {
+		t.Fatalf("replay: %v %v", cursors(got), err)
+	}
+	e.append(t, "tn-r", "d")
+	if got, err := drain(t, replay, 1); err != nil || fmt.Sprint(cursors(got)) != "[11]" {
+		t.Fatalf("after the replay: %v %v", cursors(got), err)
 	}
 }

@@ -98,11 +98,12 @@ func (s *Sub) position() int64 {
 	return s.pos
 }
 
-// behindOf notes whether the watch is behind its feed's cursor, and returns its position.
-func (s *Sub) behindOf(cursor int64) (pos int64, behind bool) {
+// behindOf notes whether the watch is behind its feed's cursor (every watch is, while the feed
+// has none), and returns its position.
+func (s *Sub) behindOf(cursor int64, known bool) (pos int64, behind bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.behind = s.pos < cursor
+	s.behind = !known || s.pos < cursor
 	return s.pos, s.behind
 }
 
@@ -113,22 +114,38 @@ func (s *Sub) room() int {
 	return s.hub.opts.Buffer - len(s.buf)
 }
 
+// follow takes the feed's events for a watch that follows it; false when the buffer overflowed
+// (the watch is then ended with errFellBehind).
+func (s *Sub) follow(evs []*v1.Event, buffer int) bool {
+	ok, _ := s.take(evs, buffer, false)
+	return ok
+}
+
+// catchUp takes a watch's own read; when the buffer fills it stops there (its next read starts
+// after what it took). all: it took the whole read. pos is its position after it.
+func (s *Sub) catchUp(evs []*v1.Event, buffer int) (pos int64, all bool) {
+	_, all = s.take(evs, buffer, true)
+	return s.position(), all
+}
+
 // take appends the events after the watch's position that its filter keeps. When the buffer
-// is full, a watch catching up stops there (its next read starts after what it took); a
-// following watch has fallen behind: take returns false and the watch ends with errFellBehind.
-func (s *Sub) take(evs []*v1.Event, buffer int, catchingUp bool) bool {
+// is full, a watch catching up stops there (all false); a following watch has fallen behind
+// (ok false, and the watch ends with errFellBehind).
+func (s *Sub) take(evs []*v1.Event, buffer int, catchingUp bool) (ok, all bool) {
 	s.mu.Lock()
-	added, ok := false, true
+	added := false
+	ok, all = true, true
 	for _, e := range evs {
 		if e.GetCursor() <= s.pos {
 			continue
 		}
-		full := len(s.buf) >= buffer
+		full := len(s.buf) >= buffer && s.filter.matches(e)
 		if full && catchingUp {
+			all = false
 			break
 		}
-		if full && s.filter.matches(e) {
-			s.err, ok = errFellBehind(buffer), false
+		if full {
+			s.err, ok, all = errFellBehind(buffer), false, false
 			break
 		}
 		s.pos = e.GetCursor()
@@ -141,7 +158,7 @@ func (s *Sub) take(evs []*v1.Event, buffer int, catchingUp bool) bool {
 	if added || !ok {
 		s.signal()
 	}
-	return ok
+	return ok, all
 }
 
 // fail ends the watch with err once what it holds is sent.
