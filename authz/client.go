@@ -11,6 +11,7 @@ import (
 	"time"
 
 	openfgav1 "github.com/openfga/api/proto/openfga/v1"
+	"golang.org/x/sync/singleflight"
 	"google.golang.org/protobuf/types/known/structpb"
 )
 
@@ -26,6 +27,8 @@ type client struct {
 	reqContext *structpb.Struct
 	// cache holds recent answers for DecisionTTL (see decisions.go).
 	cache *decisions
+	// flights collapses concurrent engine calls of one check.
+	flights singleflight.Group
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -105,6 +108,30 @@ func (c *client) Check(ctx context.Context, ck Check) (bool, error) {
 	if hit {
 		return allowed, nil
 	}
+	// Callers that miss the same check together (the open watches of a principal, all asking
+	// again when the answer expires) share one engine call. The key carries the cache's
+	// generation, so a caller arriving after a local grant or revocation starts its own call.
+	// A caller whose context has ended fails closed without starting a call; Do, not DoChan,
+	// so that a panic reaches the caller's goroutine and its recovery.
+	if err := ctx.Err(); err != nil {
+		return false, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	v, err, _ := c.flights.Do(fmt.Sprintf("%d %#v", gen, ck), func() (any, error) {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), checkFlightTimeout)
+		defer cancel()
+		return c.checkEngine(ctx, ck, item, gen)
+	})
+	if err != nil {
+		return false, err
+	}
+	return v.(bool), nil
+}
+
+// checkFlightTimeout bounds one shared engine call of Check.
+const checkFlightTimeout = 30 * time.Second
+
+// checkEngine asks the engine one check and caches the answer.
+func (c *client) checkEngine(ctx context.Context, ck Check, item *openfgav1.BatchCheckItem, gen uint64) (bool, error) {
 	asked := time.Now()
 	resp, err := c.eng.Check(ctx, &openfgav1.CheckRequest{
 		StoreId:              c.boot.storeID,

@@ -9,22 +9,20 @@ import (
 
 	"better-compute.dev/compute/apierr"
 	"better-compute.dev/compute/authz"
+	"better-compute.dev/compute/core/watchhub"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
 	"better-compute.dev/compute/store"
 )
 
-// DefaultWatchPoll is how often a watch looks for new events when Service.WatchPoll is zero.
-// Polling keeps the design portable (no LISTEN/NOTIFY on CockroachDB) and every replica can
-// serve any watch.
+// DefaultWatchPoll is how often the replica's shared event reader looks for new events when
+// Service.WatchPoll is zero. Polling keeps the design portable (no LISTEN/NOTIFY on CockroachDB)
+// and every replica can serve any watch.
 const DefaultWatchPoll = 250 * time.Millisecond
 
 // DefaultWatchHeartbeat is how long a watch stays silent before it sends a heartbeat, when
 // Service.WatchHeartbeat is zero: proxies and load balancers commonly cut a connection idle for
 // 30-60 s.
 const DefaultWatchHeartbeat = 15 * time.Second
-
-// watchBatch is how many events a watch reads at a time.
-const watchBatch = 500
 
 // ListEvents returns the tenant's events after a cursor.
 func (s *Service) ListEvents(ctx context.Context, r *v1.ListEventsRequest) ([]*v1.Event, int64, error) {
@@ -42,14 +40,35 @@ func (s *Service) readEvents(ctx context.Context, tenantID string, after int64, 
 	out := make([]*v1.Event, 0, len(rows))
 	next := after
 	for _, e := range rows {
-		data, err := structpb.NewStruct(e.Data)
+		m, err := eventMessage(e)
 		if err != nil {
-			return nil, after, apierr.InternalErr(err)
+			return nil, after, err
 		}
-		out = append(out, &v1.Event{Cursor: e.Seq, TenantId: e.TenantID, Type: e.Type, ResourceId: e.ResourceID, Data: data, CreateTime: timestamppb.New(e.CreatedAt), RequestId: e.RequestID})
+		out = append(out, m)
 		next = e.Seq
 	}
 	return out, next, nil
+}
+
+// eventMessage is the API's form of a stored event.
+func eventMessage(e store.Event) (*v1.Event, error) {
+	data, err := structpb.NewStruct(e.Data)
+	if err != nil {
+		return nil, apierr.InternalErr(err)
+	}
+	return &v1.Event{Cursor: e.Seq, TenantId: e.TenantID, Type: e.Type, ResourceId: e.ResourceID, Data: data, CreateTime: timestamppb.New(e.CreatedAt), RequestId: e.RequestID}, nil
+}
+
+// watches is the replica's shared event reader, made at the first watch.
+func (s *Service) watches() *watchhub.Hub {
+	s.hubOnce.Do(func() {
+		poll := s.WatchPoll
+		if poll <= 0 {
+			poll = DefaultWatchPoll
+		}
+		s.hub = watchhub.New(watchhub.Options{DB: s.DB, Poll: poll, Buffer: s.WatchBuffer, Convert: eventMessage})
+	})
+	return s.hub
 }
 
 // WatchEvents sends the tenant's events after a cursor (only those about resource_id and of
@@ -57,7 +76,10 @@ func (s *Service) readEvents(ctx context.Context, tenantID string, after int64, 
 // seen loses nothing: cursors follow commit order. Once the caller is authorized, send is called
 // with nil: the transport then opens the stream (headers out) so a client learns at once that its
 // watch is established, even before any event. A stream that sent nothing for WatchHeartbeat gets
-// a heartbeat carrying how far the watch has read (filtered-out events included).
+// a heartbeat carrying how far the watch has read (filtered-out events included). The events
+// come from the replica's shared reader (package watchhub), which reads the event log once per
+// WatchPoll for every watch of the replica; between two of its reads the watch asks again,
+// through the caches, whether its caller may still read the tenant's events.
 func (s *Service) WatchEvents(ctx context.Context, r *v1.WatchEventsRequest, send func(*v1.WatchEventsResponse) error) error {
 	c, err := caller(ctx)
 	if err != nil {
@@ -69,61 +91,49 @@ func (s *Service) WatchEvents(ctx context.Context, r *v1.WatchEventsRequest, sen
 	if err := send(nil); err != nil {
 		return err
 	}
-	after := r.GetAfter()
 	poll := s.WatchPoll
 	if poll <= 0 {
 		poll = DefaultWatchPoll
 	}
-	heartbeat := s.WatchHeartbeat
-	if heartbeat <= 0 {
-		heartbeat = DefaultWatchHeartbeat
+	quiet := s.WatchHeartbeat
+	if quiet <= 0 {
+		quiet = DefaultWatchHeartbeat
 	}
-	tick := time.NewTicker(poll)
-	defer tick.Stop()
-	lastSent := time.Now()
+	sub := s.watches().Subscribe(r.GetTenantId(), r.GetAfter(), watchhub.Filter{ResourceID: r.GetResourceId(), Types: r.GetTypes()})
+	defer sub.Close()
+	recheck := time.NewTicker(poll)
+	defer recheck.Stop()
+	heartbeat := time.NewTimer(quiet)
+	defer heartbeat.Stop()
 	for {
-		// Due a heartbeat: note the head first, so that an empty read after it proves every event
-		// up to it was read (and left out by the filters).
-		head := int64(-1)
-		if time.Since(lastSent) >= heartbeat {
-			if head, err = store.EventHead(ctx, s.DB.Q(), r.GetTenantId()); err != nil {
-				if ctx.Err() != nil {
-					return nil
-				}
-				return storeErr(err, "event")
-			}
-		}
-		evs, next, err := s.readEvents(ctx, r.GetTenantId(), after, watchBatch, r.GetResourceId(), r.GetTypes())
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return err
-		}
-		for _, e := range evs {
-			if err := send(&v1.WatchEventsResponse{Event: e}); err != nil {
-				return err
-			}
-			lastSent = time.Now()
-		}
-		after = next
-		if len(evs) == watchBatch {
-			continue
-		}
-		if head >= 0 && len(evs) == 0 {
-			after = max(after, head)
-			if err := send(&v1.WatchEventsResponse{Heartbeat: &v1.WatchHeartbeat{Time: timestamppb.Now(), Cursor: after}}); err != nil {
-				return err
-			}
-			lastSent = time.Now()
-		}
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-tick.C:
-		}
-		if err := s.stillAllowed(ctx, c, r.GetTenantId()); err != nil {
-			return err
+		case <-sub.Ready():
+			evs, end := sub.Take()
+			for _, e := range evs {
+				if err := send(&v1.WatchEventsResponse{Event: e}); err != nil {
+					return err
+				}
+			}
+			if len(evs) > 0 {
+				heartbeat.Reset(quiet)
+			}
+			if end != nil {
+				return end
+			}
+		case <-heartbeat.C:
+			// Nothing waiting: every event up to the cursor was sent or left out.
+			if cursor, ok := sub.Quiet(); ok {
+				if err := send(&v1.WatchEventsResponse{Heartbeat: &v1.WatchHeartbeat{Time: timestamppb.Now(), Cursor: cursor}}); err != nil {
+					return err
+				}
+			}
+			heartbeat.Reset(quiet)
+		case <-recheck.C:
+			if err := s.stillAllowed(ctx, c, r.GetTenantId()); err != nil {
+				return err
+			}
 		}
 	}
 }

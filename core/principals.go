@@ -3,6 +3,8 @@ package core
 import (
 	"sync"
 	"time"
+
+	"golang.org/x/sync/singleflight"
 )
 
 // PrincipalCacheTTL bounds how stale an authenticated caller may be: a replica answers a bearer
@@ -20,6 +22,9 @@ const maxCachedPrincipals = 10000
 // the secret). Only successes are kept: a token minted a moment ago works at once on every
 // replica, and a wrong one is read every time.
 type principalCache struct {
+	// lookups collapses concurrent reads of one token.
+	lookups singleflight.Group
+
 	mu      sync.Mutex
 	entries map[string]cachedCaller
 	now     func() time.Time

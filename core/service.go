@@ -14,6 +14,7 @@ import (
 
 	"better-compute.dev/compute/apierr"
 	"better-compute.dev/compute/authz"
+	"better-compute.dev/compute/core/watchhub"
 	"better-compute.dev/compute/netguard"
 	"better-compute.dev/compute/seal"
 	"better-compute.dev/compute/store"
@@ -44,9 +45,15 @@ type Service struct {
 	// WatchHeartbeat is how long a watch stays silent before it sends a heartbeat; zero is
 	// DefaultWatchHeartbeat.
 	WatchHeartbeat time.Duration
+	// WatchBuffer bounds the events waiting, unsent, for one watch; a watch that exceeds it is
+	// ended with UNAVAILABLE and resumes from its cursor. Zero is watchhub.DefaultBuffer.
+	WatchBuffer int
 
 	// platformSynced remembers the platform principals whose OpenFGA grant this process wrote.
 	platformSynced sync.Map
+	// hubOnce makes hub, the replica's shared event reader, at the first watch.
+	hubOnce sync.Once
+	hub     *watchhub.Hub
 	// principals answers recently authenticated tokens from memory (PrincipalCacheTTL).
 	principals principalCache
 }

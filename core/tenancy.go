@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base32"
+	"fmt"
 	"strings"
 	"time"
 
@@ -47,6 +48,33 @@ func (s *Service) authenticateHash(ctx context.Context, hash []byte) (Caller, er
 	if c, ok := s.principals.get(key); ok {
 		return c, nil
 	}
+	// Callers of one token that miss together (the open watches of a token, all asking again
+	// when its entry expires) share one read.
+	// The read does not end with the first caller's context: its answer serves every caller
+	// waiting on it (a caller whose context has already ended does not start one). Do, not
+	// DoChan, so that a panic reaches the caller's goroutine and its recovery.
+	if err := ctx.Err(); err != nil {
+		return Caller{}, storeErr(fmt.Errorf("%w: %w", store.ErrUnavailable, err), "token")
+	}
+	v, err, _ := s.principals.lookups.Do(key, func() (any, error) {
+		if c, ok := s.principals.get(key); ok {
+			return c, nil
+		}
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), principalLookupTimeout)
+		defer cancel()
+		return s.lookupToken(ctx, key, hash)
+	})
+	if err != nil {
+		return Caller{}, err
+	}
+	return v.(Caller), nil
+}
+
+// principalLookupTimeout bounds one shared read of a token.
+const principalLookupTimeout = 10 * time.Second
+
+// lookupToken reads a token and its principal and caches the caller.
+func (s *Service) lookupToken(ctx context.Context, key string, hash []byte) (Caller, error) {
 	p, err := store.AuthenticateToken(ctx, s.DB.Q(), hash)
 	if err != nil {
 		if apierr.CodeOf(storeErr(err, "token")) == apierr.NotFound {

@@ -50,7 +50,7 @@ var (
 	}, []string{"provider"})
 
 	watchesOpen = prometheus.NewGauge(prometheus.GaugeOpts{
-		Name: "bc_event_watches_open", Help: "WatchEvents streams this process is serving now (each holds a connection and polls the event log).",
+		Name: "bc_event_watches_open", Help: "WatchEvents streams this process is serving now (each holds a connection; one shared reader polls the event log for all).",
 	})
 
 	authzChecks = prometheus.NewHistogramVec(prometheus.HistogramOpts{

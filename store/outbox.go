@@ -68,42 +68,54 @@ const appendEventRequestIDArg = 5
 // sequenceBatch bounds how many inbox events one numbering statement moves.
 const sequenceBatch = 1000
 
-// sqlSequenceEvents numbers a tenant's committed inbox events in one statement: it takes up to
-// sequenceBatch of them, moves them to events
-// with the next seqs, and advances the tenant's counter. The counter row is written only when
-// there is something to number, so an idle tenant's readers write nothing. Two numbering
-// statements of one tenant serialize: the second waits on the rows the first holds (not
-// skipping them, so that a read after it sees every event committed before it started) and on
-// the counter row, and numbers after it, so seqs become visible in seq order.
+// sqlSequenceEvents numbers the committed inbox events of the tenants in $1 in one statement: it
+// takes up to sequenceBatch of them, moves them to events with each tenant's next seqs, and
+// advances each tenant's counter. A counter row is written only for a tenant that has something
+// to number, so idle tenants' readers write nothing. Two numbering statements sharing a tenant
+// serialize: the second waits on the rows the first holds (not skipping them, so that a read
+// after it sees every event committed before it started) and on the counter row, and numbers
+// after it, so seqs become visible in seq order. Inbox rows are locked in (tenant, created_at,
+// id) order and counter rows in tenant order, the same in every numbering statement, so two of
+// them never wait on each other in a cycle (event_ordering.go gives the whole argument).
 const sqlSequenceEvents = `
 WITH picked AS (
-    SELECT id FROM event_inbox WHERE tenant_id = $1
-     ORDER BY created_at, id LIMIT $2 FOR UPDATE
+    SELECT tenant_id, id FROM event_inbox WHERE tenant_id = ANY($1::TEXT[])
+     ORDER BY tenant_id, created_at, id LIMIT $2 FOR UPDATE
 ), moved AS (
-    DELETE FROM event_inbox WHERE tenant_id = $1 AND id IN (SELECT id FROM picked)
-    RETURNING id, type, resource_id, data, created_at, request_id
+    DELETE FROM event_inbox WHERE (tenant_id, id) IN (SELECT tenant_id, id FROM picked)
+    RETURNING tenant_id, id, type, resource_id, data, created_at, request_id
 ), n AS (
-    SELECT count(*) AS c FROM moved
+    SELECT tenant_id, count(*) AS c FROM moved GROUP BY tenant_id
 ), counter AS (
-    INSERT INTO event_counters (tenant_id, seq) SELECT $1, c FROM n WHERE c > 0
+    INSERT INTO event_counters (tenant_id, seq) SELECT tenant_id, c FROM n ORDER BY tenant_id
     ON CONFLICT (tenant_id) DO UPDATE SET seq = event_counters.seq + excluded.seq
-    RETURNING seq
+    RETURNING tenant_id, seq
 )
 INSERT INTO events (tenant_id, seq, id, type, resource_id, data, created_at, request_id)
-SELECT $1, counter.seq - n.c + row_number() OVER (ORDER BY m.created_at, m.id), m.id, m.type, m.resource_id, m.data, m.created_at, m.request_id
-  FROM moved m, n, counter`
+SELECT m.tenant_id, counter.seq - n.c + row_number() OVER (PARTITION BY m.tenant_id ORDER BY m.created_at, m.id),
+       m.id, m.type, m.resource_id, m.data, m.created_at, m.request_id
+  FROM moved m JOIN n ON n.tenant_id = m.tenant_id JOIN counter ON counter.tenant_id = m.tenant_id`
 
 // SequenceEvents numbers the tenant's events that have committed to the inbox, so that a read
 // of events after it sees every event committed before it. Readers call it (ListEvents does);
 // it is one statement in its own implicit transaction, and is rerun on a serialization failure.
 func SequenceEvents(ctx context.Context, q Querier, tenantID string) error {
+	return retryEventRead(ctx, "sequence events", func() error {
+		_, err := q.Exec(ctx, sqlSequenceEvents, []string{tenantID}, sequenceBatch)
+		return err
+	})
+}
+
+// retryEventRead runs once (a numbering, or a numbering and a read) and runs it again on a
+// serialization failure or a deadlock, a few times.
+func retryEventRead(ctx context.Context, what string, once func() error) error {
 	for attempt := 0; ; attempt++ {
-		_, err := q.Exec(ctx, sqlSequenceEvents, tenantID, sequenceBatch)
-		if err == nil || !IsRetryable(err) || attempt >= 5 {
-			if err != nil {
-				return TranslateError(fmt.Errorf("store: sequence events: %w", err))
-			}
+		err := once()
+		if err == nil {
 			return nil
+		}
+		if !IsRetryable(err) || attempt >= 5 {
+			return TranslateError(fmt.Errorf("store: %s: %w", what, err))
 		}
 		if err := pauseBeforeRetry(ctx, attempt+1); err != nil {
 			return err

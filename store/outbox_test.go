@@ -26,27 +26,7 @@ func TestEventCursorsNeverSkipALateCommit(t *testing.T) {
 	db := storetest.New(t)
 	const tenant, writers, perWriter, readers = "tn-events", 6, 30, 3
 	var done atomic.Bool
-	var wg sync.WaitGroup
-	for w := range writers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range perWriter {
-				err := store.ExecuteTx(ctx, db, func(tx pgx.Tx) error {
-					_, err := store.AppendEvent(ctx, tx, store.Event{TenantID: tenant, ID: fmt.Sprintf("ev-%d-%03d", w, i), Type: "t", ResourceID: "r"})
-					if err != nil {
-						return err
-					}
-					time.Sleep(time.Duration(rand.IntN(15)) * time.Millisecond)
-					return nil
-				})
-				if err != nil {
-					t.Error(err)
-					return
-				}
-			}
-		}()
-	}
+	wg := appendLate(t, db, writers, perWriter, func() []string { return []string{tenant} })
 	type seen struct {
 		seqs []int64
 		ids  []string
@@ -99,4 +79,34 @@ func TestEventCursorsNeverSkipALateCommit(t *testing.T) {
 	if err := db.Q().QueryRow(ctx, `SELECT count(*) FROM event_inbox`).Scan(&left); err != nil || left != 0 {
 		t.Errorf("inbox holds %d events after the last read (err %v), want 0", left, err)
 	}
+}
+
+// appendLate starts writers that each commit perWriter transactions appending an event to each
+// of the tenants tenants() names, committing after a random pause (so a later-started one often
+// commits first); wait on the returned group.
+func appendLate(t *testing.T, db *store.DB, writers, perWriter int, tenants func() []string) *sync.WaitGroup {
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range perWriter {
+				err := store.ExecuteTx(ctx, db, func(tx pgx.Tx) error {
+					for _, tn := range tenants() {
+						if _, err := store.AppendEvent(ctx, tx, store.Event{TenantID: tn, ID: fmt.Sprintf("ev-%s-%d-%03d", tn, w, i), Type: "t", ResourceID: "r"}); err != nil {
+							return err
+						}
+					}
+					time.Sleep(time.Duration(rand.IntN(15)) * time.Millisecond)
+					return nil
+				})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	return &wg
 }

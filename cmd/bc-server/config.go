@@ -48,7 +48,7 @@ var envVars = []envVar{
 	{"BC_DRAIN_DELAY", "5s", "after SIGTERM, how long /readyz answers 503 before the listener closes"},
 	{"BC_BODY_READ_TIMEOUT", "10s", "time a client has to send a request body once its headers are in"},
 	{"BC_MAX_CONNECTIONS", "10000", "connections a replica holds open at once (more wait in the listen backlog)"},
-	{"BC_WATCH_POLL", "250ms", "how often an event watch looks for new events"},
+	{"BC_WATCH_POLL", "250ms", "how often the replica's shared event reader looks for new events for its watches"},
 	{"BC_WATCH_HEARTBEAT", "15s", "how long an idle event watch waits before it sends a heartbeat"},
 	{"BC_RECONCILE_CONCURRENCY", "4", "resources reconciled at once"},
 	{"BC_LEASE_TTL", "30s", "reconcile lease lifetime without renewal"},
