@@ -1,6 +1,10 @@
 package core
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strconv"
+
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -55,7 +59,16 @@ func loadBalancerView(row store.LoadBalancer, lb *v1.LoadBalancer) *v1.LoadBalan
 	lb.ReachedInstanceIds = row.ReachedInstanceIDs
 	lb.CreateTime, lb.UpdateTime = timestamppb.New(row.CreatedAt), timestamppb.New(row.UpdatedAt)
 	lb.ReadyTime, lb.DeleteTime = tsOrNil(row.ReadyAt), tsOrNil(row.DeletedAt)
+	lb.Etag = loadBalancerEtag(row)
 	return lb
+}
+
+// loadBalancerEtag names the version of a load balancer: every change of its row's settings or
+// state grows spec_version. Opaque to callers (a digest of the id and the version), so nobody
+// builds on its shape.
+func loadBalancerEtag(row store.LoadBalancer) string {
+	sum := sha256.Sum256([]byte(row.ID + "/" + strconv.FormatInt(row.SpecVersion, 10)))
+	return hex.EncodeToString(sum[:8])
 }
 
 // requestHash digests a create request deterministically for idempotency.

@@ -15,7 +15,8 @@ var lbUpdatePaths = map[string]string{
 	"sticky_sessions": "stickySessions", "stickySessions": "stickySessions",
 	"source_ranges": "sourceRanges", "sourceRanges": "sourceRanges",
 	"redirect_http_to_https": "redirectHttpToHttps", "redirectHttpToHttps": "redirectHttpToHttps",
-	"domains": "domains",
+	"domains":             "domains",
+	"deletion_protection": "deletionProtection", "deletionProtection": "deletionProtection",
 }
 
 // updateParts says which parts an update replaces. With an update_mask, exactly the parts it
@@ -41,5 +42,6 @@ func updateParts(r *v1.UpdateLoadBalancerRequest) (map[string]bool, error) {
 	given["sourceRanges"] = r.SourceRanges != nil
 	given["redirectHttpToHttps"] = r.RedirectHttpToHttps != nil
 	given["domains"] = len(r.GetDomains()) > 0
+	given["deletionProtection"] = r.DeletionProtection != nil
 	return given, nil
 }

@@ -53,13 +53,22 @@ func (s *Service) CreateLoadBalancer(ctx context.Context, r *v1.CreateLoadBalanc
 	if err := s.authorizeTenant(ctx, c, authz.LoadBalancersManage, r.GetTenantId()); err != nil {
 		return nil, err
 	}
-	hash, err := requestHash(r)
+	// A rehearsal (validateOnly) is the same request as the call it rehearses: its key's record,
+	// when the real call made one, answers it as a replay.
+	hashed := r
+	if r.GetValidateOnly() {
+		hashed = proto.CloneOf(r)
+		hashed.ValidateOnly = false
+	}
+	hash, err := requestHash(hashed)
 	if err != nil {
 		return nil, err
 	}
 	var plan lbCreatePlan
 	queue := func(rd *store.Reads) { plan = lbCreatePlan{}; plan.queue(rd, r) }
-	decide := func() (*store.Writes, error) { return s.decideLoadBalancerCreate(ctx, c, r, hash, &plan) }
+	decide := func() (*store.Writes, error) {
+		return rehearsed(r.GetValidateOnly())(s.decideLoadBalancerCreate(ctx, c, r, hash, &plan))
+	}
 	err = store.ExecuteLockedTwoTrips(ctx, s.DB, queue, decide)
 	if errors.Is(err, store.ErrQuotaRefused) {
 		// The unit the reads saw free was taken by a concurrent create before this one's writes.
@@ -226,6 +235,7 @@ func (s *Service) decideLoadBalancerCreate(ctx context.Context, c Caller, r *v1.
 	plan.spec = &v1.LoadBalancer{
 		Targets: r.GetTargets(), Forwarding: r.GetForwarding(), HealthCheck: r.GetHealthCheck(), StickySessions: r.GetStickySessions(),
 		SourceRanges: r.GetSourceRanges(), RedirectHttpToHttps: r.GetRedirectHttpToHttps(), Domains: r.GetDomains(),
+		DeletionProtection: r.GetDeletionProtection(),
 	}
 	spec, err := marshalSpec(plan.spec)
 	if err != nil {
@@ -321,7 +331,7 @@ func (s *Service) UpdateLoadBalancer(ctx context.Context, r *v1.UpdateLoadBalanc
 			if err := s.checkInstanceAccess(ctx, c, r.GetTenantId(), r.GetTargets().GetInstanceIds(), rows.instances); err != nil {
 				return nil, err
 			}
-			return decideLoadBalancerUpdate(r, row, rows, &updated)
+			return rehearsed(r.GetValidateOnly())(decideLoadBalancerUpdate(r, row, rows, &updated))
 		})
 	if err != nil {
 		return nil, storeErr(err, "load balancer")
@@ -340,6 +350,9 @@ func decideLoadBalancerUpdate(r *v1.UpdateLoadBalancerRequest, row store.LoadBal
 		return nil, apierr.NotFoundf("load balancer %s not found", row.ID)
 	case "deleting":
 		return nil, apierr.State("deleting", "load balancer %s is being deleted", row.ID)
+	}
+	if err := checkEtag(row, r.GetEtag()); err != nil {
+		return nil, err
 	}
 	cur, err := unmarshalSpec(row.Spec)
 	if err != nil {
@@ -374,6 +387,7 @@ func decideLoadBalancerUpdate(r *v1.UpdateLoadBalancerRequest, row store.LoadBal
 	set("sourceRanges", func() { next.SourceRanges = r.GetSourceRanges() })
 	set("redirectHttpToHttps", func() { next.RedirectHttpToHttps = r.GetRedirectHttpToHttps() })
 	set("domains", func() { next.Domains = r.GetDomains() })
+	set("deletionProtection", func() { next.DeletionProtection = r.GetDeletionProtection() })
 	if given["domains"] && len(r.GetDomains()) > 0 && row.Scope != "global" {
 		return nil, apierr.Invalid("domains", "domains are for global load balancers only")
 	}
@@ -437,6 +451,16 @@ func (s *Service) DeleteLoadBalancer(ctx context.Context, r *v1.DeleteLoadBalanc
 			if row.State == "deleting" || row.State == "deleted" {
 				return nil, nil // already asked: deleting twice is no error
 			}
+			if err := checkEtag(row, r.GetEtag()); err != nil {
+				return nil, err
+			}
+			spec, err := unmarshalSpec(row.Spec)
+			if err != nil {
+				return nil, err
+			}
+			if spec.GetDeletionProtection() {
+				return nil, apierr.State("deletionProtected", "load balancer %s has deletion protection: update deletionProtection to false first", row.ID)
+			}
 			if row.Scope == "regional" && len(globals) > 0 {
 				return nil, apierr.State("inUse", "load balancer %s is targeted by global load balancer %s", row.ID, globals[0])
 			}
@@ -446,7 +470,7 @@ func (s *Service) DeleteLoadBalancer(ctx context.Context, r *v1.DeleteLoadBalanc
 				return nil, err
 			}
 			w.Enqueue(ReconcileKind, row.ID, nil)
-			return &w, nil
+			return rehearsed(r.GetValidateOnly())(&w, nil)
 		})
 	if err != nil {
 		return nil, storeErr(err, "load balancer")
@@ -455,6 +479,26 @@ func (s *Service) DeleteLoadBalancer(ctx context.Context, r *v1.DeleteLoadBalanc
 		deleting = row
 	}
 	return loadBalancerProto(deleting)
+}
+
+// checkEtag refuses a change decided on another version of the load balancer than row (AIP-154):
+// an empty etag asks for none (the last writer wins).
+func checkEtag(row store.LoadBalancer, etag string) error {
+	if etag == "" || etag == loadBalancerEtag(row) {
+		return nil
+	}
+	return apierr.State("etagMismatch", "load balancer %s changed since etag %q was read: read it again and retry", row.ID, etag)
+}
+
+// rehearsed turns a decision's writes into a rehearsal when validateOnly is set: they run and are
+// rolled back (store.Writes.DryRun), so every check the call makes answers, and nothing stays.
+func rehearsed(validateOnly bool) func(*store.Writes, error) (*store.Writes, error) {
+	return func(w *store.Writes, err error) (*store.Writes, error) {
+		if err == nil && w != nil && validateOnly {
+			w.DryRun()
+		}
+		return w, err
+	}
 }
 
 // leaveLoadBalancer takes a deleted instance out of a load balancer in the delete's transaction

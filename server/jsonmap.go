@@ -129,6 +129,9 @@ func jsonMapping(connectMux http.Handler) http.Handler {
 		inner.Header.Set("Content-Type", "application/json")
 		inner.Header.Del("Connect-Protocol-Version")
 		inner.Header.Del("Content-Encoding")
+		if procedure == c.LoadBalancerServiceUpdateLoadBalancerProcedure || procedure == c.LoadBalancerServiceDeleteLoadBalancerProcedure {
+			withIfMatch(inner) // If-Match is the body's etag
+		}
 		if procedure == c.LoadBalancerServiceUpdateLoadBalancerProcedure {
 			withUpdateMask(inner) // the keys present are the parts replaced
 		}

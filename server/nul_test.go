@@ -2,7 +2,6 @@ package server_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -59,40 +58,12 @@ func stringPaths(md protoreflect.MessageDescriptor, depth int) map[string]func(m
 	return out
 }
 
-// rowCounts counts the rows of every table of the stack's schema.
-func rowCounts(t *testing.T, s *apptest.Stack) map[string]int64 {
-	t.Helper()
-	ctx := context.Background()
-	rows, err := s.App.DB.Q().Query(ctx, `SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for rows.Next() {
-		var n string
-		if err := rows.Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		names = append(names, n)
-	}
-	rows.Close()
-	out := map[string]int64{}
-	for _, n := range names {
-		var c int64
-		if err := s.App.DB.Q().QueryRow(ctx, fmt.Sprintf(`SELECT count(*) FROM %q`, n)).Scan(&c); err != nil {
-			t.Fatal(err)
-		}
-		out[n] = c
-	}
-	return out
-}
-
 // TestNULInEveryStringFieldIsInvalidInput walks every request message of every service and sends
 // U+0000 in each of its string fields, one at a time, over the Connect protocol: every answer is
 // invalid_argument naming that field, never internal, and nothing is written.
 func TestNULInEveryStringFieldIsInvalidInput(t *testing.T) {
 	s := apptest.Start(t)
-	before := rowCounts(t, s)
+	before := s.RowCounts(t)
 	client := &http.Client{}
 	calls := 0
 	protoregistry.GlobalFiles.RangeFilesByPackage("bettercompute.compute.v1", func(fd protoreflect.FileDescriptor) bool {
@@ -151,7 +122,7 @@ func TestNULInEveryStringFieldIsInvalidInput(t *testing.T) {
 		t.Fatalf("only %d calls made: the walk missed the services", calls)
 	}
 	t.Logf("%d calls, one per string field of every request", calls)
-	after := rowCounts(t, s)
+	after := s.RowCounts(t)
 	for table, n := range after {
 		if n != before[table] {
 			t.Errorf("table %s had %d rows before the calls and %d after", table, before[table], n)

@@ -14,6 +14,7 @@ var updateMaskParts = []struct{ json, proto string }{
 	{"targets", "targets"}, {"forwarding", "forwarding"}, {"healthCheck", "health_check"},
 	{"stickySessions", "sticky_sessions"}, {"sourceRanges", "source_ranges"},
 	{"redirectHttpToHttps", "redirect_http_to_https"}, {"domains", "domains"},
+	{"deletionProtection", "deletion_protection"},
 }
 
 // maxMaskedBody bounds what the mapping reads to derive a mask; a larger body goes on untouched
@@ -56,6 +57,38 @@ func withUpdateMask(r *http.Request) {
 	}
 	mask, _ := json.Marshal(strings.Join(paths, ","))
 	body["updateMask"] = mask
+	out, err := json.Marshal(body)
+	if err != nil {
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(out))
+	r.ContentLength = int64(len(out))
+}
+
+// withIfMatch gives a JSON update or delete body the etag its If-Match header names (AIP-154's
+// HTTP spelling), unless the body names one itself. "*" (any version) and a list of several
+// etags ask for no check; a weak etag (W/"...") is compared as its value.
+func withIfMatch(r *http.Request) {
+	tag := strings.TrimSpace(r.Header.Get("If-Match"))
+	if tag == "" || tag == "*" || strings.Contains(tag, ",") || r.Body == nil {
+		return
+	}
+	tag = strings.Trim(strings.TrimPrefix(tag, "W/"), `"`)
+	raw, err := io.ReadAll(io.LimitReader(r.Body, maxMaskedBody+1))
+	_ = r.Body.Close()
+	r.Body = io.NopCloser(bytes.NewReader(raw))
+	r.ContentLength = int64(len(raw))
+	if err != nil || len(raw) > maxMaskedBody {
+		return
+	}
+	var body map[string]json.RawMessage
+	if json.Unmarshal(raw, &body) != nil || body == nil {
+		return
+	}
+	if _, ok := body["etag"]; ok {
+		return
+	}
+	body["etag"], _ = json.Marshal(tag)
 	out, err := json.Marshal(body)
 	if err != nil {
 		return

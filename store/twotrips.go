@@ -75,6 +75,7 @@ func finishTwoTrips(ctx context.Context, conn *pgxpool.Conn, r *Reads, decide fu
 	if w == nil {
 		w = &Writes{}
 	}
+	dry := w.dryRun
 	w = w.fused(ctx)
 	for _, it := range w.items {
 		if it.clientCheck {
@@ -83,11 +84,22 @@ func finishTwoTrips(ctx context.Context, conn *pgxpool.Conn, r *Reads, decide fu
 		}
 	}
 	commit := len(w.items)
-	w.add("commit", nil, `COMMIT`)
+	if dry {
+		w.add("rollback", nil, `ROLLBACK`)
+	} else {
+		w.add("commit", nil, `COMMIT`)
+	}
 	failed, err := w.send(ctx, conn)
 	switch {
 	case err == nil:
 		return nil
+	case dry && failed == commit:
+		// The rehearsal's ROLLBACK failed: nothing was written either way.
+		rollbackConn(ctx, conn)
+		return retryableDeadlock(err)
+	case dry && sqlState(err) == "" && isConnectionFault(err):
+		// The connection broke: an open transaction that was never committed wrote nothing.
+		return err
 	case sqlState(err) == "" && isConnectionFault(err):
 		// The batch carrying COMMIT went out and no answer came back: the outcome is unknown.
 		return commitUnknown(fmt.Errorf("%w: %w", errAtCommit, err))

@@ -15,12 +15,19 @@ import (
 // (the event, the work item, the idempotency record), and sends them in one round trip: at tens
 // of milliseconds between a replica and its database, a call costs its sequential round trips.
 type Writes struct {
-	batch pgx.Batch
+	// dryRun ends the transaction with ROLLBACK instead of COMMIT (DryRun).
+	dryRun bool
+	batch  pgx.Batch
 	items []writeItem
 	// eventsWithoutRequest are the queued events whose request id is taken from the context
 	// Send is given (the call's), as store.AppendEvent takes it from its own.
 	eventsWithoutRequest []*pgx.QueuedQuery
 }
+
+// DryRun makes the writes a rehearsal: every statement runs, so each constraint, lock and quota
+// guard answers as it would, and the transaction then ends with ROLLBACK, leaving nothing
+// written. A validateOnly call's decision is the real call's, to the last check.
+func (w *Writes) DryRun() { w.dryRun = true }
 
 // writeItem is one queued statement: what names it in errors; read takes its answer (an Exec
 // with an optional check of the command tag, or a row scanned into the caller's value).

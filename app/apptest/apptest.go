@@ -246,6 +246,12 @@ func (s *Stack) MachineInstance(t testing.TB, tn Tenant, region, subnetID string
 // PostJSON calls the JSON mapping and decodes the answer.
 func (s *Stack) PostJSON(t testing.TB, path, token string, body any) (int, map[string]any) {
 	t.Helper()
+	return s.PostJSONWith(t, path, token, body, nil)
+}
+
+// PostJSONWith is PostJSON with more request headers.
+func (s *Stack) PostJSONWith(t testing.TB, path, token string, body any, header http.Header) (int, map[string]any) {
+	t.Helper()
 	var buf []byte
 	switch b := body.(type) {
 	case string:
@@ -261,6 +267,9 @@ func (s *Stack) PostJSON(t testing.TB, path, token string, body any) (int, map[s
 	req, err := http.NewRequest(http.MethodPost, s.App.URL+path, bytes.NewReader(buf))
 	if err != nil {
 		t.Fatal(err)
+	}
+	for k, vs := range header {
+		req.Header[k] = vs
 	}
 	req.Header.Set("Content-Type", "application/json")
 	if token != "" {

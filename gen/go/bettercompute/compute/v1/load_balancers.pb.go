@@ -499,9 +499,15 @@ type LoadBalancer struct {
 	// When the provider first reported it ready (billing starts).
 	ReadyTime *timestamppb.Timestamp `protobuf:"bytes,25,opt,name=ready_time,json=readyTime,proto3" json:"ready_time,omitempty"`
 	// When it was deleted at the provider (billing stops).
-	DeleteTime    *timestamppb.Timestamp `protobuf:"bytes,26,opt,name=delete_time,json=deleteTime,proto3" json:"delete_time,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	DeleteTime *timestamppb.Timestamp `protobuf:"bytes,26,opt,name=delete_time,json=deleteTime,proto3" json:"delete_time,omitempty"`
+	// Opaque; changes with every change of the load balancer. Give it to update or delete (or
+	// If-Match on the JSON mapping) to act only on the version read: a stale one is INVALID_STATE
+	// etagMismatch and nothing is written.
+	Etag string `protobuf:"bytes,27,opt,name=etag,proto3" json:"etag,omitempty"`
+	// While true, delete is refused with INVALID_STATE deletionProtected; set by create or update.
+	DeletionProtection bool `protobuf:"varint,28,opt,name=deletion_protection,json=deletionProtection,proto3" json:"deletion_protection,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *LoadBalancer) Reset() {
@@ -716,6 +722,20 @@ func (x *LoadBalancer) GetDeleteTime() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *LoadBalancer) GetEtag() string {
+	if x != nil {
+		return x.Etag
+	}
+	return ""
+}
+
+func (x *LoadBalancer) GetDeletionProtection() bool {
+	if x != nil {
+		return x.DeletionProtection
+	}
+	return false
+}
+
 // CreateLoadBalancerRequest is the input of loadBalancers/create.
 type CreateLoadBalancerRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -752,8 +772,14 @@ type CreateLoadBalancerRequest struct {
 	Domains []*Domain `protobuf:"bytes,15,rep,name=domains,proto3" json:"domains,omitempty"`
 	// At most 128 characters; ^[A-Za-z0-9._:-]{1,128}$.
 	IdempotencyKey string `protobuf:"bytes,16,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Optional: refuse deletes until an update turns it off.
+	DeletionProtection bool `protobuf:"varint,17,opt,name=deletion_protection,json=deletionProtection,proto3" json:"deletion_protection,omitempty"`
+	// Decide everything (authentication, authorization, quota room, targets, every error the call
+	// would give) and write nothing: no row, quota unit, event, work item or idempotency record.
+	// The answer is the load balancer as it would be made.
+	ValidateOnly  bool `protobuf:"varint,18,opt,name=validate_only,json=validateOnly,proto3" json:"validate_only,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CreateLoadBalancerRequest) Reset() {
@@ -896,6 +922,20 @@ func (x *CreateLoadBalancerRequest) GetIdempotencyKey() string {
 		return x.IdempotencyKey
 	}
 	return ""
+}
+
+func (x *CreateLoadBalancerRequest) GetDeletionProtection() bool {
+	if x != nil {
+		return x.DeletionProtection
+	}
+	return false
+}
+
+func (x *CreateLoadBalancerRequest) GetValidateOnly() bool {
+	if x != nil {
+		return x.ValidateOnly
+	}
+	return false
 }
 
 // CreateLoadBalancerResponse holds the new load balancer, pending.
@@ -1219,8 +1259,16 @@ type UpdateLoadBalancerRequest struct {
 	// New domains (global only), 0-20.
 	Domains []*Domain `protobuf:"bytes,9,rep,name=domains,proto3" json:"domains,omitempty"`
 	// The parts to replace: targets, forwarding, health_check, sticky_sessions, source_ranges,
-	// redirect_http_to_https, domains (camelCase accepted). Another path is INVALID_INPUT updateMask.
-	UpdateMask    *fieldmaskpb.FieldMask `protobuf:"bytes,10,opt,name=update_mask,json=updateMask,proto3" json:"update_mask,omitempty"`
+	// redirect_http_to_https, domains, deletion_protection (camelCase accepted). Another path is
+	// INVALID_INPUT updateMask.
+	UpdateMask *fieldmaskpb.FieldMask `protobuf:"bytes,10,opt,name=update_mask,json=updateMask,proto3" json:"update_mask,omitempty"`
+	// New deletion protection.
+	DeletionProtection *bool `protobuf:"varint,11,opt,name=deletion_protection,json=deletionProtection,proto3,oneof" json:"deletion_protection,omitempty"`
+	// Optional: the etag of the version this update was made from; another version is INVALID_STATE
+	// etagMismatch and nothing is written. Without it the last writer wins.
+	Etag string `protobuf:"bytes,12,opt,name=etag,proto3" json:"etag,omitempty"`
+	// Decide everything and write nothing; the answer is the load balancer as it would be.
+	ValidateOnly  bool `protobuf:"varint,13,opt,name=validate_only,json=validateOnly,proto3" json:"validate_only,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1325,6 +1373,27 @@ func (x *UpdateLoadBalancerRequest) GetUpdateMask() *fieldmaskpb.FieldMask {
 	return nil
 }
 
+func (x *UpdateLoadBalancerRequest) GetDeletionProtection() bool {
+	if x != nil && x.DeletionProtection != nil {
+		return *x.DeletionProtection
+	}
+	return false
+}
+
+func (x *UpdateLoadBalancerRequest) GetEtag() string {
+	if x != nil {
+		return x.Etag
+	}
+	return ""
+}
+
+func (x *UpdateLoadBalancerRequest) GetValidateOnly() bool {
+	if x != nil {
+		return x.ValidateOnly
+	}
+	return false
+}
+
 // UpdateLoadBalancerResponse holds the load balancer, updating.
 type UpdateLoadBalancerResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1378,8 +1447,13 @@ type DeleteLoadBalancerRequest struct {
 	TenantId string `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
 	// At most 56 characters; ^plb_[0-9a-hjkmnp-tv-z]{26,52}$.
 	LoadBalancerId string `protobuf:"bytes,2,opt,name=load_balancer_id,json=loadBalancerId,proto3" json:"load_balancer_id,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Optional: the etag of the version this delete was decided on; another version is
+	// INVALID_STATE etagMismatch and nothing is written.
+	Etag string `protobuf:"bytes,3,opt,name=etag,proto3" json:"etag,omitempty"`
+	// Decide everything and write nothing; the answer is the load balancer as it would be.
+	ValidateOnly  bool `protobuf:"varint,4,opt,name=validate_only,json=validateOnly,proto3" json:"validate_only,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *DeleteLoadBalancerRequest) Reset() {
@@ -1424,6 +1498,20 @@ func (x *DeleteLoadBalancerRequest) GetLoadBalancerId() string {
 		return x.LoadBalancerId
 	}
 	return ""
+}
+
+func (x *DeleteLoadBalancerRequest) GetEtag() string {
+	if x != nil {
+		return x.Etag
+	}
+	return ""
+}
+
+func (x *DeleteLoadBalancerRequest) GetValidateOnly() bool {
+	if x != nil {
+		return x.ValidateOnly
+	}
+	return false
 }
 
 // DeleteLoadBalancerResponse holds the load balancer, deleting.
@@ -1524,7 +1612,7 @@ const file_bettercompute_compute_v1_load_balancers_proto_rawDesc = "" +
 	"\x06Domain\x12\x1e\n" +
 	"\x04name\x18\x01 \x01(\tB\n" +
 	"\xbaH\ar\x05\x10\x01\x18\xfd\x01R\x04name\x12T\n" +
-	"\x0ecertificate_id\x18\x02 \x01(\tB-\xbaH*\xd8\x01\x01r%\x18:2!^pcert_[0-9a-hjkmnp-tv-z]{26,52}$R\rcertificateId\"\x93\t\n" +
+	"\x0ecertificate_id\x18\x02 \x01(\tB-\xbaH*\xd8\x01\x01r%\x18:2!^pcert_[0-9a-hjkmnp-tv-z]{26,52}$R\rcertificateId\"\xd8\t\n" +
 	"\fLoadBalancer\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\ttenant_id\x18\x02 \x01(\tR\btenantId\x12\x1d\n" +
@@ -1562,7 +1650,9 @@ const file_bettercompute_compute_v1_load_balancers_proto_rawDesc = "" +
 	"\n" +
 	"ready_time\x18\x19 \x01(\v2\x1a.google.protobuf.TimestampR\treadyTime\x12;\n" +
 	"\vdelete_time\x18\x1a \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"deleteTime\"\xc6\f\n" +
+	"deleteTime\x12\x12\n" +
+	"\x04etag\x18\x1b \x01(\tR\x04etag\x12/\n" +
+	"\x13deletion_protection\x18\x1c \x01(\bR\x12deletionProtection\"\x9c\r\n" +
 	"\x19CreateLoadBalancerRequest\x12?\n" +
 	"\ttenant_id\x18\x01 \x01(\tB\"\xbaH\x1fr\x1d\x18\x80\x012\x18^[A-Za-z0-9._:-]{1,128}$R\btenantId\x12J\n" +
 	"\n" +
@@ -1584,7 +1674,9 @@ const file_bettercompute_compute_v1_load_balancers_proto_rawDesc = "" +
 	"\rsource_ranges\x18\r \x01(\v2&.bettercompute.compute.v1.SourceRangesR\fsourceRanges\x123\n" +
 	"\x16redirect_http_to_https\x18\x0e \x01(\bR\x13redirectHttpToHttps\x12D\n" +
 	"\adomains\x18\x0f \x03(\v2 .bettercompute.compute.v1.DomainB\b\xbaH\x05\x92\x01\x02\x10\x14R\adomains\x12K\n" +
-	"\x0fidempotency_key\x18\x10 \x01(\tB\"\xbaH\x1fr\x1d\x18\x80\x012\x18^[A-Za-z0-9._:-]{1,128}$R\x0eidempotencyKey:\xd1\x03\xbaH\xcd\x03\x1a\xc9\x01\n" +
+	"\x0fidempotency_key\x18\x10 \x01(\tB\"\xbaH\x1fr\x1d\x18\x80\x012\x18^[A-Za-z0-9._:-]{1,128}$R\x0eidempotencyKey\x12/\n" +
+	"\x13deletion_protection\x18\x11 \x01(\bR\x12deletionProtection\x12#\n" +
+	"\rvalidate_only\x18\x12 \x01(\bR\fvalidateOnly:\xd1\x03\xbaH\xcd\x03\x1a\xc9\x01\n" +
 	"\rtargets.scope\x12Za global load balancer targets loadBalancerIds; a regional one targets pool or instanceIds\x1a\\!has(this.targets) || (this.scope == 'global') == (size(this.targets.load_balancer_ids) > 0)\x1at\n" +
 	"\x13domains.global_only\x12*domains are for global load balancers only\x1a1this.scope == 'global' || size(this.domains) == 0\x1a\x88\x01\n" +
 	"\rregion.global\x120a global load balancer has no region or subnetId\x1aEthis.scope != 'global' || (this.region == '' && this.subnet_id == '')\"i\n" +
@@ -1607,7 +1699,7 @@ const file_bettercompute_compute_v1_load_balancers_proto_rawDesc = "" +
 	"\ttenant_id\x18\x01 \x01(\tB\"\xbaH\x1fr\x1d\x18\x80\x012\x18^[A-Za-z0-9._:-]{1,128}$R\btenantId\x12R\n" +
 	"\x10load_balancer_id\x18\x02 \x01(\tB(\xbaH%r#\x1882\x1f^plb_[0-9a-hjkmnp-tv-z]{26,52}$R\x0eloadBalancerId\"f\n" +
 	"\x17GetLoadBalancerResponse\x12K\n" +
-	"\rload_balancer\x18\x01 \x01(\v2&.bettercompute.compute.v1.LoadBalancerR\floadBalancer\"\x8f\x06\n" +
+	"\rload_balancer\x18\x01 \x01(\v2&.bettercompute.compute.v1.LoadBalancerR\floadBalancer\"\x9f\a\n" +
 	"\x19UpdateLoadBalancerRequest\x12?\n" +
 	"\ttenant_id\x18\x01 \x01(\tB\"\xbaH\x1fr\x1d\x18\x80\x012\x18^[A-Za-z0-9._:-]{1,128}$R\btenantId\x12R\n" +
 	"\x10load_balancer_id\x18\x02 \x01(\tB(\xbaH%r#\x1882\x1f^plb_[0-9a-hjkmnp-tv-z]{26,52}$R\x0eloadBalancerId\x12G\n" +
@@ -1622,13 +1714,19 @@ const file_bettercompute_compute_v1_load_balancers_proto_rawDesc = "" +
 	"\adomains\x18\t \x03(\v2 .bettercompute.compute.v1.DomainB\b\xbaH\x05\x92\x01\x02\x10\x14R\adomains\x12;\n" +
 	"\vupdate_mask\x18\n" +
 	" \x01(\v2\x1a.google.protobuf.FieldMaskR\n" +
-	"updateMaskB\x19\n" +
-	"\x17_redirect_http_to_https\"i\n" +
+	"updateMask\x124\n" +
+	"\x13deletion_protection\x18\v \x01(\bH\x01R\x12deletionProtection\x88\x01\x01\x12\x1b\n" +
+	"\x04etag\x18\f \x01(\tB\a\xbaH\x04r\x02\x18@R\x04etag\x12#\n" +
+	"\rvalidate_only\x18\r \x01(\bR\fvalidateOnlyB\x19\n" +
+	"\x17_redirect_http_to_httpsB\x16\n" +
+	"\x14_deletion_protection\"i\n" +
 	"\x1aUpdateLoadBalancerResponse\x12K\n" +
-	"\rload_balancer\x18\x01 \x01(\v2&.bettercompute.compute.v1.LoadBalancerR\floadBalancer\"\xb0\x01\n" +
+	"\rload_balancer\x18\x01 \x01(\v2&.bettercompute.compute.v1.LoadBalancerR\floadBalancer\"\xf2\x01\n" +
 	"\x19DeleteLoadBalancerRequest\x12?\n" +
 	"\ttenant_id\x18\x01 \x01(\tB\"\xbaH\x1fr\x1d\x18\x80\x012\x18^[A-Za-z0-9._:-]{1,128}$R\btenantId\x12R\n" +
-	"\x10load_balancer_id\x18\x02 \x01(\tB(\xbaH%r#\x1882\x1f^plb_[0-9a-hjkmnp-tv-z]{26,52}$R\x0eloadBalancerId\"i\n" +
+	"\x10load_balancer_id\x18\x02 \x01(\tB(\xbaH%r#\x1882\x1f^plb_[0-9a-hjkmnp-tv-z]{26,52}$R\x0eloadBalancerId\x12\x1b\n" +
+	"\x04etag\x18\x03 \x01(\tB\a\xbaH\x04r\x02\x18@R\x04etag\x12#\n" +
+	"\rvalidate_only\x18\x04 \x01(\bR\fvalidateOnly\"i\n" +
 	"\x1aDeleteLoadBalancerResponse\x12K\n" +
 	"\rload_balancer\x18\x01 \x01(\v2&.bettercompute.compute.v1.LoadBalancerR\floadBalancer2\xb7\a\n" +
 	"\x13LoadBalancerService\x12\xba\x01\n" +
