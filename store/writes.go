@@ -18,7 +18,7 @@ type Writes struct {
 	// dryRun ends the transaction with ROLLBACK instead of COMMIT (DryRun).
 	dryRun bool
 	batch  pgx.Batch
-	items []writeItem
+	items  []writeItem
 	// eventsWithoutRequest are the queued events whose request id is taken from the context
 	// Send is given (the call's), as store.AppendEvent takes it from its own.
 	eventsWithoutRequest []*pgx.QueuedQuery

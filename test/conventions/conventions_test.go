@@ -66,7 +66,9 @@ func TestValidateOnlyAnswersAsTheCallAndWritesNothing(t *testing.T) {
 			b["forwarding"] = []any{map[string]any{"entryProtocol": "https", "entryPort": 443, "targetProtocol": "http", "targetPort": 8080,
 				"certificateId": "cert_" + strings.Repeat("0", 26)}}
 		},
-		"bad port":   func(b map[string]any) { b["forwarding"] = []any{map[string]any{"entryProtocol": "http", "entryPort": 0, "targetProtocol": "http", "targetPort": 8080}} },
+		"bad port": func(b map[string]any) {
+			b["forwarding"] = []any{map[string]any{"entryProtocol": "http", "entryPort": 0, "targetProtocol": "http", "targetPort": 8080}}
+		},
 		"no targets": func(b map[string]any) { delete(b, "targets") },
 	}
 	for name, set := range cases {
@@ -161,7 +163,9 @@ func TestEtagsRefuseStaleChanges(t *testing.T) {
 		"stale etag in the body": func() (int, map[string]any) {
 			return update(map[string]any{"redirectHttpToHttps": false, "etag": first}, "")
 		},
-		"stale If-Match": func() (int, map[string]any) { return update(map[string]any{"redirectHttpToHttps": false}, `"`+first+`"`) },
+		"stale If-Match": func() (int, map[string]any) {
+			return update(map[string]any{"redirectHttpToHttps": false}, `"`+first+`"`)
+		},
 		"stale etag on delete": func() (int, map[string]any) {
 			return s.PostJSON(t, "/api/compute/loadBalancers/delete", tn.Token, map[string]any{"tenantId": tn.ID, "loadBalancerId": id, "etag": first})
 		},
