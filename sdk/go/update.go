@@ -16,6 +16,7 @@ const (
 	PartSourceRanges        = "source_ranges"
 	PartRedirectHTTPToHTTPS = "redirect_http_to_https"
 	PartDomains             = "domains"
+	PartDeletionProtection  = "deletion_protection"
 )
 
 // MaskedUpdate sets req's update_mask to the parts req sets, plus the parts named in clear,
@@ -36,7 +37,7 @@ func MaskedUpdate(req *v1.UpdateLoadBalancerRequest, clear ...string) *v1.Update
 			paths = append(paths, p)
 		}
 	}
-	for _, p := range []string{PartTargets, PartForwarding, PartHealthCheck, PartStickySessions, PartSourceRanges, PartRedirectHTTPToHTTPS, PartDomains} {
+	for _, p := range []string{PartTargets, PartForwarding, PartHealthCheck, PartStickySessions, PartSourceRanges, PartRedirectHTTPToHTTPS, PartDomains, PartDeletionProtection} {
 		if fd := fields.ByName(protoName(p)); fd != nil && m.Has(fd) {
 			add(p)
 		}

@@ -19,8 +19,8 @@ export type { PlatformErrorCode, PlatformErrorOptions, Violation as PlatformViol
 export { ErrorInfoSchema } from "./error-info.js";
 export type { ErrorInfo } from "./error-info.js";
 export { services } from "./services.js";
-export { maskedUpdate, LOAD_BALANCER_PARTS } from "./update.js";
-export type { LoadBalancerPart } from "./update.js";
+export { maskedUpdate, modifyLoadBalancer, LOAD_BALANCER_PARTS, MODIFY_ATTEMPTS } from "./update.js";
+export type { LoadBalancerChange, LoadBalancerPart } from "./update.js";
 export { pages } from "./pages.js";
 export { retryInterceptor } from "./retry.js";
 export type { RetryOptions } from "./retry.js";

@@ -4,8 +4,10 @@
 import { create } from "@bufbuild/protobuf";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { FieldMaskSchema } from "@bufbuild/protobuf/wkt";
-import { UpdateLoadBalancerRequestSchema } from "./gen/bettercompute/compute/v1/load_balancers_pb.js";
-import type { UpdateLoadBalancerRequest } from "./gen/bettercompute/compute/v1/load_balancers_pb.js";
+import type { Client } from "@connectrpc/connect";
+import { LoadBalancerService, UpdateLoadBalancerRequestSchema } from "./gen/bettercompute/compute/v1/load_balancers_pb.js";
+import type { LoadBalancer, UpdateLoadBalancerRequest } from "./gen/bettercompute/compute/v1/load_balancers_pb.js";
+import { isPlatformError } from "./errors.js";
 
 /** The parts of a load balancer an update replaces, by their request property. */
 export const LOAD_BALANCER_PARTS = {
@@ -16,6 +18,7 @@ export const LOAD_BALANCER_PARTS = {
   sourceRanges: "source_ranges",
   redirectHttpToHttps: "redirect_http_to_https",
   domains: "domains",
+  deletionProtection: "deletion_protection",
 } as const;
 
 /** LoadBalancerPart names one part of a load balancer an update replaces. */
@@ -41,4 +44,50 @@ export function maskedUpdate(
   const req = create(UpdateLoadBalancerRequestSchema, init);
   req.updateMask = create(FieldMaskSchema, { paths });
   return req;
+}
+
+/** How often modifyLoadBalancer reads again after another writer won. */
+export const MODIFY_ATTEMPTS = 5;
+
+/** The parts a modifyLoadBalancer change sets: an update without its identity and etag. */
+export type LoadBalancerChange = Omit<
+  MessageInitShape<typeof UpdateLoadBalancerRequestSchema>,
+  "tenantId" | "loadBalancerId" | "etag" | "$typeName"
+>;
+
+/**
+ * modifyLoadBalancer is a read-modify-write that never overwrites a change it did not see: it
+ * reads the load balancer, asks `change` for the parts to replace given what it read (as
+ * maskedUpdate: the parts present are the parts replaced), and sends them with the etag of that
+ * read. When another writer changed the load balancer in between (INVALID_STATE etagMismatch) it
+ * reads again and asks `change` again, up to MODIFY_ATTEMPTS reads; any other error ends it.
+ */
+export async function modifyLoadBalancer(
+  client: Client<typeof LoadBalancerService>,
+  tenantId: string,
+  loadBalancerId: string,
+  change: (current: LoadBalancer) => LoadBalancerChange | Promise<LoadBalancerChange>,
+): Promise<LoadBalancer> {
+  let last: unknown;
+  for (let attempt = 0; attempt < MODIFY_ATTEMPTS; attempt++) {
+    const { loadBalancer: current } = await client.getLoadBalancer({ tenantId, loadBalancerId });
+    if (!current) {
+      throw new Error(`load balancer ${loadBalancerId}: the get answered no load balancer`);
+    }
+    const parts = await change(current);
+    const req = maskedUpdate({ ...parts, tenantId, loadBalancerId, etag: current.etag });
+    try {
+      const { loadBalancer } = await client.updateLoadBalancer(req);
+      if (!loadBalancer) {
+        throw new Error(`load balancer ${loadBalancerId}: the update answered no load balancer`);
+      }
+      return loadBalancer;
+    } catch (err) {
+      if (!(isPlatformError(err, "INVALID_STATE") && err.stateReason === "etagMismatch")) {
+        throw err;
+      }
+      last = err;
+    }
+  }
+  throw last;
 }

@@ -2,7 +2,7 @@
 // names, and the async iterable walks every page of a list.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { maskedUpdate } from "../dist/update.js";
+import { maskedUpdate, modifyLoadBalancer } from "../dist/update.js";
 import { pages } from "../dist/pages.js";
 import { startServer } from "./helpers/server.mjs";
 import { lbRequest, setupTenant } from "./helpers/fixture.mjs";
@@ -57,4 +57,34 @@ test("pages walks the other lists too: projects one at a time", async () => {
   }
   assert.ok(all.length >= 3);
   assert.deepEqual(seen, all.map((p) => p.id));
+});
+
+test("modifyLoadBalancer reads again when another writer wins and keeps both changes", async () => {
+  const { loadBalancer: lb } = await a.client.loadBalancers.createLoadBalancer(lbRequest(a, {}));
+  let calls = 0;
+  const up = await modifyLoadBalancer(a.client.loadBalancers, a.tenantId, lb.id, async (current) => {
+    calls++;
+    if (calls === 1) {
+      // Another writer lands between this read and this update.
+      await a.client.loadBalancers.updateLoadBalancer(
+        maskedUpdate({ tenantId: a.tenantId, loadBalancerId: lb.id, redirectHttpToHttps: true }),
+      );
+    }
+    return { forwarding: [...current.forwarding, { entryProtocol: "http", entryPort: 8080, targetProtocol: "http", targetPort: 80 }], deletionProtection: true };
+  });
+  assert.equal(calls, 2);
+  assert.equal(up.redirectHttpToHttps, true);
+  assert.equal(up.forwarding.length, 2);
+  assert.equal(up.deletionProtection, true);
+  await assert.rejects(
+    a.client.loadBalancers.deleteLoadBalancer({ tenantId: a.tenantId, loadBalancerId: lb.id }),
+    (err) => err.code === "INVALID_STATE" && err.stateReason === "deletionProtected",
+  );
+  // A stale etag is refused with the reason the helper retries on.
+  await assert.rejects(
+    a.client.loadBalancers.updateLoadBalancer(
+      maskedUpdate({ tenantId: a.tenantId, loadBalancerId: lb.id, etag: lb.etag, redirectHttpToHttps: false }),
+    ),
+    (err) => err.code === "INVALID_STATE" && err.stateReason === "etagMismatch",
+  );
 });
