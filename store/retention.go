@@ -45,34 +45,40 @@ type PruneBatchParams struct {
 // microseconds. $3 is the batch size.
 const pruneCut = `(coalesce($1::timestamptz, now()) - $2::int8 * interval '1 microsecond')`
 
-// pruneStatements are each kind's statements, run one after the other per batch. Every one picks
-// its oldest rows through an index of migration 0075 (ORDER BY the indexed column, LIMIT) and
-// deletes them by primary key in the same statement, its own implicit transaction: the only
-// locks it takes are on the rows it deletes, held for that one short statement. The outer WHERE
-// repeats the rule, so a row that a concurrent transaction made young again (a work item queued
-// again) is re-checked against its new version and kept.
+// pruneRule is one prune statement's parts: the table, its primary key, which rows are old
+// (a condition on the cut), the indexed column the oldest are found by, and any further
+// condition on the picked rows.
+type pruneRule struct{ table, key, old, order, extra string }
+
+// sql is the rule's statement. It picks its oldest rows through an index of migration 0075
+// (ORDER BY the indexed column, LIMIT $3) and deletes them by primary key in the same statement,
+// its own implicit transaction: the only locks it takes are on the rows it deletes, held for that
+// one short statement. The outer WHERE repeats the rule, so a row that a concurrent transaction
+// made young again (a work item queued again) is checked against its new version and kept; the
+// repeat is wrapped in IS TRUE so that it is a filter on the rows found by key, never a second
+// scan the planner might drive the delete from (on a table without statistics yet it would, and
+// then read every old row once per picked one).
+func (r pruneRule) sql() string {
+	return `DELETE FROM ` + r.table + ` WHERE (` + r.old + `) IS TRUE AND (` + r.key + `) IN (
+		SELECT ` + r.key + ` FROM ` + r.table + ` p WHERE ` + r.old + r.extra + ` ORDER BY ` + r.order + ` LIMIT $3)`
+}
+
+// pruneStatements are each kind's statements, run one after the other per batch.
 var pruneStatements = map[Retained][]string{
 	RetainedEvents: {
-		`DELETE FROM event_inbox WHERE created_at < ` + pruneCut + ` AND (tenant_id, id) IN (
-			SELECT tenant_id, id FROM event_inbox WHERE created_at < ` + pruneCut + ` ORDER BY created_at LIMIT $3)`,
-		`DELETE FROM events WHERE created_at < ` + pruneCut + ` AND (tenant_id, seq) IN (
-			SELECT e.tenant_id, e.seq FROM events e
-			 WHERE e.created_at < ` + pruneCut + `
-			   AND EXISTS (SELECT 1 FROM events n WHERE n.tenant_id = e.tenant_id AND n.seq > e.seq)
-			 ORDER BY e.created_at LIMIT $3)`,
+		pruneRule{table: "event_inbox", key: "tenant_id, id", old: "created_at < " + pruneCut, order: "created_at"}.sql(),
+		// A tenant's newest numbered event stays: its head cursor never moves back.
+		pruneRule{table: "events", key: "tenant_id, seq", old: "created_at < " + pruneCut, order: "created_at",
+			extra: " AND EXISTS (SELECT 1 FROM events n WHERE n.tenant_id = p.tenant_id AND n.seq > p.seq)"}.sql(),
 	},
 	RetainedIdempotency: {
-		`DELETE FROM idempotency_keys WHERE created_at < ` + pruneCut + ` AND (tenant_id, operation, idem_key) IN (
-			SELECT tenant_id, operation, idem_key FROM idempotency_keys WHERE created_at < ` + pruneCut + ` ORDER BY created_at LIMIT $3)`,
+		pruneRule{table: "idempotency_keys", key: "tenant_id, operation, idem_key", old: "created_at < " + pruneCut, order: "created_at"}.sql(),
 	},
 	RetainedWork: {
-		`DELETE FROM work_items WHERE due_at IS NULL AND lease_holder IS NULL AND updated_at < ` + pruneCut + ` AND (kind, resource_id) IN (
-			SELECT kind, resource_id FROM work_items
-			 WHERE due_at IS NULL AND lease_holder IS NULL AND updated_at < ` + pruneCut + ` ORDER BY updated_at LIMIT $3)`,
+		pruneRule{table: "work_items", key: "kind, resource_id", old: "due_at IS NULL AND lease_holder IS NULL AND updated_at < " + pruneCut, order: "updated_at"}.sql(),
 	},
 	RetainedUsage: {
-		`DELETE FROM usage_records WHERE ended_at IS NOT NULL AND ended_at < ` + pruneCut + ` AND id IN (
-			SELECT id FROM usage_records WHERE ended_at IS NOT NULL AND ended_at < ` + pruneCut + ` ORDER BY ended_at LIMIT $3)`,
+		pruneRule{table: "usage_records", key: "id", old: "ended_at IS NOT NULL AND ended_at < " + pruneCut, order: "ended_at"}.sql(),
 	},
 }
 
