@@ -36,6 +36,9 @@ type ReconcileConfig struct {
 	// MetalPowerSettle bounds how long a metal workflow waits, after each power change, for the
 	// BMC to report it (BC_METAL_POWER_SETTLE; default bmc.DefaultPowerSettle).
 	MetalPowerSettle time.Duration
+	// Retention says how long events, idempotency records, idle work items and closed usage
+	// are kept (BC_*_RETENTION).
+	Retention RetentionConfig
 	// JoinURL is the public base URL bcd on substrate nodes calls to join (BC_PUBLIC_URL); empty
 	// means this replica's own listener address.
 	JoinURL string

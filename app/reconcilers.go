@@ -13,7 +13,7 @@ import (
 	"better-compute.dev/compute/store"
 )
 
-// pruneKind is the periodic pass that removes long-idle work items.
+// pruneKind is the periodic pass that removes long-idle work items (app/retention.go).
 const pruneKind = "work.prune"
 
 // reservationSweepKind is the periodic pass that refunds quota reservations whose replica (of the
@@ -77,8 +77,8 @@ func (a *App) newRunner(rc ReconcileConfig) (*reconcile.Runner, error) {
 	if err := runner.Every(vps.PeriodicKind, rc.PeriodicInterval, rec.Periodic()); err != nil {
 		return nil, err
 	}
-	// Finished work items stay as idle rows (their epochs fence stale holders); prune old ones.
-	if err := runner.Every(pruneKind, time.Hour, reconcile.PruneIdleWork(a.DB, 30*24*time.Hour)); err != nil {
+	// Old events, idempotency records, idle work items and closed usage, in bounded batches.
+	if err := everyRetention(runner, a.DB, rc.Retention); err != nil {
 		return nil, err
 	}
 	if err := runner.Every(reservationSweepKind, time.Minute, reconcile.RefundStaleReservations(a.DB, store.ReservationLifetime)); err != nil {

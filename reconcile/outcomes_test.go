@@ -149,14 +149,14 @@ func TestHandlerPanicIsRetried(t *testing.T) {
 	}
 }
 
-func TestPruneIdleWorkPass(t *testing.T) {
+func TestPruneWorkPass(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	f.enqueue("w1")
 	r := f.runner("a", reconcile.HandlerFunc(func(context.Context, store.Lease) (reconcile.Result, error) {
 		return reconcile.Result{}, nil
 	}), reconcile.Options{})
-	if err := r.Every("test.prune", time.Hour, reconcile.PruneIdleWork(f.db, time.Hour)); err != nil {
+	if err := r.Every("test.prune", time.Hour, reconcile.Prune(f.db, store.RetainedWork, time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	if n := reconciletest.Drain(t, f.ctx, r); n != 2 { // w1 and the first prune pass

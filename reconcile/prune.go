@@ -8,20 +8,6 @@ import (
 	"better-compute.dev/compute/store"
 )
 
-// PruneIdleWork is a periodic pass deleting work items idle for longer than idleFor (the
-// finished items of deleted resources); register it with Every, for example hourly with
-// idleFor of 30 days. Rows are kept idle rather than deleted at completion so that lease
-// epochs never restart while a stalled holder could still be around; idleFor must be far
-// longer than any lease.
-func PruneIdleWork(db *store.DB, idleFor time.Duration) Handler {
-	return HandlerFunc(func(ctx context.Context, _ store.Lease) (Result, error) {
-		if _, err := db.PruneIdle(ctx, store.PruneParams{IdleFor: idleFor}); err != nil {
-			return Result{}, fmt.Errorf("reconcile: prune idle work: %w", err)
-		}
-		return Result{}, nil
-	})
-}
-
 // RefundStaleReservations is a periodic pass giving back the quota units of reservations older
 // than lifetime: replicas of the previous version booked a create's unit before its transaction
 // (store/reservations.go), and one that died in between left the reservation behind.

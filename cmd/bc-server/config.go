@@ -63,6 +63,10 @@ var envVars = []envVar{
 	{"BC_DO_REQUESTS_PER_MINUTE", "240", "DigitalOcean requests a minute per token"},
 	{"BC_DO_BURST", "10", "DigitalOcean request burst"},
 	{"BC_DO_REQUEST_TIMEOUT", "30s", "DigitalOcean request timeout; kept under half the lease"},
+	{"BC_EVENT_RETENTION", "720h", "how long events are kept (at least 1h)"},
+	{"BC_IDEMPOTENCY_RETENTION", "24h", "how long idempotency records are kept (at least 24h; keys replay for 24h)"},
+	{"BC_WORK_RETENTION", "720h", "how long finished (idle) work items are kept (at least 1h)"},
+	{"BC_USAGE_RETENTION", "9600h", "how long closed usage intervals are kept after they ended (at least 768h); open ones always"},
 	{"BC_METRICS_LISTEN", "(API listener)", "address serving GET /metrics on its own listener; when set, the API listener serves no /metrics"},
 	{"BC_OTLP_ENDPOINT", "(tracing off)", "OTLP/gRPC collector URL for traces (http://host:4317 plain, https:// TLS)"},
 	{"BC_TRACE_SAMPLE_RATIO", "1", "share of new traces kept (0 < r <= 1); calls with a sampled traceparent are always kept"},
@@ -291,6 +295,14 @@ func parseConfig(env environment, requireServe bool) (Config, error) {
 	num("BC_DO_REQUESTS_PER_MINUTE", &r.DigitalOcean.RequestsPerMinute)
 	num("BC_DO_BURST", &r.DigitalOcean.Burst)
 	dur("BC_DO_REQUEST_TIMEOUT", &r.DigitalOcean.RequestTimeout, false)
+	ret := &r.Retention
+	dur("BC_EVENT_RETENTION", &ret.Events, false)
+	dur("BC_IDEMPOTENCY_RETENTION", &ret.Idempotency, false)
+	dur("BC_WORK_RETENTION", &ret.WorkItems, false)
+	dur("BC_USAGE_RETENTION", &ret.Usage, false)
+	if err := ret.WithDefaults().CheckFloors(); err != nil {
+		errs = append(errs, err)
+	}
 	a.MetricsListen = get("BC_METRICS_LISTEN", "")
 	if v := get("BC_OTLP_ENDPOINT", ""); v != "" {
 		if u, err := url.Parse(v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

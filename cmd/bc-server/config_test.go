@@ -47,6 +47,7 @@ func TestParseConfigBadValueNamesVariable(t *testing.T) {
 		"BC_PROVIDER_POLL": "fast", "BC_DEPENDENCY_POLL": "0", "BC_CREATE_WINDOW": "long",
 		"BC_DO_REQUESTS_PER_MINUTE": "many", "BC_DO_BURST": "-1", "BC_DO_REQUEST_TIMEOUT": "1y", "BC_METAL_POWER_SETTLE": "-1m",
 		"BC_OTLP_ENDPOINT": "collector:4317", "BC_TRACE_SAMPLE_RATIO": "2",
+		"BC_EVENT_RETENTION": "30m", "BC_IDEMPOTENCY_RETENTION": "23h", "BC_WORK_RETENTION": "soon", "BC_USAGE_RETENTION": "720h",
 	}
 	// Free-form variables have no bad value.
 	free := []string{"BC_LISTEN", "BC_REPLICA", "BC_CORS_ORIGINS", "BC_OPENFGA_STORE", "BC_OPENFGA_TOKEN", "BC_METRICS_LISTEN",
