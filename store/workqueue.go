@@ -506,31 +506,6 @@ func (db *DB) EnsurePeriodic(ctx context.Context, p PeriodicParams) error {
 	return nil
 }
 
-// PruneParams removes long-idle rows.
-type PruneParams struct {
-	// IdleFor is how long a row must have been idle; keep it far above any lease TTL (days),
-	// since a pruned row's epoch restarts if the resource is enqueued again.
-	IdleFor time.Duration
-	Now     time.Time // zero: database clock
-}
-
-const sqlPrune = `DELETE FROM work_items
-WHERE due_at IS NULL AND lease_holder IS NULL
-	AND updated_at < coalesce($1::timestamptz, now()) - $2::int8 * interval '1 microsecond'`
-
-// PruneIdle deletes rows idle for longer than IdleFor (finished work of deleted resources)
-// and reports how many went.
-func (db *DB) PruneIdle(ctx context.Context, p PruneParams) (int64, error) {
-	if p.IdleFor < time.Hour {
-		return 0, fmt.Errorf("store: prune needs an idle period of at least an hour")
-	}
-	tag, err := db.pool.Exec(ctx, sqlPrune, nowArg(p.Now), p.IdleFor.Microseconds())
-	if err != nil {
-		return 0, fmt.Errorf("store: prune work items: %w", TranslateError(err))
-	}
-	return tag.RowsAffected(), nil
-}
-
 // nowArg turns an injected time into a query argument: the zero time becomes NULL, which the
 // statements replace with the database clock.
 func nowArg(t time.Time) any {

@@ -422,31 +422,6 @@ func TestEnsurePeriodic(t *testing.T) {
 	}
 }
 
-func TestPruneIdle(t *testing.T) {
-	t.Parallel()
-	q := newQueue(t)
-	q.enqueue(kindA, "done", nil)
-	q.enqueue(kindA, "pending", &q.now)
-	l := q.claim("a", 1)
-	if err := q.db.Complete(q.ctx, store.CompleteParams{Lease: l[0], Now: q.now}); err != nil {
-		t.Fatal(err)
-	}
-	n, err := q.db.PruneIdle(q.ctx, store.PruneParams{IdleFor: 24 * time.Hour, Now: q.now.Add(25 * time.Hour)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n != 1 {
-		t.Errorf("pruned %d rows, want 1", n)
-	}
-	if _, err := q.db.WorkItem(q.ctx, kindA, l[0].ResourceID); !errors.Is(err, store.ErrNotFound) {
-		t.Errorf("pruned row: err = %v, want ErrNotFound", err)
-	}
-	due, err := q.db.CountDue(q.ctx, []string{kindA}, q.now)
-	if err != nil || due != 1 {
-		t.Errorf("CountDue = %d, %v; want the pending item kept", due, err)
-	}
-}
-
 func TestClaimRejectsBadParams(t *testing.T) {
 	t.Parallel()
 	q := newQueue(t)
