@@ -27,6 +27,29 @@ const maxMaskedBody = 4 << 20
 // (a no-op). A body that names its own updateMask, or is not a JSON object, is passed on as it
 // came (Connect then judges it).
 func withUpdateMask(r *http.Request) {
+	rewriteBody(r, func(body map[string]json.RawMessage) bool {
+		if _, ok := body["updateMask"]; ok {
+			return false
+		}
+		if _, ok := body["update_mask"]; ok {
+			return false
+		}
+		var paths []string
+		for _, p := range updateMaskParts {
+			_, j := body[p.json]
+			_, q := body[p.proto]
+			if j || q {
+				paths = append(paths, p.json)
+			}
+		}
+		body["updateMask"], _ = json.Marshal(strings.Join(paths, ","))
+		return true
+	})
+}
+
+// rewriteBody hands edit a JSON object body's keys and sends on what edit left when it says so.
+// A body that is too large or not a JSON object is passed on as it came (Connect then judges it).
+func rewriteBody(r *http.Request, edit func(body map[string]json.RawMessage) bool) {
 	if r.Body == nil {
 		return
 	}
@@ -38,25 +61,9 @@ func withUpdateMask(r *http.Request) {
 		return
 	}
 	var body map[string]json.RawMessage
-	if json.Unmarshal(raw, &body) != nil || body == nil {
+	if json.Unmarshal(raw, &body) != nil || body == nil || !edit(body) {
 		return
 	}
-	if _, ok := body["updateMask"]; ok {
-		return
-	}
-	if _, ok := body["update_mask"]; ok {
-		return
-	}
-	var paths []string
-	for _, p := range updateMaskParts {
-		_, j := body[p.json]
-		_, q := body[p.proto]
-		if j || q {
-			paths = append(paths, p.json)
-		}
-	}
-	mask, _ := json.Marshal(strings.Join(paths, ","))
-	body["updateMask"] = mask
 	out, err := json.Marshal(body)
 	if err != nil {
 		return
@@ -70,29 +77,15 @@ func withUpdateMask(r *http.Request) {
 // etags ask for no check; a weak etag (W/"...") is compared as its value.
 func withIfMatch(r *http.Request) {
 	tag := strings.TrimSpace(r.Header.Get("If-Match"))
-	if tag == "" || tag == "*" || strings.Contains(tag, ",") || r.Body == nil {
+	if tag == "" || tag == "*" || strings.Contains(tag, ",") {
 		return
 	}
 	tag = strings.Trim(strings.TrimPrefix(tag, "W/"), `"`)
-	raw, err := io.ReadAll(io.LimitReader(r.Body, maxMaskedBody+1))
-	_ = r.Body.Close()
-	r.Body = io.NopCloser(bytes.NewReader(raw))
-	r.ContentLength = int64(len(raw))
-	if err != nil || len(raw) > maxMaskedBody {
-		return
-	}
-	var body map[string]json.RawMessage
-	if json.Unmarshal(raw, &body) != nil || body == nil {
-		return
-	}
-	if _, ok := body["etag"]; ok {
-		return
-	}
-	body["etag"], _ = json.Marshal(tag)
-	out, err := json.Marshal(body)
-	if err != nil {
-		return
-	}
-	r.Body = io.NopCloser(bytes.NewReader(out))
-	r.ContentLength = int64(len(out))
+	rewriteBody(r, func(body map[string]json.RawMessage) bool {
+		if _, ok := body["etag"]; ok {
+			return false
+		}
+		body["etag"], _ = json.Marshal(tag)
+		return true
+	})
 }
