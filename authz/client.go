@@ -27,6 +27,8 @@ type client struct {
 	reqContext *structpb.Struct
 	// cache holds recent answers for DecisionTTL (see decisions.go).
 	cache *decisions
+	// feed keeps cache entries until the engine reports a change they rest on.
+	feed changeFeed
 	// flights collapses concurrent engine calls of one check.
 	flights singleflight.Group
 
@@ -64,7 +66,9 @@ func newBootstrappedClient(eng engine, m *compiledModel, boot bootstrapResult, r
 	if err != nil {
 		return nil, fmt.Errorf("authz: request context: %w", err)
 	}
-	return &client{eng: eng, model: m, boot: boot, binding: binding, reqContext: reqContext, release: release, cache: newDecisions(DecisionTTL)}, nil
+	c := &client{eng: eng, model: m, boot: boot, binding: binding, reqContext: reqContext, release: release, cache: newDecisions(DecisionTTL)}
+	c.feed.c = c
+	return c, nil
 }
 
 // StoreID is the OpenFGA store every call uses.
@@ -104,6 +108,7 @@ func (c *client) Check(ctx context.Context, ck Check) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	c.feed.touch()
 	allowed, hit, gen := c.cache.get(ck)
 	if hit {
 		return allowed, nil
@@ -155,6 +160,7 @@ func (c *client) BatchCheck(ctx context.Context, cs []Check) ([]bool, error) {
 		return nil, err
 	}
 	out := make([]bool, len(cs))
+	c.feed.touch()
 	// Only the checks the cache cannot answer go to the engine; pending maps their place in
 	// items back to their place in cs.
 	var items []*openfgav1.BatchCheckItem
