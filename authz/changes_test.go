@@ -146,4 +146,3 @@ func TestChangedPrincipal(t *testing.T) {
 		}
 	}
 }
-
