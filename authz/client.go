@@ -32,6 +32,9 @@ type client struct {
 	// flights collapses concurrent engine calls of one check.
 	flights singleflight.Group
 
+	// engineChecks counts the checks sent to the engine (EngineChecks).
+	engineChecks atomic.Int64
+
 	closed    atomic.Bool
 	closeOnce sync.Once
 	release   func() error
@@ -80,6 +83,10 @@ func (c *client) ModelID() string { return c.boot.modelID }
 // ModelWritten reports whether start wrote a new model version (the store's
 // latest model differed from the embedded one, or there was none).
 func (c *client) ModelWritten() bool { return c.boot.modelWritten }
+
+// EngineChecks reports how many checks this client has sent to the engine (cache misses), for
+// tests and benchmarks that count what a call costs.
+func (c *client) EngineChecks() int64 { return c.engineChecks.Load() }
 
 // Close releases the engine; later calls fail with ErrUnavailable.
 func (c *client) Close() error {
@@ -138,6 +145,7 @@ const checkFlightTimeout = 30 * time.Second
 // checkEngine asks the engine one check and caches the answer.
 func (c *client) checkEngine(ctx context.Context, ck Check, item *openfgav1.BatchCheckItem, gen uint64) (bool, error) {
 	asked := time.Now()
+	c.engineChecks.Add(1)
 	resp, err := c.eng.Check(ctx, &openfgav1.CheckRequest{
 		StoreId:              c.boot.storeID,
 		AuthorizationModelId: c.boot.modelID,
@@ -184,6 +192,7 @@ func (c *client) BatchCheck(ctx context.Context, cs []Check) ([]bool, error) {
 	asked := time.Now()
 	for start := 0; start < len(items); start += MaxBatch {
 		end := min(start+MaxBatch, len(items))
+		c.engineChecks.Add(int64(end - start))
 		resp, err := c.eng.BatchCheck(ctx, &openfgav1.BatchCheckRequest{
 			StoreId:              c.boot.storeID,
 			AuthorizationModelId: c.boot.modelID,
