@@ -31,5 +31,5 @@ func RevokeOtherTokens(ctx context.Context, q Querier, principalID, keepID strin
 		    WHERE principal_id = $1 AND id <> $2 AND revoked_at IS NULL
 		    RETURNING id
 		 ), `+bumpCredentialChanges+`
-		 SELECT id FROM taken`, principalID, keepID)
+		 SELECT id FROM taken`+credentialBumped, principalID, keepID)
 }

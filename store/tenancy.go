@@ -128,9 +128,13 @@ func AuthenticateToken(ctx context.Context, q Querier, secretHash []byte) (Princ
 
 // bumpCredentialChanges is the common table expression a statement that takes a credential back
 // carries, so that the version replicas watch (CredentialVersion) moves in the same transaction;
-// it moves only when the statement changed a row of taken (the statement's own expression).
+// it moves only when the statement changed a row of taken (the statement's own expression). The
+// statement reads bump (credentialBumped) so that no engine may skip it.
 const bumpCredentialChanges = `bump AS (
-	UPDATE credential_changes SET version = version + 1 WHERE id = 1 AND EXISTS (SELECT 1 FROM taken))`
+	UPDATE credential_changes SET version = version + 1 WHERE id = 1 AND EXISTS (SELECT 1 FROM taken) RETURNING version)`
+
+// credentialBumped is joined to a statement's rows to make it read bump (one row, always).
+const credentialBumped = ` CROSS JOIN (SELECT count(*) FROM bump) AS bumped`
 
 // CredentialVersion reads the version every revocation raises (migration 0085).
 func CredentialVersion(ctx context.Context, q Querier) (int64, error) {
@@ -149,7 +153,7 @@ func RevokeToken(ctx context.Context, q Querier, id string) (Token, error) {
 		`WITH taken AS (
 		   UPDATE tokens SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1 RETURNING `+tokenCols+`
 		 ), `+bumpCredentialChanges+`
-		 SELECT `+tokenCols+` FROM taken`, id)
+		 SELECT `+tokenCols+` FROM taken`+credentialBumped, id)
 }
 
 // Project is a row of projects.
