@@ -25,9 +25,14 @@ type decisions struct {
 	ttl time.Duration
 	now func() time.Time
 
-	mu  sync.Mutex
-	gen uint64 // bumped by every write seen: answers computed before it are not stored
-	m   map[Check]decision
+	mu sync.Mutex
+	// gen is bumped by every write seen; an answer is stored only if nothing it rests on was
+	// forgotten since the generation it was asked at: not everything (flushed), not its
+	// principal (forgot).
+	gen     uint64
+	flushed uint64
+	forgot  map[string]uint64
+	m       map[Check]decision
 	// confirmed is when the last read of the change feed began whose changes have been applied;
 	// every answer still held was confirmed unchanged as of then.
 	confirmed time.Time
@@ -68,7 +73,7 @@ func (d *decisions) put(ck Check, allowed bool, gen uint64, asked time.Time) {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if gen != d.gen {
+	if gen < d.flushed || gen < d.forgot[ck.Principal] {
 		return
 	}
 	if len(d.m) >= decisionLimit {
@@ -85,7 +90,13 @@ func (d *decisions) invalidate() {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.flushLocked()
+}
+
+func (d *decisions) flushLocked() {
 	d.gen++
+	d.flushed = d.gen
+	d.forgot = nil
 	clear(d.m)
 }
 
@@ -99,14 +110,18 @@ func (d *decisions) applyChanges(readAt time.Time, principals map[string]bool, a
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if all || len(principals) > 0 {
-		// An answer in flight may rest on the old tuples: it is not stored.
-		d.gen++
-	}
 	switch {
-	case all:
-		clear(d.m)
+	case all || len(d.forgot)+len(principals) > decisionLimit:
+		d.flushLocked()
 	case len(principals) > 0:
+		// Answers of these principals in flight may rest on the old tuples: not stored.
+		d.gen++
+		if d.forgot == nil {
+			d.forgot = map[string]uint64{}
+		}
+		for p := range principals {
+			d.forgot[p] = d.gen
+		}
 		for ck := range d.m {
 			if principals[ck.Principal] {
 				delete(d.m, ck)
