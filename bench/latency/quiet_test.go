@@ -138,6 +138,11 @@ func BenchmarkQuietTenants(b *testing.B) {
 		b.Fatal(failed)
 	}
 	slices.Sort(timed)
+	hist := map[int]int{}
+	for _, d := range timed {
+		hist[int(d/(10*time.Millisecond))*10]++
+	}
+	b.Logf("timed gets by latency (10 ms buckets, lower bound in ms: count): %v; slowest %v", hist, timed[len(timed)-1])
 	p50, p99 := timed[len(timed)/2], timed[len(timed)*99/100]
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	b.ReportMetric(ms(p50), "get-p50-ms")
