@@ -88,6 +88,22 @@ func (c *client) ModelWritten() bool { return c.boot.modelWritten }
 // tests and benchmarks that count what a call costs.
 func (c *client) EngineChecks() int64 { return c.engineChecks.Load() }
 
+// EngineChecks reads the count of checks az sent to its engine, through wrappers that offer
+// Unwrap() Authorizer; false when az keeps no count.
+func EngineChecks(az Authorizer) (int64, bool) {
+	for az != nil {
+		if c, ok := az.(interface{ EngineChecks() int64 }); ok {
+			return c.EngineChecks(), true
+		}
+		w, ok := az.(interface{ Unwrap() Authorizer })
+		if !ok {
+			break
+		}
+		az = w.Unwrap()
+	}
+	return 0, false
+}
+
 // Close releases the engine; later calls fail with ErrUnavailable.
 func (c *client) Close() error {
 	c.closeOnce.Do(func() {
