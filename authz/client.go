@@ -27,8 +27,13 @@ type client struct {
 	reqContext *structpb.Struct
 	// cache holds recent answers for DecisionTTL (see decisions.go).
 	cache *decisions
+	// feed keeps cache entries until the engine reports a change they rest on.
+	feed changeFeed
 	// flights collapses concurrent engine calls of one check.
 	flights singleflight.Group
+
+	// engineChecks counts the checks sent to the engine (EngineChecks).
+	engineChecks atomic.Int64
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -64,7 +69,9 @@ func newBootstrappedClient(eng engine, m *compiledModel, boot bootstrapResult, r
 	if err != nil {
 		return nil, fmt.Errorf("authz: request context: %w", err)
 	}
-	return &client{eng: eng, model: m, boot: boot, binding: binding, reqContext: reqContext, release: release, cache: newDecisions(DecisionTTL)}, nil
+	c := &client{eng: eng, model: m, boot: boot, binding: binding, reqContext: reqContext, release: release, cache: newDecisions(DecisionTTL)}
+	c.feed.c = c
+	return c, nil
 }
 
 // StoreID is the OpenFGA store every call uses.
@@ -76,6 +83,26 @@ func (c *client) ModelID() string { return c.boot.modelID }
 // ModelWritten reports whether start wrote a new model version (the store's
 // latest model differed from the embedded one, or there was none).
 func (c *client) ModelWritten() bool { return c.boot.modelWritten }
+
+// EngineChecks reports how many checks this client has sent to the engine (cache misses), for
+// tests and benchmarks that count what a call costs.
+func (c *client) EngineChecks() int64 { return c.engineChecks.Load() }
+
+// EngineChecks reads the count of checks az sent to its engine, through wrappers that offer
+// Unwrap() Authorizer; false when az keeps no count.
+func EngineChecks(az Authorizer) (int64, bool) {
+	for az != nil {
+		if c, ok := az.(interface{ EngineChecks() int64 }); ok {
+			return c.EngineChecks(), true
+		}
+		w, ok := az.(interface{ Unwrap() Authorizer })
+		if !ok {
+			break
+		}
+		az = w.Unwrap()
+	}
+	return 0, false
+}
 
 // Close releases the engine; later calls fail with ErrUnavailable.
 func (c *client) Close() error {
@@ -104,6 +131,7 @@ func (c *client) Check(ctx context.Context, ck Check) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	c.feed.touch()
 	allowed, hit, gen := c.cache.get(ck)
 	if hit {
 		return allowed, nil
@@ -133,6 +161,7 @@ const checkFlightTimeout = 30 * time.Second
 // checkEngine asks the engine one check and caches the answer.
 func (c *client) checkEngine(ctx context.Context, ck Check, item *openfgav1.BatchCheckItem, gen uint64) (bool, error) {
 	asked := time.Now()
+	c.engineChecks.Add(1)
 	resp, err := c.eng.Check(ctx, &openfgav1.CheckRequest{
 		StoreId:              c.boot.storeID,
 		AuthorizationModelId: c.boot.modelID,
@@ -155,6 +184,7 @@ func (c *client) BatchCheck(ctx context.Context, cs []Check) ([]bool, error) {
 		return nil, err
 	}
 	out := make([]bool, len(cs))
+	c.feed.touch()
 	// Only the checks the cache cannot answer go to the engine; pending maps their place in
 	// items back to their place in cs.
 	var items []*openfgav1.BatchCheckItem
@@ -178,6 +208,7 @@ func (c *client) BatchCheck(ctx context.Context, cs []Check) ([]bool, error) {
 	asked := time.Now()
 	for start := 0; start < len(items); start += MaxBatch {
 		end := min(start+MaxBatch, len(items))
+		c.engineChecks.Add(int64(end - start))
 		resp, err := c.eng.BatchCheck(ctx, &openfgav1.BatchCheckRequest{
 			StoreId:              c.boot.storeID,
 			AuthorizationModelId: c.boot.modelID,

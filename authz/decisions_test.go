@@ -70,3 +70,38 @@ func TestGrantThroughThisReplicaIsSeenAtOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestDecisionCacheForgetsOnlyTheChangedPrincipal: a change the feed attributes to one principal
+// forgets that principal's answers, cached or in flight, and leaves every other's; a change it
+// cannot attribute forgets all. Left answers outlive the TTL while reads confirm them.
+func TestDecisionCacheForgetsOnlyTheChangedPrincipal(t *testing.T) {
+	now := time.Unix(1000, 0)
+	d := newDecisions(time.Second)
+	d.now = func() time.Time { return now }
+	a := Check{"pa", LoadBalancersRead, TenantObject("t1")}
+	b := Check{"pb", LoadBalancersRead, TenantObject("t1")}
+	c := Check{"pc", LoadBalancersRead, TenantObject("t1")}
+	_, _, gen := d.get(a)
+	d.put(a, true, gen, now)
+	_, _, inFlight := d.get(b) // b and c are being asked while the change is read
+	d.applyChanges(now, map[string]bool{"pa": true, "pc": true}, false)
+	d.put(b, true, inFlight, now)
+	d.put(c, true, inFlight, now)
+	for _, tc := range []struct {
+		ck   Check
+		want bool
+	}{{a, false}, {b, true}, {c, false}} {
+		if _, ok, _ := d.get(tc.ck); ok != tc.want {
+			t.Errorf("%s cached = %v after a change of pa and pc, want %v", tc.ck.Principal, ok, tc.want)
+		}
+	}
+	now = now.Add(3 * time.Second)
+	d.applyChanges(now, nil, false)
+	if _, ok, _ := d.get(b); !ok {
+		t.Error("an answer confirmed by a read was dropped after the TTL")
+	}
+	d.applyChanges(now, nil, true)
+	if _, ok, _ := d.get(b); ok {
+		t.Error("an answer survived a change the feed could not attribute")
+	}
+}

@@ -186,6 +186,12 @@ func (e embeddedEngine) Write(ctx context.Context, r *openfgav1.WriteRequest) (*
 	return resp, grpcError(err)
 }
 
+// ReadChanges is not gated: it is one short read, and the change feed must not wait behind checks.
+func (e embeddedEngine) ReadChanges(ctx context.Context, r *openfgav1.ReadChangesRequest) (*openfgav1.ReadChangesResponse, error) {
+	resp, err := e.srv.ReadChanges(ctx, r)
+	return resp, grpcError(err)
+}
+
 // grpcError sorts an engine error: validation failures (standard InvalidArgument
 // or OpenFGA's 2000-range validation codes) are ErrRejected, anything else,
 // cancellations and datastore failures included, is ErrUnavailable.

@@ -19,4 +19,5 @@ type engine interface {
 	Check(ctx context.Context, req *openfgav1.CheckRequest) (*openfgav1.CheckResponse, error)
 	BatchCheck(ctx context.Context, req *openfgav1.BatchCheckRequest) (*openfgav1.BatchCheckResponse, error)
 	Write(ctx context.Context, req *openfgav1.WriteRequest) (*openfgav1.WriteResponse, error)
+	ReadChanges(ctx context.Context, req *openfgav1.ReadChangesRequest) (*openfgav1.ReadChangesResponse, error)
 }

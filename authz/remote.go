@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"time"
 
 	openfgav1 "github.com/openfga/api/proto/openfga/v1"
@@ -156,6 +157,21 @@ func (e *remoteEngine) BatchCheck(ctx context.Context, r *openfgav1.BatchCheckRe
 func (e *remoteEngine) Write(ctx context.Context, r *openfgav1.WriteRequest) (*openfgav1.WriteResponse, error) {
 	out := &openfgav1.WriteResponse{}
 	return out, e.post(ctx, "/stores/"+url.PathEscape(r.GetStoreId())+"/write", r, out)
+}
+
+// ReadChanges is plain HTTP: SDK v0.6.3 cannot send start_time.
+func (e *remoteEngine) ReadChanges(ctx context.Context, r *openfgav1.ReadChangesRequest) (*openfgav1.ReadChangesResponse, error) {
+	q := url.Values{}
+	if r.GetPageSize() != nil {
+		q.Set("page_size", strconv.Itoa(int(r.GetPageSize().GetValue())))
+	}
+	if r.GetContinuationToken() != "" {
+		q.Set("continuation_token", r.GetContinuationToken())
+	} else if r.GetStartTime() != nil {
+		q.Set("start_time", r.GetStartTime().AsTime().UTC().Format(time.RFC3339Nano))
+	}
+	out := &openfgav1.ReadChangesResponse{}
+	return out, e.call(ctx, http.MethodGet, "/stores/"+url.PathEscape(r.GetStoreId())+"/changes?"+q.Encode(), nil, out)
 }
 
 // toSDK converts an OpenFGA message to the SDK's struct of the same JSON shape.

@@ -18,18 +18,29 @@ const maxResponseBytes = 16 << 20
 // post sends req as proto-JSON to path and decodes the answer into out, with the
 // SDK client's headers (the bearer token among them).
 func (e *remoteEngine) post(ctx context.Context, path string, req, out proto.Message) error {
-	body, err := protojson.Marshal(req)
-	if err != nil {
-		return fmt.Errorf("authz: encode request: %w", err)
+	return e.call(ctx, http.MethodPost, path, req, out)
+}
+
+// call sends req (none when nil) with method to path and decodes the answer into out.
+func (e *remoteEngine) call(ctx context.Context, method, path string, req, out proto.Message) error {
+	var body io.Reader
+	if req != nil {
+		b, err := protojson.Marshal(req)
+		if err != nil {
+			return fmt.Errorf("authz: encode request: %w", err)
+		}
+		body = bytes.NewReader(b)
 	}
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, e.baseURL+path, bytes.NewReader(body))
+	hreq, err := http.NewRequestWithContext(ctx, method, e.baseURL+path, body)
 	if err != nil {
 		return fmt.Errorf("%w: build request: %w", ErrInvalid, err)
 	}
 	for k, v := range e.headers {
 		hreq.Header.Set(k, v)
 	}
-	hreq.Header.Set("Content-Type", "application/json")
+	if req != nil {
+		hreq.Header.Set("Content-Type", "application/json")
+	}
 	hreq.Header.Set("Accept", "application/json")
 	resp, err := e.hc.Do(hreq)
 	if err != nil {

@@ -45,6 +45,7 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (Caller, erro
 // authenticateHash resolves a token by its hash (Authenticate, and watches asking again).
 func (s *Service) authenticateHash(ctx context.Context, hash []byte) (Caller, error) {
 	key := string(hash)
+	s.principals.touch(s.DB)
 	if c, ok := s.principals.get(key); ok {
 		return c, nil
 	}
@@ -57,12 +58,13 @@ func (s *Service) authenticateHash(ctx context.Context, hash []byte) (Caller, er
 		return Caller{}, storeErr(fmt.Errorf("%w: %w", store.ErrUnavailable, err), "token")
 	}
 	v, err, _ := s.principals.lookups.Do(key, func() (any, error) {
-		if c, ok := s.principals.get(key); ok {
+		c, ok, gen := s.principals.lookup(key)
+		if ok {
 			return c, nil
 		}
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), principalLookupTimeout)
 		defer cancel()
-		return s.lookupToken(ctx, key, hash)
+		return s.lookupToken(ctx, key, hash, gen)
 	})
 	if err != nil {
 		return Caller{}, err
@@ -73,9 +75,11 @@ func (s *Service) authenticateHash(ctx context.Context, hash []byte) (Caller, er
 // principalLookupTimeout bounds one shared read of a token.
 const principalLookupTimeout = 10 * time.Second
 
-// lookupToken reads a token and its principal and caches the caller.
-func (s *Service) lookupToken(ctx context.Context, key string, hash []byte) (Caller, error) {
-	p, err := store.AuthenticateToken(ctx, s.DB.Q(), hash)
+// lookupToken reads a token and its principal and caches the caller, unless the cache forgot its
+// entries (generation gen) meanwhile.
+func (s *Service) lookupToken(ctx context.Context, key string, hash []byte, gen uint64) (Caller, error) {
+	asked := s.principals.clock()
+	p, expires, err := store.AuthenticateToken(ctx, s.DB.Q(), hash)
 	if err != nil {
 		if apierr.CodeOf(storeErr(err, "token")) == apierr.NotFound {
 			return Caller{}, &apierr.Error{Code: apierr.Unauthenticated, Message: "unknown or expired token"}
@@ -89,7 +93,7 @@ func (s *Service) lookupToken(ctx context.Context, key string, hash []byte) (Cal
 			return Caller{}, err
 		}
 	}
-	s.principals.put(key, c)
+	s.principals.put(key, c, gen, asked, expires)
 	return c, nil
 }
 
@@ -277,7 +281,8 @@ func (s *Service) RevokeToken(ctx context.Context, r *v1.RevokeTokenRequest) (*v
 	if err != nil {
 		return nil, storeErr(err, "token")
 	}
-	// This replica refuses the token at once; the others within PrincipalCacheTTL.
+	// This replica refuses the token at once; the others when they next read the credential
+	// version (store.RevokeToken raised it), within PrincipalCacheTTL.
 	s.principals.reset()
 	return tokenProto(t), nil
 }

@@ -22,10 +22,14 @@ func ClaimPlatformBootstrap(ctx context.Context, q Querier, principalID string) 
 	return n == 1, err
 }
 
-// RevokeOtherTokens revokes the principal's live tokens except keepID and returns their ids.
+// RevokeOtherTokens revokes the principal's live tokens except keepID, returns their ids and
+// raises the credential version when it revoked any.
 func RevokeOtherTokens(ctx context.Context, q Querier, principalID, keepID string) ([]string, error) {
 	return collect(ctx, q, scanString,
-		`UPDATE tokens SET revoked_at = now()
-		  WHERE principal_id = $1 AND id <> $2 AND revoked_at IS NULL
-		  RETURNING id`, principalID, keepID)
+		`WITH taken AS (
+		   UPDATE tokens SET revoked_at = now()
+		    WHERE principal_id = $1 AND id <> $2 AND revoked_at IS NULL
+		    RETURNING id
+		 ), `+bumpCredentialChanges+`
+		 SELECT id FROM taken`+credentialBumped, principalID, keepID)
 }

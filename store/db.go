@@ -61,6 +61,21 @@ func Open(ctx context.Context, url string) (*DB, error) {
 
 type tracerKey struct{}
 
+type housekeepingKey struct{}
+
+// Housekeeping marks ctx as a replica's own periodic read, made once per replica and interval
+// rather than by a call (the credential version the principal cache watches): tests that count a
+// call's round trips leave such reads out (storetest.RoundTrips).
+func Housekeeping(ctx context.Context) context.Context {
+	return context.WithValue(ctx, housekeepingKey{}, true)
+}
+
+// IsHousekeeping reports whether ctx was marked by Housekeeping.
+func IsHousekeeping(ctx context.Context) bool {
+	v, _ := ctx.Value(housekeepingKey{}).(bool)
+	return v
+}
+
 // WithTracer returns ctx making Open install t on every connection of the pool it opens, after
 // any tracer ctx already carries: tests count a call's round trips through a whole replica, and
 // app.Start adds the OpenTelemetry tracer (app.Start opens the pool from its configuration, so

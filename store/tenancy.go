@@ -107,19 +107,53 @@ func GetToken(ctx context.Context, q Querier, id string) (Token, error) {
 	return one(ctx, q, scanToken, `SELECT `+tokenCols+` FROM tokens WHERE id = $1`, id)
 }
 
-// AuthenticateToken returns the principal a live token (not revoked, not expired) belongs to.
-func AuthenticateToken(ctx context.Context, q Querier, secretHash []byte) (Principal, error) {
-	return one(ctx, q, scanPrincipal,
-		`SELECT p.id, coalesce(p.tenant_id, ''), p.kind, p.display_name, p.platform_admin, p.created_at
+// AuthenticateToken returns the principal a live token (not revoked, not expired) belongs to, and
+// when the token expires (zero when it does not).
+func AuthenticateToken(ctx context.Context, q Querier, secretHash []byte) (Principal, time.Time, error) {
+	var p Principal
+	var expires *time.Time
+	err := q.QueryRow(ctx,
+		`SELECT p.id, coalesce(p.tenant_id, ''), p.kind, p.display_name, p.platform_admin, p.created_at, t.expires_at
 		   FROM tokens t JOIN principals p ON p.id = t.principal_id
 		  WHERE t.secret_hash = $1 AND t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > now())`,
-		secretHash)
+		secretHash).Scan(&p.ID, &p.TenantID, &p.Kind, &p.DisplayName, &p.PlatformAdmin, &p.CreatedAt, &expires)
+	if err != nil {
+		return Principal{}, time.Time{}, TranslateError(err)
+	}
+	if expires == nil {
+		return p, time.Time{}, nil
+	}
+	return p, *expires, nil
 }
 
-// RevokeToken marks a token revoked (idempotent).
+// bumpCredentialChanges is the common table expression a statement that takes a credential back
+// carries, so that the version replicas watch (CredentialVersion) moves in the same transaction;
+// it moves only when the statement changed a row of taken (the statement's own expression). The
+// statement reads bump (credentialBumped) so that no engine may skip it.
+const bumpCredentialChanges = `bump AS (
+	UPDATE credential_changes SET version = version + 1 WHERE id = 1 AND EXISTS (SELECT 1 FROM taken) RETURNING version)`
+
+// credentialBumped is joined to a statement's rows to make it read bump (one row, always).
+const credentialBumped = ` CROSS JOIN (SELECT count(*) FROM bump) AS bumped`
+
+// CredentialVersion reads the version every revocation raises (migration 0085).
+func CredentialVersion(ctx context.Context, q Querier) (int64, error) {
+	return one(ctx, q, scanInt64, `SELECT version FROM credential_changes WHERE id = 1`)
+}
+
+func scanInt64(r pgx.Row) (int64, error) {
+	var v int64
+	err := r.Scan(&v)
+	return v, err
+}
+
+// RevokeToken marks a token revoked (idempotent) and raises the credential version.
 func RevokeToken(ctx context.Context, q Querier, id string) (Token, error) {
 	return one(ctx, q, scanToken,
-		`UPDATE tokens SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1 RETURNING `+tokenCols, id)
+		`WITH taken AS (
+		   UPDATE tokens SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1 RETURNING `+tokenCols+`
+		 ), `+bumpCredentialChanges+`
+		 SELECT `+tokenCols+` FROM taken`+credentialBumped, id)
 }
 
 // Project is a row of projects.

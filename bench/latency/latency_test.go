@@ -29,19 +29,7 @@ import (
 const opsPerRTT = 25
 
 func BenchmarkLatency(b *testing.B) {
-	var proxy *storetest.Proxy
-	s := apptest.Start(b, func(c *app.Config) {
-		u, err := url.Parse(c.DatabaseURL)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if proxy, err = storetest.StartProxy(u.Host); err != nil {
-			b.Fatal(err)
-		}
-		u.Host = proxy.Addr()
-		c.DatabaseURL = u.String()
-	})
-	b.Cleanup(proxy.Close)
+	s, proxy := startFar(b)
 	tn := s.NewTenant(b, "far", "editor")
 	// NewTenant's pool allows 10 load balancers; the benchmark makes about a hundred.
 	if _, err := s.App.Service.SetQuota(s.AdminCtx, &v1.SetQuotaRequest{TenantId: tn.ID, PoolId: tn.PoolID, Resource: "loadBalancers", Limit: 100000}); err != nil {
@@ -114,6 +102,26 @@ func BenchmarkLatency(b *testing.B) {
 		})
 	}
 	proxy.SetRTT(0)
+}
+
+// startFar starts a replica whose database is reached through a delaying proxy (RTT 0 until
+// set), with its configuration adjusted by configure.
+func startFar(b *testing.B, configure ...apptest.Option) (*apptest.Stack, *storetest.Proxy) {
+	var proxy *storetest.Proxy
+	opts := append([]apptest.Option{func(c *app.Config) {
+		u, err := url.Parse(c.DatabaseURL)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if proxy, err = storetest.StartProxy(u.Host); err != nil {
+			b.Fatal(err)
+		}
+		u.Host = proxy.Addr()
+		c.DatabaseURL = u.String()
+	}}, configure...)
+	s := apptest.Start(b, opts...)
+	b.Cleanup(proxy.Close)
+	return s, proxy
 }
 
 func p50(d []time.Duration) time.Duration {

@@ -50,7 +50,7 @@ func printed(t *testing.T, r result) (id, secret string) {
 
 func live(t *testing.T, db *store.DB, secret string) bool {
 	t.Helper()
-	_, err := store.AuthenticateToken(context.Background(), db.Q(), core.HashSecret(secret))
+	_, _, err := store.AuthenticateToken(context.Background(), db.Q(), core.HashSecret(secret))
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync/atomic"
 
+	"better-compute.dev/compute/store"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -22,7 +23,7 @@ func (r *RoundTrips) Statements() int64 { return r.statements.Load() }
 
 // TraceQueryStart counts a statement.
 func (r *RoundTrips) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
-	if ctx.Value(inBatch{}) == nil {
+	if ctx.Value(inBatch{}) == nil && !store.IsHousekeeping(ctx) {
 		r.n.Add(1)
 		r.statements.Add(1)
 	}
