@@ -195,7 +195,7 @@ var serverKeys = []string{
 	"projects_pkey", "provider_accounts_pkey", "provider_budgets_pkey", "provider_lists_pkey", "provider_observations_pkey",
 	"quota_reservations_pkey", "quotas_pkey", "subnets_pkey", "substrate_nodes_pkey",
 	"substrates_pkey", "substrates_pool_id_key", "tokens_pkey", "tokens_secret_hash_key", "usage_records_meter_resource_id_key",
-	"usage_records_pkey", "work_items_pkey",
+	"usage_records_pkey", "work_items_pkey", "credential_changes_pkey",
 }
 
 // TestEveryUniqueConstraintClassified: each unique index of the migrated schema either names the
