@@ -2,6 +2,7 @@ package vps
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -120,6 +121,17 @@ func (w *lbWatch) lookup(ctx context.Context, row store.LoadBalancer) (obs *prov
 	}
 	obs, err = decodeListed(o.Body)
 	return obs, err == nil, err
+}
+
+// listedDigest is the digest a recorded list keeps of lb (store.RecordProviderList: the SHA-256
+// of its encoding here); nil when it cannot be encoded, which no list records.
+func listedDigest(lb *provider.LoadBalancer) []byte {
+	body, err := json.Marshal(lb)
+	if err != nil {
+		return nil
+	}
+	sum := sha256.Sum256(body)
+	return sum[:]
 }
 
 func decodeListed(body []byte) (*provider.LoadBalancer, error) {
