@@ -172,3 +172,28 @@ func waitPeriodicPasses(t *testing.T, e *env, n int64) {
 		return got >= from+n, fmt.Sprintf("epoch %d, want %d", got, from+n)
 	})
 }
+
+// A trigger that was lost is found by the periodic comparison: an instance recorded deleted
+// without queueing the load balancers that reach it (here: written directly) is taken out of
+// them, as one recorded with a new machine is added (TestPeriodicPassAddsInstanceWithNewMachine).
+func TestLostTriggerFoundByPeriodicPass(t *testing.T) {
+	e := newEnv(t, "lost", 10)
+	a, b := e.instance(t, "a", ""), e.instance(t, "b", "")
+	byPool := e.createLB(t, e.lbRequest("by-pool", pool()))
+	byName := e.createLB(t, e.lbRequest("by-name", &v1.LoadBalancerTargets{InstanceIds: []string{a.ID, b.ID}}))
+	ids := []string{byPool.GetId(), byName.GetId()}
+	for _, id := range ids {
+		e.waitState(t, id, "ready")
+	}
+	if err := store.SetInstanceState(e.ctx, e.s.App.DB.Q(), b.ID, "deleted", "", ""); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		eventually(t, id+" no longer reaches b", func() (bool, string) {
+			row := e.lbRow(t, id)
+			at, _ := e.providerLB(t, row.ProviderID)
+			return row.State == "ready" && cmp.Equal(droplets(at), machines(a)) && cmp.Equal(row.ReachedMachineIDs, machines(a)),
+				fmt.Sprintf("state %s, provider droplets %v, reached %v", row.State, droplets(at), row.ReachedMachineIDs)
+		})
+	}
+}
