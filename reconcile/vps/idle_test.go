@@ -89,16 +89,7 @@ func TestCertificateReadyQueuesWaitingLoadBalancer(t *testing.T) {
 		c.Reconcilers.DependencyPoll = vps.MaxPeriodicInterval
 	})
 	in := e.instance(t, "a", "")
-	cert, err := e.s.App.Service.CreateCertificate(e.tn.Ctx, &v1.CreateCertificateRequest{
-		TenantId: e.tn.ID, AccountId: e.tn.AccountID, Name: "site",
-		Source: &v1.CreateCertificateRequest_Managed{Managed: &v1.ManagedCertificate{DnsNames: []string{"site.example.com"}}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	req := e.lbRequest("tls", pool())
-	req.Forwarding = append(req.Forwarding, &v1.ForwardingRule{EntryProtocol: "https", EntryPort: 443, TargetProtocol: "http", TargetPort: 8080, CertificateId: cert.GetId()})
-	lb := e.createLB(t, req)
+	cert, lb := e.tlsLB(t)
 	eventually(t, "the load balancer's first pass waits for the certificate", func() (bool, string) {
 		w, err := e.s.App.DB.WorkItem(e.ctx, core.ReconcileKind, lb.GetId())
 		if err != nil || w.DueAt == nil {

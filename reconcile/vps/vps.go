@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -179,6 +180,7 @@ func (r *Reconciler) periodic(ctx context.Context, lease store.Lease) (reconcile
 		}
 		stale = append(stale, ids...)
 	}
+	slices.Sort(stale) // work items are locked in id order (store/lockorder.go)
 	for start := 0; start < len(stale); start += periodicBatch {
 		batch := stale[start:min(start+periodicBatch, len(stale))]
 		if err := write(ctx, &managed.Fence{DB: r.opts.DB, Lease: lease, RowLocked: true}, func(w *writer) error {
