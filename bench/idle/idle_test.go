@@ -22,7 +22,6 @@ import (
 	"better-compute.dev/compute/app"
 	"better-compute.dev/compute/app/apptest"
 	"better-compute.dev/compute/core"
-	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
 	"better-compute.dev/compute/provider/digitalocean/sim"
 	"better-compute.dev/compute/store"
 	"better-compute.dev/compute/store/storetest"
@@ -69,17 +68,7 @@ func BenchmarkIdle(b *testing.B) {
 
 		tn := s.NewTenant(b, fmt.Sprintf("idle-%d", i), "editor")
 		pool := s.NewPool(b, tn.ID, tn.AccountID, "big", int64(n))
-		yes := true
-		for j := range n {
-			name := fmt.Sprintf("lb-%d", j)
-			if _, err := s.App.Service.CreateLoadBalancer(tn.Ctx, &v1.CreateLoadBalancerRequest{
-				TenantId: tn.ID, PoolId: pool, Name: name, Region: "nyc3", IdempotencyKey: name,
-				Targets:    &v1.LoadBalancerTargets{Pool: &yes},
-				Forwarding: []*v1.ForwardingRule{{EntryProtocol: "http", EntryPort: 80, TargetProtocol: "http", TargetPort: 8080}},
-			}); err != nil {
-				b.Fatal(err)
-			}
-		}
+		s.NewPoolLoadBalancers(b, tn, pool, n)
 		waitSettled(b, s.App.DB, tn.ID, n, interval)
 
 		// Settled: the same window with n ready load balancers and nothing changing.
