@@ -31,22 +31,25 @@ type LoadBalancer struct {
 	ReachedInstanceIDs []string
 	ReachedMachineIDs  []string
 	LastError          string
-	CreatedAt          time.Time
-	UpdatedAt          time.Time
-	ReadyAt            *time.Time
-	DeletedAt          *time.Time
+	// ObservedDigest is the digest of what the provider showed when a pass last found the load
+	// balancer converged (vps: the SHA-256 of its list encoding); nil when none was recorded.
+	ObservedDigest []byte
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	ReadyAt        *time.Time
+	DeletedAt      *time.Time
 }
 
 const loadBalancerCols = `id, tenant_id, coalesce(project_id, ''), pool_id, account_id, name, description, scope, region,
 	coalesce(subnet_id, ''), spec, spec_version, applied_version, state, address, address_v6, provider_id,
-	create_pending_at, reached_instance_ids, reached_machine_ids, last_error, created_at, updated_at, ready_at, deleted_at`
+	create_pending_at, reached_instance_ids, reached_machine_ids, last_error, observed_digest, created_at, updated_at, ready_at, deleted_at`
 
 func scanLoadBalancer(r pgx.Row) (LoadBalancer, error) {
 	var l LoadBalancer
 	err := r.Scan(&l.ID, &l.TenantID, &l.ProjectID, &l.PoolID, &l.AccountID, &l.Name, &l.Description, &l.Scope,
 		&l.Region, &l.SubnetID, &l.Spec, &l.SpecVersion, &l.AppliedVersion, &l.State, &l.Address, &l.AddressV6,
 		&l.ProviderID, &l.CreatePendingAt, &l.ReachedInstanceIDs, &l.ReachedMachineIDs, &l.LastError,
-		&l.CreatedAt, &l.UpdatedAt, &l.ReadyAt, &l.DeletedAt)
+		&l.ObservedDigest, &l.CreatedAt, &l.UpdatedAt, &l.ReadyAt, &l.DeletedAt)
 	return l, err
 }
 
@@ -147,8 +150,9 @@ type LoadBalancerObservation struct {
 	ReachedInstanceIDs []string
 	ReachedMachineIDs  []string
 	LastError          string
-	MarkReady          bool // set ready_at if it is not set yet
-	MarkDeleted        bool // set deleted_at
+	ObservedDigest     []byte // observed_digest (nil: NULL)
+	MarkReady          bool   // set ready_at if it is not set yet
+	MarkDeleted        bool   // set deleted_at
 }
 
 // RecordLoadBalancerObservation writes a reconciler's result.
@@ -158,7 +162,7 @@ func RecordLoadBalancerObservation(ctx context.Context, q Querier, o LoadBalance
 
 const sqlRecordLoadBalancerObservation = `UPDATE load_balancers SET state = $2, provider_id = $3, address = $4, address_v6 = $5,
 		        applied_version = greatest(applied_version, $6), reached_instance_ids = $7, reached_machine_ids = $8,
-		        last_error = $9, updated_at = now(),
+		        last_error = $9, observed_digest = $12, updated_at = now(),
 		        ready_at = CASE WHEN $10 AND ready_at IS NULL THEN now() ELSE ready_at END,
 		        deleted_at = CASE WHEN $11 THEN now() ELSE deleted_at END,
 		        create_pending_at = CASE WHEN $3 <> '' THEN NULL ELSE create_pending_at END
@@ -172,7 +176,7 @@ func (o LoadBalancerObservation) args() []any {
 		o.ReachedMachineIDs = []string{}
 	}
 	return []any{o.ID, o.State, o.ProviderID, o.Address, o.AddressV6, o.AppliedVersion, o.ReachedInstanceIDs,
-		o.ReachedMachineIDs, o.LastError, o.MarkReady, o.MarkDeleted}
+		o.ReachedMachineIDs, o.LastError, o.MarkReady, o.MarkDeleted, o.ObservedDigest}
 }
 
 // RecordLoadBalancerObservation queues RecordLoadBalancerObservation (without the row back).
@@ -297,11 +301,6 @@ func LockLoadBalancers(ctx context.Context, q Querier, ids []string) error {
 		return fmt.Errorf("store: lock load balancers: %w", TranslateError(err))
 	}
 	return nil
-}
-
-// LiveLoadBalancerIDs returns every load balancer not deleted (the periodic pass walks them).
-func LiveLoadBalancerIDs(ctx context.Context, q Querier) ([]string, error) {
-	return collect(ctx, q, scanString, `SELECT id FROM load_balancers WHERE state <> 'deleted' ORDER BY id`)
 }
 
 func scanString(r pgx.Row) (string, error) {

@@ -204,6 +204,23 @@ func (s *Stack) NewPool(t testing.TB, tenantID, accountID, name string, limit in
 	return pool.GetId()
 }
 
+// NewPoolLoadBalancers creates n { pool: true } load balancers "lb-<i>" in nyc3 with one http
+// rule, through the service as the tenant (benchmarks that need a fleet).
+func (s *Stack) NewPoolLoadBalancers(t testing.TB, tn Tenant, poolID string, n int) {
+	t.Helper()
+	yes := true
+	for j := range n {
+		name := fmt.Sprintf("lb-%d", j)
+		if _, err := s.App.Service.CreateLoadBalancer(tn.Ctx, &v1.CreateLoadBalancerRequest{
+			TenantId: tn.ID, PoolId: poolID, Name: name, Region: "nyc3", IdempotencyKey: name,
+			Targets:    &v1.LoadBalancerTargets{Pool: &yes},
+			Forwarding: []*v1.ForwardingRule{{EntryProtocol: "http", EntryPort: 80, TargetProtocol: "http", TargetPort: 8080}},
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // NewPrincipal makes a principal of the tenant with a tenant role ("" for none) and a token.
 func (s *Stack) NewPrincipal(t testing.TB, tenantID, role string) (id, token string, ctx context.Context) {
 	t.Helper()

@@ -23,7 +23,6 @@ import (
 
 	"better-compute.dev/compute/app/apptest"
 	"better-compute.dev/compute/core"
-	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
 	"better-compute.dev/compute/provider/digitalocean"
 	"better-compute.dev/compute/provider/digitalocean/sim"
 	"better-compute.dev/compute/reconcile"
@@ -83,17 +82,7 @@ func benchConverge(b *testing.B, n, replicas, ratePerMinute int) {
 		b.StopTimer()
 		tn := s.NewTenant(b, fmt.Sprintf("bench-%d-%d-%d", n, replicas, i), "editor")
 		pool := s.NewPool(b, tn.ID, tn.AccountID, "big", int64(n))
-		yes := true
-		for j := range n {
-			name := fmt.Sprintf("lb-%d", j)
-			if _, err := s.App.Service.CreateLoadBalancer(tn.Ctx, &v1.CreateLoadBalancerRequest{
-				TenantId: tn.ID, PoolId: pool, Name: name, Region: "nyc3", IdempotencyKey: name,
-				Targets:    &v1.LoadBalancerTargets{Pool: &yes},
-				Forwarding: []*v1.ForwardingRule{{EntryProtocol: "http", EntryPort: 80, TargetProtocol: "http", TargetPort: 8080}},
-			}); err != nil {
-				b.Fatal(err)
-			}
-		}
+		s.NewPoolLoadBalancers(b, tn, pool, n)
 		simulator.ResetRequests()
 		var trips storetest.RoundTrips
 		start, stop := startReplicas(b, s, replicas, ratePerMinute, &trips)

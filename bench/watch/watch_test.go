@@ -60,40 +60,6 @@ func envOr(name, def string) string {
 	return def
 }
 
-// ownDatabase makes a database only this benchmark uses, points storetest at it and returns a
-// function that reads its transaction count (through a connection to another database, so the
-// reading does not count itself).
-func ownDatabase(t *testing.T) (xacts func() int64) {
-	ctx := context.Background()
-	base := storetest.BaseURL()
-	admin, err := pgx.Connect(ctx, base)
-	if err != nil {
-		t.Skipf("no database: %v", err)
-	}
-	b := make([]byte, 4)
-	_, _ = rand.Read(b)
-	name := "bench_watch_" + hex.EncodeToString(b)
-	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_, _ = admin.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
-		_ = admin.Close(context.Background())
-	})
-	u := strings.Replace(base, "/postgres?", "/"+name+"?", 1)
-	if u == base {
-		t.Skipf("cannot derive a database URL from %s", base)
-	}
-	t.Setenv(storetest.EnvURL, u)
-	return func() int64 {
-		var n int64
-		if err := admin.QueryRow(ctx, `SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = $1`, name).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
-}
-
 // rate counts the database's transactions per second over window (after a settling pause: the
 // server publishes a backend's counts at most once a second while it is busy).
 func rate(xacts func() int64, window time.Duration) float64 {
@@ -213,7 +179,7 @@ func TestWatchCost(t *testing.T) {
 	if os.Getenv(envClientURL) != "" {
 		t.Skip("child process")
 	}
-	xacts := ownDatabase(t)
+	xacts := storetest.OwnDatabase(t, "bench_watch_")
 	window, err := time.ParseDuration(envOr("BC_BENCH_WINDOW", "20s"))
 	if err != nil {
 		t.Fatal(err)

@@ -127,6 +127,21 @@ func (e *env) lbRequest(name string, targets *v1.LoadBalancerTargets) *v1.Create
 	}
 }
 
+// tlsLB creates a managed certificate and a { pool: true } load balancer with an https rule on it.
+func (e *env) tlsLB(t *testing.T) (*v1.Certificate, *v1.LoadBalancer) {
+	t.Helper()
+	cert, err := e.s.App.Service.CreateCertificate(e.tn.Ctx, &v1.CreateCertificateRequest{
+		TenantId: e.tn.ID, AccountId: e.tn.AccountID, Name: "site",
+		Source: &v1.CreateCertificateRequest_Managed{Managed: &v1.ManagedCertificate{DnsNames: []string{"site.example.com"}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := e.lbRequest("tls", pool())
+	req.Forwarding = append(req.Forwarding, &v1.ForwardingRule{EntryProtocol: "https", EntryPort: 443, TargetProtocol: "http", TargetPort: 8080, CertificateId: cert.GetId()})
+	return cert, e.createLB(t, req)
+}
+
 // createLB creates a load balancer through the API.
 func (e *env) createLB(t *testing.T, req *v1.CreateLoadBalancerRequest) *v1.LoadBalancer {
 	t.Helper()

@@ -2,9 +2,12 @@ package vps
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -122,6 +125,34 @@ func (w *lbWatch) lookup(ctx context.Context, row store.LoadBalancer) (obs *prov
 	return obs, err == nil, err
 }
 
+// canonical puts the lists of a listed load balancer in a fixed order, so that a provider
+// answering the same state in another order records the same body and digest (the periodic
+// comparison would otherwise queue the load balancer for nothing).
+func canonical(lb *provider.LoadBalancer) {
+	for _, ids := range [][]string{lb.MachineIDs, lb.TargetLoadBalancerIDs, lb.Spec.MachineIDs, lb.Spec.TargetLoadBalancerIDs,
+		lb.Spec.AllowSources, lb.Spec.DenySources} {
+		slices.Sort(ids)
+	}
+	slices.SortFunc(lb.Spec.Forwarding, func(a, b provider.ForwardingRule) int {
+		if a.EntryPort != b.EntryPort {
+			return a.EntryPort - b.EntryPort
+		}
+		return strings.Compare(a.EntryProtocol, b.EntryProtocol)
+	})
+	slices.SortFunc(lb.Spec.Domains, func(a, b provider.Domain) int { return strings.Compare(a.Name, b.Name) })
+}
+
+// listedDigest is the digest a recorded list keeps of lb (store.RecordProviderList: the SHA-256
+// of its encoding here); nil when it cannot be encoded, which no list records.
+func listedDigest(lb *provider.LoadBalancer) []byte {
+	body, err := json.Marshal(lb)
+	if err != nil {
+		return nil
+	}
+	sum := sha256.Sum256(body)
+	return sum[:]
+}
+
 func decodeListed(body []byte) (*provider.LoadBalancer, error) {
 	var lb provider.LoadBalancer
 	if err := json.Unmarshal(body, &lb); err != nil {
@@ -180,6 +211,7 @@ func (w *lbWatch) list(ctx context.Context, p provider.Provider) error {
 	snap := make(map[string]*provider.LoadBalancer, len(lbs))
 	items := make([]store.Listed, 0, len(lbs))
 	for _, lb := range lbs {
+		canonical(lb)
 		body, err := json.Marshal(lb)
 		if err != nil {
 			return fmt.Errorf("vps: encode listed load balancer: %w", err)

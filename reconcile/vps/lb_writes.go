@@ -1,6 +1,7 @@
 package vps
 
 import (
+	"bytes"
 	"slices"
 
 	"better-compute.dev/compute/core"
@@ -35,7 +36,7 @@ func observation(cur store.LoadBalancer) store.LoadBalancerObservation {
 	return store.LoadBalancerObservation{
 		ID: cur.ID, State: cur.State, ProviderID: cur.ProviderID, Address: cur.Address, AddressV6: cur.AddressV6,
 		AppliedVersion: cur.AppliedVersion, ReachedInstanceIDs: cur.ReachedInstanceIDs,
-		ReachedMachineIDs: cur.ReachedMachineIDs, LastError: cur.LastError,
+		ReachedMachineIDs: cur.ReachedMachineIDs, LastError: cur.LastError, ObservedDigest: cur.ObservedDigest,
 	}
 }
 
@@ -62,7 +63,7 @@ func (w *writer) forgetLB(read store.LoadBalancer) error {
 		return err
 	}
 	o := observation(cur)
-	o.ProviderID, o.Address, o.AddressV6, o.AppliedVersion = "", "", "", 0
+	o.ProviderID, o.Address, o.AddressV6, o.AppliedVersion, o.ObservedDigest = "", "", "", 0, nil
 	if cur.State == "ready" || cur.State == "error" {
 		o.State = "updating"
 	}
@@ -88,7 +89,9 @@ func observeLB(read, cur store.LoadBalancer, w *store.Writes, obs *provider.Load
 		o.ReachedInstanceIDs, o.ReachedMachineIDs = want.instanceIDs, want.spec.MachineIDs
 		o.LastError = ""
 		if ready {
-			o.State, o.MarkReady = "ready", true
+			// What the provider showed of it converged: the periodic pass queues it again only
+			// when a list shows something else (lbsOutOfStep).
+			o.State, o.MarkReady, o.ObservedDigest = "ready", true, listedDigest(obs)
 		}
 	}
 	if sameObservation(cur, o) {
@@ -114,7 +117,7 @@ func sameObservation(cur store.LoadBalancer, o store.LoadBalancerObservation) bo
 	return cur.State == o.State && cur.ProviderID == o.ProviderID && cur.Address == o.Address &&
 		cur.AddressV6 == o.AddressV6 && cur.AppliedVersion >= o.AppliedVersion && cur.LastError == o.LastError &&
 		slices.Equal(cur.ReachedInstanceIDs, o.ReachedInstanceIDs) && slices.Equal(cur.ReachedMachineIDs, o.ReachedMachineIDs) &&
-		(!o.MarkReady || cur.ReadyAt != nil) && cur.CreatePendingAt == nil
+		(!o.MarkReady || cur.ReadyAt != nil) && cur.CreatePendingAt == nil && bytes.Equal(cur.ObservedDigest, o.ObservedDigest)
 }
 
 // errorLB puts the load balancer in error and publishes providerLoadBalancer.error, once per

@@ -152,16 +152,7 @@ func TestSubnetAndGlobalPlacement(t *testing.T) {
 func TestCertificatePendingHoldsProviderCall(t *testing.T) {
 	e := newEnv(t, "certs", 10)
 	in := e.instance(t, "a", "")
-	cert, err := e.s.App.Service.CreateCertificate(e.tn.Ctx, &v1.CreateCertificateRequest{
-		TenantId: e.tn.ID, AccountId: e.tn.AccountID, Name: "site",
-		Source: &v1.CreateCertificateRequest_Managed{Managed: &v1.ManagedCertificate{DnsNames: []string{"site.example.com"}}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	req := e.lbRequest("tls", pool())
-	req.Forwarding = append(req.Forwarding, &v1.ForwardingRule{EntryProtocol: "https", EntryPort: 443, TargetProtocol: "http", TargetPort: 8080, CertificateId: cert.GetId()})
-	lb := e.createLB(t, req)
+	cert, lb := e.tlsLB(t)
 
 	// While the certificate is pending at the provider the load balancer's passes run and
 	// ask nothing.

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/oauth2"
 
+	"better-compute.dev/compute/core"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
 	"better-compute.dev/compute/provider/digitalocean/sim"
 	"better-compute.dev/compute/reconcile/vps"
@@ -136,10 +137,25 @@ func TestDriftAtProviderRepaired(t *testing.T) {
 		Name: before.Name, Region: "nyc3", VPCUUID: before.VPCUUID,
 		ForwardingRules: []godo.ForwardingRule{{EntryProtocol: "tcp", EntryPort: 22, TargetProtocol: "tcp", TargetPort: 22}},
 	}
+	item, err := e.s.App.DB.WorkItem(e.ctx, core.ReconcileKind, lb.GetId())
+	if err != nil {
+		t.Fatal(err)
+	}
 	eventually(t, "someone changes the load balancer at the provider", func() (bool, string) {
 		_, _, err := client.LoadBalancers.Update(context.Background(), row.ProviderID, changed)
 		return err == nil, fmt.Sprint(err)
 	})
+	// Within one interval: the first periodic pass granted after the change lists the account
+	// and queues the load balancer (the pass already running may have listed before it, so at
+	// most two are granted until then).
+	passes := e.periodicEpoch(t)
+	eventually(t, "the periodic pass queues the changed load balancer", func() (bool, string) {
+		w, err := e.s.App.DB.WorkItem(e.ctx, core.ReconcileKind, lb.GetId())
+		return err == nil && w.Generation > item.Generation, fmt.Sprintf("%+v %v", w, err)
+	})
+	if after := e.periodicEpoch(t); after > passes+2 {
+		t.Errorf("%d periodic passes were granted before the change was queued, want at most 2", after-passes)
+	}
 	eventually(t, "the drift repaired", func() (bool, string) {
 		at, _ := e.providerLB(t, row.ProviderID)
 		return cmp.Equal(droplets(at), machines(a)) && len(at.ForwardingRules) == 1 && at.ForwardingRules[0].EntryPort == 80,

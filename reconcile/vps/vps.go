@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -36,7 +37,7 @@ import (
 	"better-compute.dev/compute/store"
 )
 
-// PeriodicKind is the work kind of the periodic pass that queues every live load balancer.
+// PeriodicKind is the work kind of the periodic safety net (Periodic).
 const PeriodicKind = core.ReconcileKind + ".periodic"
 
 // Defaults of Options.
@@ -145,11 +146,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, lease store.Lease) (reconcil
 }
 
 // Periodic returns the handler of the periodic pass (register it with reconcile.Runner.Every
-// under PeriodicKind): it queues every live load balancer, so that one whose instances gained
-// machines is updated and drift at the provider is repaired, and it is the safety net of the
-// work-queue invariant (store/unqueued.go): every provider-side resource of any kind (load
-// balancer, certificate, instance, subnet, cluster, node pool) found not resting without a due
-// work item is queued, so a lost item is found within one interval whatever lost it.
+// under PeriodicKind). It is the safety net, not the way work gets done: the transactions that
+// record a change queue the resources it concerns (a request, an instance gaining its machine
+// or being deleted, a certificate turning ready), so the pass looks only for what none of them
+// recorded, at a cost per provider account rather than per resource:
+//
+//   - every provider-side resource of any kind (load balancer, certificate, instance, subnet,
+//     cluster, node pool) found not resting without a due work item is queued (the work-queue
+//     invariant, store/unqueued.go), so a lost item is found within one interval;
+//   - per account with settled load balancers, one list of its load balancers (the list shared
+//     by every replica, lb_poll.go: none is sent when another replica listed moments ago) and
+//     one comparison in the database (store.LoadBalancersOutOfStep): a load balancer the list
+//     shows otherwise than its last converged pass saw it (changed at the provider by someone
+//     else, gone, errored) or whose reach differs from what was last applied (an instance that
+//     gained or lost its machine without its trigger) is queued, and no other.
 func (r *Reconciler) Periodic() reconcile.Handler {
 	return reconcile.HandlerFunc(r.periodic)
 }
@@ -158,24 +168,56 @@ func (r *Reconciler) periodic(ctx context.Context, lease store.Lease) (reconcile
 	if err := r.requeueUnqueued(ctx, lease); err != nil {
 		return reconcile.Result{}, err
 	}
-	live, err := store.LiveLoadBalancerIDs(ctx, r.opts.DB.Q())
+	accounts, err := store.AccountsWithSettledLoadBalancers(ctx, r.opts.DB.Q())
 	if err != nil {
 		return reconcile.Result{}, fmt.Errorf("vps: periodic pass: %w", err)
 	}
-	for start := 0; start < len(live); start += periodicBatch {
-		batch := live[start:min(start+periodicBatch, len(live))]
+	var stale []string
+	for _, accountID := range accounts {
+		ids, err := r.lbsOutOfStep(ctx, accountID)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		stale = append(stale, ids...)
+	}
+	slices.Sort(stale) // work items are locked in id order (store/lockorder.go)
+	for start := 0; start < len(stale); start += periodicBatch {
+		batch := stale[start:min(start+periodicBatch, len(stale))]
 		if err := write(ctx, &managed.Fence{DB: r.opts.DB, Lease: lease, RowLocked: true}, func(w *writer) error {
-			for _, id := range batch {
-				if err := w.enqueue(id); err != nil {
-					return err
-				}
-			}
-			return nil
+			return w.enqueueAll(batch)
 		}); err != nil {
 			return reconcile.Result{}, err
 		}
 	}
 	return reconcile.Result{}, nil
+}
+
+// periodicListAge is how old the account's recorded list may be for the periodic comparison to
+// trust it: a list another replica made within the longest periodic interval still shows drift
+// that happened before it; a younger change is seen by the next interval's list.
+const periodicListAge = MaxPeriodicInterval
+
+// lbsOutOfStep lists the account's load balancers (or lets the list another replica just made
+// answer) and returns the settled ones the comparison finds out of step. An account whose list
+// cannot be made now (its token refused, the budget kept for creates) is still compared on the
+// database side and on its last recorded list.
+func (r *Reconciler) lbsOutOfStep(ctx context.Context, accountID string) ([]string, error) {
+	p, err := r.connect(ctx, accountID)
+	if err == nil {
+		err = r.watchFor(accountID).refresh(ctx, p)
+	}
+	if err != nil && !errors.Is(err, provider.ErrDeferred) {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		r.opts.Logger.Warn("vps: periodic pass could not list the account's load balancers",
+			"account", accountID, "err", err.Error())
+	}
+	ids, err := store.LoadBalancersOutOfStep(ctx, r.opts.DB.Q(), accountID, listKind, periodicListAge)
+	if err != nil {
+		return nil, fmt.Errorf("vps: periodic pass: %w", err)
+	}
+	return ids, nil
 }
 
 // requeueUnqueued queues, in batches under the pass's fence, the resources of every kind that
