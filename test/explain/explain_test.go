@@ -1,10 +1,11 @@
 // Package explain checks the plans of the statements a large deployment runs most: every
-// statement the request path sends (create, replay, get, list, update, delete), the work
-// queue's claim and the retention passes' prunes is recorded as it runs against a schema loaded with enough rows that the planner
-// prefers indexes, then explained with its own arguments. A sequential scan of a table that grows
-// with the fleet (load balancers, events and their inbox, work items, idempotency records, usage,
-// quotas) fails the
-// test: such a statement costs what the table holds, not what the call needs.
+// statement the request path sends (create, replay, get, list, update, delete), the work queue's
+// claim, the periodic safety net (the per-account comparison and the unqueued sweep) and the
+// retention passes' prunes is recorded as it runs against a schema loaded with enough rows that
+// the planner prefers indexes, then explained with its own arguments. A sequential scan of a
+// table that grows with the fleet (load balancers, events and their inbox, work items,
+// idempotency records, usage, quotas) fails the test: such a statement costs what the table
+// holds, not what the call needs.
 package explain
 
 import (
@@ -142,6 +143,22 @@ func TestNoSequentialScansOfGrowingTables(t *testing.T) {
 	}
 	rec.during("claim", func() {
 		if _, err := s.App.DB.Claim(ctx, store.ClaimParams{Holder: "explain", Kinds: []string{core.ReconcileKind}, Limit: 10, LeaseTTL: time.Minute}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	// The periodic safety net's statements: the accounts it compares, the per-account comparison
+	// against the shared provider list, and the sweep for resources left without work.
+	rec.during("periodic", func() {
+		if _, err := store.AccountsWithSettledLoadBalancers(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := store.LoadBalancersOutOfStep(ctx, q, tn.AccountID, "load_balancers", time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := store.FindAllUnqueued(ctx, q, core.WorkKinds, 100); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := store.CountUnqueued(ctx, q, core.WorkKinds); err != nil {
 			t.Fatal(err)
 		}
 	})
