@@ -51,16 +51,26 @@ func WithReconcile() Option { return func(c *app.Config) { c.Reconcile = true } 
 func Start(t testing.TB, opts ...Option) *Stack {
 	t.Helper()
 	schema := storetest.NewSchema(t)
+	return StartOn(context.Background(), t, schema, schema.URL, opts...)
+}
+
+// StartOn is Start on a given schema, its database reached at databaseURL (schema.URL, or a proxy
+// in front of schema's server), with the replica's database connections opened under ctx:
+// store.WithTracer there counts or records every statement the replica sends. Another StartOn
+// on the same schema is another replica of one deployment (give it a datastore both share).
+func StartOn(ctx context.Context, t testing.TB, schema *storetest.Schema, databaseURL string, opts ...Option) *Stack {
+	t.Helper()
 	key, err := seal.GenerateKey()
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := baseConfig(schema, key.Encode())
+	cfg.DatabaseURL = databaseURL
 	cfg.OpenFGADatastore, cfg.Replica = "memory", "test"
 	for _, o := range opts {
 		o(&cfg)
 	}
-	a := startApp(t, cfg)
+	a := startApp(ctx, t, cfg)
 	adminID, token, err := a.Service.BootstrapAdmin(context.Background(), "test-admin")
 	if err != nil {
 		t.Fatal(err)
@@ -80,7 +90,7 @@ func StartReplica(t testing.TB, s *Stack, replica string, opts ...Option) *Stack
 	for _, o := range opts {
 		o(&cfg)
 	}
-	r := &Stack{App: startApp(t, cfg), Schema: s.Schema, sealKey: s.sealKey, HTTP: &http.Client{Timeout: 30 * time.Second}}
+	r := &Stack{App: startApp(context.Background(), t, cfg), Schema: s.Schema, sealKey: s.sealKey, HTTP: &http.Client{Timeout: 30 * time.Second}}
 	r.AdminToken, r.AdminCtx, r.SimulatorURL = s.AdminToken, s.AdminCtx, s.SimulatorURL
 	return r
 }
@@ -105,7 +115,7 @@ func StartReplicas(t testing.TB, n int, opts ...Option) []*Stack {
 			o(&cfg)
 		}
 		// One after the other: the first also migrates the authorization store.
-		a := startApp(t, cfg)
+		a := startApp(context.Background(), t, cfg)
 		if i == 0 {
 			if adminID, token, err = a.Service.BootstrapAdmin(context.Background(), "test-admin"); err != nil {
 				t.Fatal(err)
@@ -127,9 +137,9 @@ func baseConfig(schema *storetest.Schema, sealKey string) app.Config {
 }
 
 // startApp starts a replica that stops at cleanup.
-func startApp(t testing.TB, cfg app.Config) *app.App {
+func startApp(ctx context.Context, t testing.TB, cfg app.Config) *app.App {
 	t.Helper()
-	a, err := app.Start(context.Background(), cfg)
+	a, err := app.Start(ctx, cfg)
 	if err != nil {
 		t.Fatalf("apptest: start: %v", err)
 	}

@@ -12,8 +12,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/http"
 	"regexp"
 	"strings"
@@ -23,11 +21,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"better-compute.dev/compute/app"
 	"better-compute.dev/compute/app/apptest"
 	"better-compute.dev/compute/core"
 	"better-compute.dev/compute/reconcile"
-	"better-compute.dev/compute/seal"
 	"better-compute.dev/compute/store"
 	"better-compute.dev/compute/store/storetest"
 )
@@ -269,23 +265,5 @@ func oneLine(sql string) string {
 // reconcilers: the claim is called directly, so every recorded statement is the test's).
 func start(t *testing.T, schema *storetest.Schema, rec *recorder) *apptest.Stack {
 	t.Helper()
-	key, err := seal.GenerateKey()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	a, err := app.Start(store.WithTracer(ctx, rec), app.Config{
-		Listen: "127.0.0.1:0", DatabaseURL: schema.URL, SealKey: key.Encode(), OpenFGADatastore: "memory", Replica: "explain",
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { a.Close(context.Background()) })
-	adminID, token, err := a.Service.BootstrapAdmin(ctx, "explain-admin")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &apptest.Stack{App: a, Schema: schema, AdminToken: token, HTTP: &http.Client{Timeout: 30 * time.Second},
-		AdminCtx: core.WithCaller(ctx, core.Caller{PrincipalID: adminID, PlatformAdmin: true})}
+	return apptest.StartOn(store.WithTracer(context.Background(), rec), t, schema, schema.URL)
 }

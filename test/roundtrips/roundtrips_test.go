@@ -7,19 +7,14 @@ package roundtrips
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"better-compute.dev/compute/app"
 	"better-compute.dev/compute/app/apptest"
-	"better-compute.dev/compute/core"
-	"better-compute.dev/compute/seal"
 	"better-compute.dev/compute/store"
 	"better-compute.dev/compute/store/storetest"
 )
@@ -47,29 +42,11 @@ func startReplica(t *testing.T, schema *storetest.Schema, datastore string, rt *
 // schema's server).
 func startReplicaAt(t *testing.T, schema *storetest.Schema, databaseURL, datastore string, rt *storetest.RoundTrips) *apptest.Stack {
 	t.Helper()
-	key, err := seal.GenerateKey()
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx := context.Background()
-	startCtx := ctx
 	if rt != nil {
-		startCtx = store.WithTracer(ctx, rt)
+		ctx = store.WithTracer(ctx, rt)
 	}
-	a, err := app.Start(startCtx, app.Config{
-		Listen: "127.0.0.1:0", DatabaseURL: databaseURL, SealKey: key.Encode(), OpenFGADatastore: datastore, Replica: "rt",
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { a.Close(context.Background()) })
-	adminID, token, err := a.Service.BootstrapAdmin(ctx, "rt-admin")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &apptest.Stack{App: a, Schema: schema, AdminToken: token, HTTP: &http.Client{Timeout: 30 * time.Second},
-		AdminCtx: core.WithCaller(ctx, core.Caller{PrincipalID: adminID, PlatformAdmin: true})}
+	return apptest.StartOn(ctx, t, schema, databaseURL, func(c *app.Config) { c.OpenFGADatastore, c.Replica = datastore, "rt" })
 }
 
 // statementBudgets bound the statements a call sends, batched or not: each has a fixed cost on
