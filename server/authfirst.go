@@ -102,20 +102,11 @@ func knownProcedure(path string) string {
 	if p, ok := jsonRoutes[strings.TrimPrefix(path, JSONPrefix)]; ok {
 		return p
 	}
-	if _, ok := procedureNames[path]; ok {
+	if _, ok := inputs[path]; ok {
 		return path
 	}
 	return "unknown"
 }
-
-// procedureNames holds every Connect procedure of the API.
-var procedureNames = func() map[string]struct{} {
-	out := map[string]struct{}{}
-	for _, p := range Procedures() {
-		out[p.Name] = struct{}{}
-	}
-	return out
-}()
 
 // clientTimeout reads the deadline a Connect (Connect-Timeout-Ms: milliseconds) or gRPC and
 // gRPC-Web (Grpc-Timeout: at most eight digits and a unit) client sent with its call.

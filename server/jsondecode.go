@@ -48,7 +48,7 @@ func explainMessage(path string, v any, md protoreflect.MessageDescriptor) *type
 		if fd == nil {
 			fd = fields.ByTextName(key)
 		}
-		here := fieldPath(path, key)
+		here := join(path, key)
 		if fd == nil {
 			return &typeMismatch{Field: here, Message: "is not a field of this request"}
 		}
@@ -164,13 +164,6 @@ func shape(v any) string {
 
 func wellKnown(md protoreflect.MessageDescriptor) bool {
 	return strings.HasPrefix(string(md.FullName()), "google.protobuf.")
-}
-
-func fieldPath(path, key string) string {
-	if path == "" {
-		return key
-	}
-	return path + "." + key
 }
 
 func orRoot(path string) string {
