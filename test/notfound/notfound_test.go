@@ -12,12 +12,10 @@ import (
 	"strings"
 	"testing"
 
-	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
 
 	"better-compute.dev/compute/app/apptest"
-	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
 	"better-compute.dev/compute/ids"
 )
 
@@ -32,49 +30,8 @@ func TestNotFoundIsTheSameForAnotherTenantsObjectAndAMissingOne(t *testing.T) {
 	s := apptest.Start(t)
 	a := s.NewTenant(t, "nf-a", "admin")
 	b := s.NewTenant(t, "nf-b", "admin")
-	svc := s.App.Service
 	// Objects of tenant b that tenant a's requests name.
-	theirs := map[string]string{"pool_id": b.PoolID, "account_id": b.AccountID, "principal_id": b.PrincipalID}
-	if p, err := svc.CreateProject(b.Ctx, &v1.CreateProjectRequest{TenantId: b.ID, Name: "theirs"}); err == nil {
-		theirs["project_id"] = p.GetId()
-	} else {
-		t.Fatal(err)
-	}
-	if n, err := svc.CreateNetwork(b.Ctx, &v1.CreateNetworkRequest{TenantId: b.ID, AccountId: b.AccountID, Name: "theirs"}); err == nil {
-		theirs["network_id"] = n.GetId()
-	} else {
-		t.Fatal(err)
-	}
-	lb, err := svc.CreateLoadBalancer(b.Ctx, &v1.CreateLoadBalancerRequest{TenantId: b.ID, PoolId: b.PoolID, Name: "theirs", Region: "nyc3",
-		Targets:    &v1.LoadBalancerTargets{Pool: proto.Bool(true)},
-		Forwarding: []*v1.ForwardingRule{{EntryProtocol: "http", EntryPort: 80, TargetProtocol: "http", TargetPort: 8080}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	theirs["load_balancer_id"] = lb.GetId()
-	theirs["instance_id"] = s.MachineInstance(t, b, "nyc3", "").GetId()
-	sn, err := svc.CreateSubnet(b.Ctx, &v1.CreateSubnetRequest{TenantId: b.ID, NetworkId: theirs["network_id"], Name: "theirs", Region: "nyc3", IpRange: "10.7.0.0/24"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	theirs["subnet_id"] = sn.GetId()
-	cert, err := svc.CreateCertificate(b.Ctx, &v1.CreateCertificateRequest{TenantId: b.ID, AccountId: b.AccountID, Name: "theirs",
-		Source: &v1.CreateCertificateRequest_Managed{Managed: &v1.ManagedCertificate{DnsNames: []string{"theirs.example.com"}}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	theirs["certificate_id"] = cert.GetId()
-	tok, _, err := svc.CreateToken(b.Ctx, &v1.CreateTokenRequest{TenantId: b.ID, PrincipalId: b.PrincipalID})
-	if err != nil {
-		t.Fatal(err)
-	}
-	theirs["token_id"] = tok.GetId()
-	node, err := svc.EnrollNode(b.Ctx, &v1.EnrollNodeRequest{TenantId: b.ID, Name: "theirs", Bmc: &v1.MetalBmcSettings{
-		Address: "192.0.2.10", Protocol: "redfish", Username: "u", Password: "p", InsecureTls: true}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	theirs["node_id"] = node.GetId()
+	theirs := s.ObjectOfEveryKind(t, b, "theirs")
 	// What each procedure needs besides its tenant and the id under test to pass validation, so
 	// that the comparison is made where the id is looked up (the id under test overrides).
 	fwd := `[{"entryProtocol":"http","entryPort":80,"targetProtocol":"http","targetPort":8080}]`

@@ -17,12 +17,10 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
 
 	"better-compute.dev/compute/app/apptest"
-	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
 )
 
 // world is one tenant and an object of every kind a request can name, all its own.
@@ -35,49 +33,7 @@ type world struct {
 func build(t *testing.T, s *apptest.Stack, id string) world {
 	t.Helper()
 	tn := s.NewTenant(t, id, "admin")
-	svc := s.App.Service
-	w := world{tenant: tn, byField: map[string]string{"pool_id": tn.PoolID, "account_id": tn.AccountID, "principal_id": tn.PrincipalID}}
-	p, err := svc.CreateProject(tn.Ctx, &v1.CreateProjectRequest{TenantId: tn.ID, Name: "mine"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.byField["project_id"] = p.GetId()
-	n, err := svc.CreateNetwork(tn.Ctx, &v1.CreateNetworkRequest{TenantId: tn.ID, AccountId: tn.AccountID, Name: "mine"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.byField["network_id"] = n.GetId()
-	sn, err := svc.CreateSubnet(tn.Ctx, &v1.CreateSubnetRequest{TenantId: tn.ID, NetworkId: n.GetId(), Name: "mine", Region: "nyc3", IpRange: "10.7.0.0/24"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.byField["subnet_id"] = sn.GetId()
-	lb, err := svc.CreateLoadBalancer(tn.Ctx, &v1.CreateLoadBalancerRequest{TenantId: tn.ID, PoolId: tn.PoolID, Name: "mine", Region: "nyc3",
-		Targets:    &v1.LoadBalancerTargets{Pool: proto.Bool(true)},
-		Forwarding: []*v1.ForwardingRule{{EntryProtocol: "http", EntryPort: 80, TargetProtocol: "http", TargetPort: 8080}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.byField["load_balancer_id"] = lb.GetId()
-	w.byField["instance_id"] = s.MachineInstance(t, tn, "nyc3", "").GetId()
-	cert, err := svc.CreateCertificate(tn.Ctx, &v1.CreateCertificateRequest{TenantId: tn.ID, AccountId: tn.AccountID, Name: "mine",
-		Source: &v1.CreateCertificateRequest_Managed{Managed: &v1.ManagedCertificate{DnsNames: []string{"mine.example.com"}}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.byField["certificate_id"] = cert.GetId()
-	tok, _, err := svc.CreateToken(tn.Ctx, &v1.CreateTokenRequest{TenantId: tn.ID, PrincipalId: tn.PrincipalID})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.byField["token_id"] = tok.GetId()
-	node, err := svc.EnrollNode(tn.Ctx, &v1.EnrollNodeRequest{TenantId: tn.ID, Name: "mine", Bmc: &v1.MetalBmcSettings{
-		Address: "192.0.2.10", Protocol: "redfish", Username: "u", Password: "p", InsecureTls: true}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.byField["node_id"] = node.GetId()
-	return w
+	return world{tenant: tn, byField: s.ObjectOfEveryKind(t, tn, "mine")}
 }
 
 // answer is what the comparison looks at: the HTTP status and the platform code, with the
