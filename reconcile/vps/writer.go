@@ -7,7 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"better-compute.dev/compute/core"
+	"better-compute.dev/compute/contract"
 	"better-compute.dev/compute/lifecycle"
 	"better-compute.dev/compute/reconcile"
 	"better-compute.dev/compute/reconcile/managed"
@@ -57,7 +57,7 @@ func writeLB(ctx context.Context, f *managed.Fence, id string, decide func(cur s
 
 // enqueue queues the reconciler on another resource in the same transaction.
 func (w *writer) enqueue(id string) error {
-	return store.Enqueue(w.ctx, w.tx, core.ReconcileKind, id, nil)
+	return store.Enqueue(w.ctx, w.tx, contract.VPSKind, id, nil)
 }
 
 // enqueueAll queues every id.
