@@ -60,7 +60,7 @@ lint: tools
 	./scripts/buf-breaking.sh
 
 tools:
-	@command -v buf >/dev/null && buf --version | grep -q $(BUF_VERSION:v%=%) || go install github.com/bufbuild/buf/cmd/buf@$(BUF_VERSION)
+	@command -v buf >/dev/null && buf --version | grep -q $(BUF_VERSION:v%=%) || ./scripts/install-buf.sh $(BUF_VERSION) $(GOBIN)
 	@command -v protoc-gen-go >/dev/null || go install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
 	@command -v protoc-gen-connect-go >/dev/null || go install connectrpc.com/connect/cmd/protoc-gen-connect-go@$(PROTOC_GEN_CONNECT_GO_VERSION)
 	@command -v staticcheck >/dev/null && staticcheck -version | grep -q '($(STATICCHECK_VERSION:v%=%))' || go install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
@@ -68,7 +68,10 @@ tools:
 ## helm: the chart tests (deploy/) run helm lint and helm template
 .PHONY: helm
 helm:
-	@command -v helm >/dev/null || go install helm.sh/helm/v4/cmd/helm@$(HELM_VERSION)
+	@# .ci/run builds helm beside the tests: a second make helm waits on that build's lock instead of
+	@# compiling helm again.
+	@command -v helm >/dev/null || { mkdir -p $(HOME)/.cache/better-compute && \
+	  flock $(HOME)/.cache/better-compute/helm.lock sh -c 'command -v helm >/dev/null || go install helm.sh/helm/v4/cmd/helm@$(HELM_VERSION)'; }
 
 sdk/ts/node_modules: sdk/ts/package.json sdk/ts/package-lock.json
 	cd sdk/ts && npm ci --no-audit --no-fund
