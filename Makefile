@@ -29,6 +29,7 @@ test-ts: sdk/ts/node_modules
 	bash sdk/ts/test/run.sh
 
 ## generate: regenerate gen/go and sdk/ts/src/gen from proto/, then openapi/compute.json from them
+## and docs/api/reference.md from that
 generate: tools sdk/ts/node_modules
 	./scripts/protodeps.sh
 	buf lint
@@ -36,14 +37,19 @@ generate: tools sdk/ts/node_modules
 	buf generate
 	$(MAKE) openapi
 
-## openapi: regenerate openapi/compute.json (the JSON mapping's OpenAPI description)
+## openapi: regenerate openapi/compute.json (the JSON mapping's OpenAPI description) and the API
+## reference rendered from it (docs/api/reference.md)
 openapi:
 	go run ./cmd/openapi-gen -o openapi/compute.json
+	go run ./cmd/apidoc-gen -in openapi/compute.json -o docs/api/reference.md
+
+# GENERATED are the checked-in outputs of make generate.
+GENERATED := gen sdk/ts/src/gen openapi docs/api/reference.md
 
 ## check-generated: fail when checked-in generated code is stale
 check-generated: generate
-	@git diff --exit-code --stat -- gen sdk/ts/src/gen openapi || { echo "generated code is stale: run make generate and commit"; exit 1; }
-	@test -z "$$(git status --porcelain -- gen sdk/ts/src/gen openapi)" || { git status --porcelain -- gen sdk/ts/src/gen openapi; echo "generated code is stale: run make generate and commit"; exit 1; }
+	@git diff --exit-code --stat -- $(GENERATED) || { echo "generated code is stale: run make generate and commit"; exit 1; }
+	@test -z "$$(git status --porcelain -- $(GENERATED))" || { git status --porcelain -- $(GENERATED); echo "generated code is stale: run make generate and commit"; exit 1; }
 
 ## lint: gofmt (any file it would change fails), go vet and staticcheck on the three modules, and
 ## buf breaking against the schemas this commit started from. The base is the merge base with main
