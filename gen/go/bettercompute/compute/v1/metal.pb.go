@@ -1917,7 +1917,7 @@ const file_bettercompute_compute_v1_metal_proto_rawDesc = "" +
 	"legacyBoot\x12\x1b\n" +
 	"\tsystem_id\x18\t \x01(\tR\bsystemId\x12&\n" +
 	"\x0eauthentication\x18\n" +
-	" \x01(\tR\x0eauthentication\"\xa3\x03\n" +
+	" \x01(\tR\x0eauthentication\"\xa4\x04\n" +
 	"\x10MetalBmcSettings\x12%\n" +
 	"\aaddress\x18\x01 \x01(\tB\v\xbaH\br\x06\x18\xfd\x01\xa8\x01\x01R\aaddress\x12\"\n" +
 	"\x04port\x18\x02 \x01(\x05B\x0e\xbaH\v\xd8\x01\x01\x1a\x06\x18\xff\xff\x03(\x01R\x04port\x120\n" +
@@ -1928,7 +1928,8 @@ const file_bettercompute_compute_v1_metal_proto_rawDesc = "" +
 	"\vca_cert_pem\x18\a \x01(\tB\t\xbaH\x06r\x04\x18\x80\x80\x01R\tcaCertPem\x12\x1f\n" +
 	"\vlegacy_boot\x18\b \x01(\bR\n" +
 	"legacyBoot\x12B\n" +
-	"\tsystem_id\x18\t \x01(\tB%\xbaH\"\xd8\x01\x01r\x1d2\x1b^[A-Za-z0-9._:@~+-]{1,128}$R\bsystemId\"\xf0\x02\n" +
+	"\tsystem_id\x18\t \x01(\tB%\xbaH\"\xd8\x01\x01r\x1d2\x1b^[A-Za-z0-9._:@~+-]{1,128}$R\bsystemId:\x7f\xbaH|\x1az\n" +
+	"\rbmc.system_id\x125systemId names a Redfish system; an IPMI BMC has none\x1a2this.system_id == '' || this.protocol == 'redfish'\"\xf0\x02\n" +
 	"\x0eMetalInventory\x12\x16\n" +
 	"\x06vendor\x18\x01 \x01(\tR\x06vendor\x12\x14\n" +
 	"\x05model\x18\x02 \x01(\tR\x05model\x12\x16\n" +
