@@ -181,11 +181,7 @@ func Generate(m Mapping) ([]byte, error) {
 		"info": map[string]any{
 			"title":       "Better Compute JSON API",
 			"version":     version,
-			"description": "The JSON mapping of the Better Compute control plane: every unary method as POST " + m.Prefix + "<group>/<method> with a protojson body. " +
-				"A request that breaks its schema is refused with INVALID_INPUT naming the field; so is one that breaks a rule of the operation's x-rules " +
-				"(each {field, rule}: what JSON Schema cannot say, such as a rule across fields or on what is stored). No string may contain the NUL character (U+0000). " +
-				"Formats beyond JSON Schema's: int32, int64, uint64 (integers, 64-bit ones also as decimal strings), hostname-or-ip, and " + FormatIPNetwork +
-				" (a CIDR block whose host bits are zero: 10.0.0.0/8, 2001:db8::/32). Generated from the proto descriptors and their protovalidate rules by cmd/openapi-gen; do not edit.",
+			"description": infoDescription(m.Prefix),
 		},
 		"security": []any{map[string]any{"bearer": []any{}}},
 		"paths":    paths,
@@ -755,4 +751,14 @@ func toFloat(v any) float64 {
 		return n
 	}
 	return 0
+}
+
+// infoDescription is the document's introduction: the mapping, how requests are refused, the
+// formats it uses beyond JSON Schema's.
+func infoDescription(prefix string) string {
+	return "The JSON mapping of the Better Compute control plane: every unary method as POST " + prefix + "<group>/<method> with a protojson body. " +
+		"A request that breaks its schema is refused with INVALID_INPUT naming the field; so is one that breaks a rule of the operation's x-rules " +
+		"(each {field, rule}: what JSON Schema cannot say, such as a rule across fields or on what is stored). No string may contain the NUL character (U+0000). " +
+		"Formats beyond JSON Schema's: int32, int64, uint64 (integers, 64-bit ones also as decimal strings), hostname-or-ip, and " + FormatIPNetwork +
+		" (a CIDR block whose host bits are zero: 10.0.0.0/8, 2001:db8::/32). Generated from the proto descriptors and their protovalidate rules by cmd/openapi-gen; do not edit."
 }
