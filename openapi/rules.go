@@ -76,9 +76,6 @@ var serverRules = map[protoreflect.Name][]Rule{
 	"UpdateNodeCredentialsRequest": {
 		{"password", "username and password are both given"},
 	},
-	"ListNodesRequest": {
-		{"state", "state is empty or a provision state"},
-	},
 	"ListUsageRequest": {
 		{"endTime", "endTime is after startTime"},
 	},

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 
@@ -16,6 +17,8 @@ import (
 
 	"buf.build/gen/go/bufbuild/protovalidate/protocolbuffers/go/buf/validate"
 	"google.golang.org/protobuf/proto"
+
+	"better-compute.dev/compute/metal"
 )
 
 const pkg = "bettercompute.compute.v1."
@@ -187,5 +190,19 @@ func TestCELSchemasAgreeWithProtovalidate(t *testing.T) {
 		if (pvErr == nil) != (jsErr == nil) {
 			t.Errorf("%s %s: protovalidate says %v, the document says %v", tc.msg, tc.body, pvErr, jsErr)
 		}
+	}
+}
+
+// TestNodeStatesInStep: the document's list of provision states a node list filters by is
+// metal's, so a state the server knows is never refused by the schema and the reverse.
+func TestNodeStatesInStep(t *testing.T) {
+	fd := message(t, pkg+"ListNodesRequest").Fields().ByName("state")
+	rules, _ := proto.GetExtension(fd.Options(), validate.E_Field).(*validate.FieldRules)
+	var want []string
+	for _, s := range metal.States() {
+		want = append(want, string(s))
+	}
+	if got := rules.GetString().GetIn(); !slices.Equal(got, want) {
+		t.Errorf("ListNodesRequest.state in %v, metal.States %v", got, want)
 	}
 }

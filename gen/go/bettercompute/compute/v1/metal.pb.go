@@ -838,7 +838,7 @@ type ListNodesRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// At most 128 characters; ^[A-Za-z0-9._:-]{1,128}$.
 	TenantId string `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
-	// Only nodes in this provision state.
+	// Only nodes in this provision state (one of metal.States, kept in step by openapi's tests).
 	State string `protobuf:"bytes,2,opt,name=state,proto3" json:"state,omitempty"`
 	// Optional, 1-1000. Zero (absent) keeps the one-answer list; a page size, or a page token,
 	// asks for one page and a next_page_token when more follow.
@@ -1981,10 +1981,12 @@ const file_bettercompute_compute_v1_metal_proto_rawDesc = "" +
 	"\ttenant_id\x18\x01 \x01(\tB\"\xbaH\x1fr\x1d\x18\x80\x012\x18^[A-Za-z0-9._:-]{1,128}$R\btenantId\x12C\n" +
 	"\anode_id\x18\x02 \x01(\tB*\xbaH'r%\x18:2!^mnode_[0-9a-hjkmnp-tv-z]{26,52}$R\x06nodeId\"J\n" +
 	"\x0fGetNodeResponse\x127\n" +
-	"\x04node\x18\x01 \x01(\v2#.bettercompute.compute.v1.MetalNodeR\x04node\"\xdc\x01\n" +
+	"\x04node\x18\x01 \x01(\v2#.bettercompute.compute.v1.MetalNodeR\x04node\"\xc0\x03\n" +
 	"\x10ListNodesRequest\x12?\n" +
-	"\ttenant_id\x18\x01 \x01(\tB\"\xbaH\x1fr\x1d\x18\x80\x012\x18^[A-Za-z0-9._:-]{1,128}$R\btenantId\x125\n" +
-	"\x05state\x18\x02 \x01(\tB\x1f\xbaH\x1c\xd8\x01\x01r\x17\x18 2\x13^[a-z][a-z-]{0,31}$R\x05state\x12'\n" +
+	"\ttenant_id\x18\x01 \x01(\tB\"\xbaH\x1fr\x1d\x18\x80\x012\x18^[A-Za-z0-9._:-]{1,128}$R\btenantId\x12\x98\x02\n" +
+	"\x05state\x18\x02 \x01(\tB\x81\x02\xbaH\xfd\x01\xd8\x01\x01r\xf7\x01\x18 2\x13^[a-z][a-z-]{0,31}$R\benrolledR\n" +
+	"inspectingR\tinspectedR\x0einspect-failedR\rcommissioningR\x05readyR\x11commission-failedR\tdeployingR\bdeployedR\rdeploy-failedR\brescuingR\x06rescueR\rrescue-failedR\n" +
+	"unrescuingR\x0funrescue-failedR\treleasingR\x0erelease-failedR\aretiredR\x05state\x12'\n" +
 	"\tpage_size\x18\x03 \x01(\x05B\n" +
 	"\xbaH\a\x1a\x05\x18\xe8\a(\x00R\bpageSize\x12'\n" +
 	"\n" +
