@@ -71,10 +71,7 @@ var serverRules = map[protoreflect.Name][]Rule{
 		unique("bmc.address", "a node"),
 		{"bmc.address", "the address resolves to an address the platform may reach (no loopback, link-local, unspecified or the replica's own)"},
 		{"bmc.caCertPem", "bmc.caCertPem holds a PEM certificate"},
-		{"bmc.systemId", "the BMC answers and manages one system, or bmc.systemId names one of its systems"},
-	},
-	"UpdateNodeCredentialsRequest": {
-		{"password", "username and password are both given"},
+		{"bmc.systemId", "when the Redfish BMC answers at enrollment: bmc.systemId names one of its systems, and may be left out only when it manages one"},
 	},
 	"ListUsageRequest": {
 		{"endTime", "endTime is after startTime"},
