@@ -166,6 +166,18 @@ type LoadBalancerSpec struct {
 	DenySources           []string
 	RedirectHTTPToHTTPS   bool
 	Domains               []Domain
+	// The settings below are the tenant's; a zero value asks for the provider's default.
+	SizeUnit                     int    // nodes of a regional load balancer
+	HTTPIdleTimeoutSeconds       int    // idle timeout of http connections
+	EnableProxyProtocol          bool   // PROXY protocol header to the targets
+	EnableBackendKeepalive       bool   // keep connections to the targets open
+	Network                      string // "external" or "internal"; fixed at create
+	NetworkStack                 string // "ipv4" or "dualstack"; fixed at create
+	TLSCipherPolicy              string // "default" or "strong"
+	DisableLetsEncryptDNSRecords bool
+	// Tags label the load balancer at the provider. DigitalOcean takes them on create only,
+	// so an update does not send them.
+	Tags []string
 }
 
 // LoadBalancerStatus is what the provider reports.
