@@ -24,6 +24,11 @@ var (
 	ErrBusy = errors.New("provider: resource busy")
 	// ErrTransient: 5xx, timeouts, connection failures; retry with backoff.
 	ErrTransient = errors.New("provider: transient failure")
+	// ErrTooSoon: the provider refuses a change for now because it limits how often that
+	// change may be made (DigitalOcean: a load balancer's size once per hour); the same request
+	// succeeds later. Unlike ErrBusy the wait is long, so it is retried with backoff and shown
+	// as the resource's last error.
+	ErrTooSoon = errors.New("provider: change refused until the provider allows it again")
 	// ErrDeferred: a low-priority request (see WithLowPriority) was not sent because the
 	// request budget is short and kept for other work; nothing was asked of the provider.
 	ErrDeferred = errors.New("provider: deferred while the request budget is short")
@@ -87,7 +92,8 @@ func (e *RateLimitedError) Error() string {
 // Retryable reports whether err is worth retrying later with backoff.
 func Retryable(err error) bool {
 	var rl *RateLimitedError
-	return errors.As(err, &rl) || errors.Is(err, ErrBusy) || errors.Is(err, ErrTransient) || errors.Is(err, ErrDeferred)
+	return errors.As(err, &rl) || errors.Is(err, ErrBusy) || errors.Is(err, ErrTransient) || errors.Is(err, ErrDeferred) ||
+		errors.Is(err, ErrTooSoon)
 }
 
 // Account identifies one provider account and the credential to reach it. The token is never

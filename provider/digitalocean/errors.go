@@ -28,7 +28,7 @@ func (e *callError) Unwrap() []error { return e.errs }
 //	404                         -> provider.ErrNotFound
 //	400, 401, 422, other 4xx    -> provider.ErrInvalid (the same request cannot succeed)
 //	403 "previous actions", 409 -> provider.ErrBusy (retry once the resource settles)
-//	422 "resized once per hour" -> provider.ErrBusy (retry once a size change is allowed)
+//	422 "resized once per hour" -> provider.ErrTooSoon (retry once a size change is allowed)
 //	other 403                   -> provider.ErrInvalid
 //	429, client-side limit      -> *provider.RateLimitedError
 //	408, 5xx, network, timeout  -> provider.ErrTransient
@@ -73,7 +73,7 @@ func failResponse(scrub redact.Scrubber, op string, resp *godo.ErrorResponse) er
 	case status == http.StatusUnprocessableEntity && resizeTooSoon(message):
 		// The request is right but early: the same PUT succeeds once the provider allows the
 		// next size change.
-		kind = provider.ErrBusy
+		kind = provider.ErrTooSoon
 	default:
 		kind = provider.ErrInvalid
 	}

@@ -12,8 +12,8 @@ import (
 
 // TestLoadBalancerSettingsThroughGodo: the settings of a spec reach the provider in
 // DigitalOcean's spelling and come back in the observation; tags are sent on create and kept
-// by an update; an update that resizes within the hour of the previous resize is ErrBusy (the
-// same request succeeds later), not ErrInvalid.
+// by an update; an update that resizes within the hour of the previous resize is ErrTooSoon
+// (retryable: the same request succeeds later), not ErrInvalid.
 func TestLoadBalancerSettingsThroughGodo(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, sim.Options{}, Options{}, true)
@@ -45,8 +45,8 @@ func TestLoadBalancerSettingsThroughGodo(t *testing.T) {
 	e.clock.Advance(time.Minute)
 	spec.SizeUnit = 4
 	_, err = lbs.Update(bg(), lb.ID, spec)
-	if !errors.Is(err, provider.ErrBusy) || errors.Is(err, provider.ErrInvalid) || !provider.Retryable(err) {
-		t.Fatalf("a second resize within the hour: %v, want ErrBusy", err)
+	if !errors.Is(err, provider.ErrTooSoon) || errors.Is(err, provider.ErrInvalid) || !provider.Retryable(err) {
+		t.Fatalf("a second resize within the hour: %v, want ErrTooSoon", err)
 	}
 	e.clock.Advance(time.Hour)
 	if lb, err = lbs.Update(bg(), lb.ID, spec); err != nil || lb.Spec.SizeUnit != 4 {

@@ -78,8 +78,9 @@ func (l loadBalancers) Create(ctx context.Context, spec provider.LoadBalancerSpe
 }
 
 // Update replaces the load balancer with the whole desired state (PUT), tags apart (DigitalOcean
-// keeps those of the create). While the provider still applies an earlier change, or refuses a
-// size change because the last one is too recent, the answer is provider.ErrBusy.
+// keeps those of the create). While the provider still applies an earlier change the answer is
+// provider.ErrBusy; a size change refused because the last one is too recent is
+// provider.ErrTooSoon.
 func (l loadBalancers) Update(ctx context.Context, id string, spec provider.LoadBalancerSpec) (*provider.LoadBalancer, error) {
 	const op = "update load balancer"
 	if !validID(id) {
