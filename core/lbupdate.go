@@ -79,7 +79,8 @@ func setLoadBalancerSettings(r *v1.UpdateLoadBalancerRequest, next *v1.LoadBalan
 // checkCreateOnly refuses an update that would change a setting the provider fixes when it
 // makes a load balancer (network, networkStack, and labels, which it takes as tags on create
 // only). Giving the value the load balancer already has is no change, so a client that sends
-// back what it read is not refused.
+// back what it read is not refused. A sizeUnit on a global load balancer, which the provider
+// scales itself, is refused here too (create refuses it by its validation rule).
 func checkCreateOnly(r *v1.UpdateLoadBalancerRequest, given map[string]bool, cur *v1.LoadBalancer, scope string) error {
 	if given["network"] && r.GetNetwork() != cur.GetNetwork() {
 		return apierr.Invalid("network", "network is fixed when a load balancer is made: make a new load balancer to change it")
