@@ -1,6 +1,7 @@
 package core
 
 import (
+	"maps"
 	"strings"
 
 	"better-compute.dev/compute/apierr"
@@ -17,6 +18,15 @@ var lbUpdatePaths = map[string]string{
 	"redirect_http_to_https": "redirectHttpToHttps", "redirectHttpToHttps": "redirectHttpToHttps",
 	"domains":             "domains",
 	"deletion_protection": "deletionProtection", "deletionProtection": "deletionProtection",
+	"size_unit": "sizeUnit", "sizeUnit": "sizeUnit",
+	"http_idle_timeout_seconds": "httpIdleTimeoutSeconds", "httpIdleTimeoutSeconds": "httpIdleTimeoutSeconds",
+	"enable_proxy_protocol": "enableProxyProtocol", "enableProxyProtocol": "enableProxyProtocol",
+	"enable_backend_keepalive": "enableBackendKeepalive", "enableBackendKeepalive": "enableBackendKeepalive",
+	"network":       "network",
+	"network_stack": "networkStack", "networkStack": "networkStack",
+	"tls_cipher_policy": "tlsCipherPolicy", "tlsCipherPolicy": "tlsCipherPolicy",
+	"disable_lets_encrypt_dns_records": "disableLetsEncryptDnsRecords", "disableLetsEncryptDnsRecords": "disableLetsEncryptDnsRecords",
+	"labels": "labels",
 }
 
 // updateParts says which parts an update replaces. With an update_mask, exactly the parts it
@@ -43,5 +53,46 @@ func updateParts(r *v1.UpdateLoadBalancerRequest) (map[string]bool, error) {
 	given["redirectHttpToHttps"] = r.RedirectHttpToHttps != nil
 	given["domains"] = len(r.GetDomains()) > 0
 	given["deletionProtection"] = r.DeletionProtection != nil
+	given["sizeUnit"] = r.SizeUnit != nil
+	given["httpIdleTimeoutSeconds"] = r.HttpIdleTimeoutSeconds != nil
+	given["enableProxyProtocol"] = r.EnableProxyProtocol != nil
+	given["enableBackendKeepalive"] = r.EnableBackendKeepalive != nil
+	given["network"] = r.Network != nil
+	given["networkStack"] = r.NetworkStack != nil
+	given["tlsCipherPolicy"] = r.TlsCipherPolicy != nil
+	given["disableLetsEncryptDnsRecords"] = r.DisableLetsEncryptDnsRecords != nil
+	given["labels"] = len(r.GetLabels()) > 0
 	return given, nil
+}
+
+// setLoadBalancerSettings applies the provider settings an update gives to next, through set
+// (which records what changed). A setting given but absent returns to the provider's default.
+func setLoadBalancerSettings(r *v1.UpdateLoadBalancerRequest, next *v1.LoadBalancer, set func(string, func())) {
+	set("sizeUnit", func() { next.SizeUnit = r.SizeUnit })
+	set("httpIdleTimeoutSeconds", func() { next.HttpIdleTimeoutSeconds = r.HttpIdleTimeoutSeconds })
+	set("enableProxyProtocol", func() { next.EnableProxyProtocol = r.GetEnableProxyProtocol() })
+	set("enableBackendKeepalive", func() { next.EnableBackendKeepalive = r.GetEnableBackendKeepalive() })
+	set("tlsCipherPolicy", func() { next.TlsCipherPolicy = r.GetTlsCipherPolicy() })
+	set("disableLetsEncryptDnsRecords", func() { next.DisableLetsEncryptDnsRecords = r.GetDisableLetsEncryptDnsRecords() })
+}
+
+// checkCreateOnly refuses an update that would change a setting the provider fixes when it
+// makes a load balancer (network, networkStack, and labels, which it takes as tags on create
+// only). Giving the value the load balancer already has is no change, so a client that sends
+// back what it read is not refused. A sizeUnit on a global load balancer, which the provider
+// scales itself, is refused here too (create refuses it by its validation rule).
+func checkCreateOnly(r *v1.UpdateLoadBalancerRequest, given map[string]bool, cur *v1.LoadBalancer, scope string) error {
+	if given["network"] && r.GetNetwork() != cur.GetNetwork() {
+		return apierr.Invalid("network", "network is fixed when a load balancer is made: make a new load balancer to change it")
+	}
+	if given["networkStack"] && r.GetNetworkStack() != cur.GetNetworkStack() {
+		return apierr.Invalid("networkStack", "networkStack is fixed when a load balancer is made: make a new load balancer to change it")
+	}
+	if given["labels"] && !maps.Equal(r.GetLabels(), cur.GetLabels()) {
+		return apierr.Invalid("labels", "labels are fixed when a load balancer is made (the provider takes its tags on create only)")
+	}
+	if given["sizeUnit"] && r.SizeUnit != nil && scope == "global" {
+		return apierr.Invalid("sizeUnit", "a global load balancer has no sizeUnit: the provider scales it")
+	}
+	return nil
 }

@@ -224,6 +224,10 @@ func (s *Service) decideLoadBalancerCreate(ctx context.Context, c Caller, r *v1.
 		Targets: r.GetTargets(), Forwarding: r.GetForwarding(), HealthCheck: r.GetHealthCheck(), StickySessions: r.GetStickySessions(),
 		SourceRanges: r.GetSourceRanges(), RedirectHttpToHttps: r.GetRedirectHttpToHttps(), Domains: r.GetDomains(),
 		DeletionProtection: r.GetDeletionProtection(),
+		SizeUnit:           r.SizeUnit, HttpIdleTimeoutSeconds: r.HttpIdleTimeoutSeconds,
+		EnableProxyProtocol: r.GetEnableProxyProtocol(), EnableBackendKeepalive: r.GetEnableBackendKeepalive(),
+		Network: r.GetNetwork(), NetworkStack: r.GetNetworkStack(), TlsCipherPolicy: r.GetTlsCipherPolicy(),
+		DisableLetsEncryptDnsRecords: r.GetDisableLetsEncryptDnsRecords(), Labels: r.GetLabels(),
 	}
 	spec, err := contract.EncodeLoadBalancerSpec(plan.spec)
 	if err != nil {
@@ -376,6 +380,10 @@ func decideLoadBalancerUpdate(r *v1.UpdateLoadBalancerRequest, row store.LoadBal
 	set("redirectHttpToHttps", func() { next.RedirectHttpToHttps = r.GetRedirectHttpToHttps() })
 	set("domains", func() { next.Domains = r.GetDomains() })
 	set("deletionProtection", func() { next.DeletionProtection = r.GetDeletionProtection() })
+	if err := checkCreateOnly(r, given, cur, row.Scope); err != nil {
+		return nil, err
+	}
+	setLoadBalancerSettings(r, next, set)
 	if given["domains"] && len(r.GetDomains()) > 0 && row.Scope != "global" {
 		return nil, apierr.Invalid("domains", "domains are for global load balancers only")
 	}

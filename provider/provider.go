@@ -24,6 +24,11 @@ var (
 	ErrBusy error = &transientError{"provider: resource busy"}
 	// ErrTransient: 5xx, timeouts, connection failures; retry with backoff.
 	ErrTransient error = &transientError{"provider: transient failure"}
+	// ErrTooSoon: the provider refuses a change for now because it limits how often that
+	// change may be made (DigitalOcean: a load balancer's size once per hour); the same request
+	// succeeds later. Unlike ErrBusy the wait is long, so it is retried with backoff and shown
+	// as the resource's last error.
+	ErrTooSoon = errors.New("provider: change refused until the provider allows it again")
 	// ErrDeferred: a low-priority request (see WithLowPriority) was not sent because the
 	// request budget is short and kept for other work; nothing was asked of the provider.
 	ErrDeferred error = &transientError{"provider: deferred while the request budget is short"}
@@ -104,7 +109,8 @@ func (e *transientError) Transient() bool { return true }
 // Retryable reports whether err is worth retrying later with backoff.
 func Retryable(err error) bool {
 	var rl *RateLimitedError
-	return errors.As(err, &rl) || errors.Is(err, ErrBusy) || errors.Is(err, ErrTransient) || errors.Is(err, ErrDeferred)
+	return errors.As(err, &rl) || errors.Is(err, ErrBusy) || errors.Is(err, ErrTransient) || errors.Is(err, ErrDeferred) ||
+		errors.Is(err, ErrTooSoon)
 }
 
 // Account identifies one provider account and the credential to reach it. The token is never
@@ -183,6 +189,18 @@ type LoadBalancerSpec struct {
 	DenySources           []string
 	RedirectHTTPToHTTPS   bool
 	Domains               []Domain
+	// The settings below are the tenant's; a zero value asks for the provider's default.
+	SizeUnit                     int    // nodes of a regional load balancer
+	HTTPIdleTimeoutSeconds       int    // idle timeout of http connections
+	EnableProxyProtocol          bool   // PROXY protocol header to the targets
+	EnableBackendKeepalive       bool   // keep connections to the targets open
+	Network                      string // "external" or "internal"; fixed at create
+	NetworkStack                 string // "ipv4" or "dualstack"; fixed at create
+	TLSCipherPolicy              string // "default" or "strong"
+	DisableLetsEncryptDNSRecords bool
+	// Tags label the load balancer at the provider. DigitalOcean takes them on create only,
+	// so an update does not send them.
+	Tags []string
 }
 
 // LoadBalancerStatus is what the provider reports.

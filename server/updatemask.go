@@ -15,6 +15,10 @@ var updateMaskParts = []struct{ json, proto string }{
 	{"stickySessions", "sticky_sessions"}, {"sourceRanges", "source_ranges"},
 	{"redirectHttpToHttps", "redirect_http_to_https"}, {"domains", "domains"},
 	{"deletionProtection", "deletion_protection"},
+	{"sizeUnit", "size_unit"}, {"httpIdleTimeoutSeconds", "http_idle_timeout_seconds"},
+	{"enableProxyProtocol", "enable_proxy_protocol"}, {"enableBackendKeepalive", "enable_backend_keepalive"},
+	{"network", "network"}, {"networkStack", "network_stack"}, {"tlsCipherPolicy", "tls_cipher_policy"},
+	{"disableLetsEncryptDnsRecords", "disable_lets_encrypt_dns_records"}, {"labels", "labels"},
 }
 
 // maxMaskedBody bounds what the mapping reads to derive a mask; a larger body goes on untouched

@@ -155,6 +155,8 @@ Without --target-pool, --instance or --target-lb a regional load balancer target
 Without --idempotency-key bcctl makes one, so a retried command line is not a second create.`)
 	var p parts
 	p.register(fs)
+	var set settingFlags
+	set.register(fs, true)
 	name := fs.String("name", "", "the name (lower case letters, digits, dashes)")
 	pool := fs.String("pool", "", "the pool id")
 	region := fs.String("region", "", "the region (regional load balancers)")
@@ -202,6 +204,9 @@ Without --idempotency-key bcctl makes one, so a retried command line is not a se
 		func(r *v1.SourceRanges) { req.SourceRanges = r },
 		func(b bool) { req.RedirectHttpToHttps = b },
 		func(d []*v1.Domain) { req.Domains = d }); err != nil {
+		return err
+	}
+	if err := set.applyCreate(given, req); err != nil {
 		return err
 	}
 	if req.Targets == nil && req.Scope != "global" {
@@ -332,7 +337,10 @@ Each part given replaces that part; parts not given stay. --clear removes option
 health-check, sticky-sessions, source-ranges, domains.`)
 	var p parts
 	p.register(fs)
-	clear := fs.String("clear", "", "parts to remove: health-check, sticky-sessions, source-ranges, domains (comma separated)")
+	var set settingFlags
+	set.register(fs, false)
+	clear := fs.String("clear", "", "parts to remove: health-check, sticky-sessions, source-ranges, domains; "+
+		"settings to return to the provider's default: size-unit, http-idle-timeout, tls-cipher-policy (comma separated)")
 	pos, err := c.parseVerb(fs, args, "LOAD_BALANCER_ID")
 	if err != nil {
 		return err
@@ -356,14 +364,18 @@ health-check, sticky-sessions, source-ranges, domains.`)
 		func(d []*v1.Domain) { req.Domains = d }); err != nil {
 		return err
 	}
+	if err := set.applyUpdate(given, req); err != nil {
+		return err
+	}
 	var clears []string
 	if *clear != "" {
 		names := map[string]string{"health-check": sdk.PartHealthCheck, "sticky-sessions": sdk.PartStickySessions,
-			"source-ranges": sdk.PartSourceRanges, "domains": sdk.PartDomains}
+			"source-ranges": sdk.PartSourceRanges, "domains": sdk.PartDomains, "size-unit": sdk.PartSizeUnit,
+			"http-idle-timeout": sdk.PartHTTPIdleTimeoutSeconds, "tls-cipher-policy": sdk.PartTLSCipherPolicy}
 		for _, part := range strings.Split(*clear, ",") {
 			path, ok := names[strings.TrimSpace(part)]
 			if !ok {
-				return usagef("--clear %q: the parts are health-check, sticky-sessions, source-ranges, domains", part)
+				return usagef("--clear %q: the parts are health-check, sticky-sessions, source-ranges, domains, size-unit, http-idle-timeout, tls-cipher-policy", part)
 			}
 			clears = append(clears, path)
 		}
@@ -483,13 +495,17 @@ func (c *cli) printLB(lb *v1.LoadBalancer) error {
 	if h := lb.GetHealthCheck(); h != nil {
 		health = fmt.Sprintf("%s:%d%s", h.GetProtocol(), h.GetPort(), h.GetPath())
 	}
-	return writeFields(c.env.Stdout, [][2]string{
+	fields := [][2]string{
 		{"id", lb.GetId()}, {"name", lb.GetName()}, {"state", lb.GetState()}, {"scope", lb.GetScope()},
 		{"region", lb.GetRegion()}, {"pool", lb.GetPoolId()}, {"address", lb.GetAddress()}, {"addressV6", lb.GetAddressV6()},
 		{"targets", targets}, {"forwarding", strings.Join(fw, ", ")}, {"healthCheck", health},
+	}
+	fields = append(fields, settingFields(lb)...)
+	fields = append(fields, [][2]string{
 		{"reached", strings.Join(lb.GetReachedInstanceIds(), ",")}, {"lastError", lb.GetLastError()},
 		{"created", ts(lb.GetCreateTime())}, {"ready", ts(lb.GetReadyTime())},
-	})
+	}...)
+	return writeFields(c.env.Stdout, fields)
 }
 
 func readAll(r io.Reader) ([]byte, error) {

@@ -28,6 +28,7 @@ func (e *callError) Unwrap() []error { return e.errs }
 //	404                         -> provider.ErrNotFound
 //	400, 401, 422, other 4xx    -> provider.ErrInvalid (the same request cannot succeed)
 //	403 "previous actions", 409 -> provider.ErrBusy (retry once the resource settles)
+//	422 "resized once per hour" -> provider.ErrTooSoon (retry once a size change is allowed)
 //	other 403                   -> provider.ErrInvalid
 //	429, client-side limit      -> *provider.RateLimitedError
 //	408, 5xx, network, timeout  -> provider.ErrTransient
@@ -69,6 +70,10 @@ func failResponse(scrub redact.Scrubber, op string, resp *godo.ErrorResponse) er
 		kind = provider.ErrBusy
 	case status == http.StatusForbidden && strings.Contains(strings.ToLower(message), "previous actions"):
 		kind = provider.ErrBusy
+	case status == http.StatusUnprocessableEntity && resizeTooSoon(message):
+		// The request is right but early: the same PUT succeeds once the provider allows the
+		// next size change.
+		kind = provider.ErrTooSoon
 	default:
 		kind = provider.ErrInvalid
 	}
@@ -99,4 +104,11 @@ func wrapWith(scrub redact.Scrubber, text string, errs ...error) error {
 // validID rejects ids that would change the request path.
 func validID(id string) bool {
 	return id != "" && !strings.ContainsAny(id, "/?#% ")
+}
+
+// resizeTooSoon reports DigitalOcean's refusal of a size_unit change made within an hour of the
+// previous one.
+func resizeTooSoon(message string) bool {
+	m := strings.ToLower(message)
+	return strings.Contains(m, "resized") && strings.Contains(m, "once per hour")
 }

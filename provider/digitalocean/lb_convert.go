@@ -40,6 +40,7 @@ func lbRequest(spec provider.LoadBalancerSpec) (*godo.LoadBalancerRequest, error
 	if ss := spec.StickySessions; ss != nil {
 		req.StickySessions = &godo.StickySessions{Type: "cookies", CookieName: ss.CookieName, CookieTtlSeconds: ss.TTLSeconds}
 	}
+	settings(spec, req)
 	fw, err := firewall(spec.AllowSources, spec.DenySources)
 	if err != nil {
 		return nil, err
@@ -76,6 +77,28 @@ func lbRequest(spec provider.LoadBalancerSpec) (*godo.LoadBalancerRequest, error
 		return nil, fmt.Errorf("unknown scope %q", spec.Scope)
 	}
 	return req, nil
+}
+
+// settings copies the tenant's provider settings into req as DigitalOcean spells them (its enums
+// in upper case). A zero value is left out, so DigitalOcean applies its default; on a PUT that
+// also resets a setting the tenant no longer gives.
+func settings(spec provider.LoadBalancerSpec, req *godo.LoadBalancerRequest) {
+	if spec.SizeUnit > 0 {
+		req.SizeUnit = uint32(spec.SizeUnit)
+	}
+	if spec.HTTPIdleTimeoutSeconds > 0 {
+		idle := uint64(spec.HTTPIdleTimeoutSeconds)
+		req.HTTPIdleTimeoutSeconds = &idle
+	}
+	req.EnableProxyProtocol = spec.EnableProxyProtocol
+	req.EnableBackendKeepalive = spec.EnableBackendKeepalive
+	if spec.DisableLetsEncryptDNSRecords {
+		disable := true
+		req.DisableLetsEncryptDNSRecords = &disable
+	}
+	req.Network = strings.ToUpper(spec.Network)
+	req.NetworkStack = strings.ToUpper(spec.NetworkStack)
+	req.TLSCipherPolicy = strings.ToUpper(spec.TLSCipherPolicy)
 }
 
 // glbSettings derives where a global load balancer sends traffic from the first forwarding
@@ -157,6 +180,15 @@ func fromLB(lb *godo.LoadBalancer) *provider.LoadBalancer {
 	if lb.Type == godo.LoadBalancerTypeGlobal {
 		spec.Scope = provider.ScopeGlobal
 	}
+	spec.SizeUnit = int(lb.SizeUnit)
+	if lb.HTTPIdleTimeoutSeconds != nil {
+		spec.HTTPIdleTimeoutSeconds = int(*lb.HTTPIdleTimeoutSeconds)
+	}
+	spec.EnableProxyProtocol, spec.EnableBackendKeepalive = lb.EnableProxyProtocol, lb.EnableBackendKeepalive
+	spec.DisableLetsEncryptDNSRecords = lb.DisableLetsEncryptDNSRecords != nil && *lb.DisableLetsEncryptDNSRecords
+	spec.Network, spec.NetworkStack = strings.ToLower(lb.Network), strings.ToLower(lb.NetworkStack)
+	spec.TLSCipherPolicy = strings.ToLower(lb.TLSCipherPolicy)
+	spec.Tags = cloneOrNil(lb.Tags)
 	for _, f := range lb.ForwardingRules {
 		spec.Forwarding = append(spec.Forwarding, provider.ForwardingRule{
 			EntryProtocol: f.EntryProtocol, EntryPort: f.EntryPort, TargetProtocol: f.TargetProtocol,

@@ -3,6 +3,7 @@ package digitalocean
 import (
 	"context"
 	"errors"
+	"slices"
 
 	"github.com/digitalocean/godo"
 
@@ -67,6 +68,8 @@ func (l loadBalancers) Create(ctx context.Context, spec provider.LoadBalancerSpe
 	if err != nil {
 		return nil, l.p.invalid(op, "%v", err)
 	}
+	// DigitalOcean takes tags on create only.
+	req.Tags = slices.Clone(spec.Tags)
 	lb, _, err := l.p.godo.LoadBalancers.Create(ctx, req)
 	if err != nil {
 		return nil, l.p.fail(op+" "+spec.Name, err)
@@ -74,8 +77,10 @@ func (l loadBalancers) Create(ctx context.Context, spec provider.LoadBalancerSpe
 	return fromLB(lb), nil
 }
 
-// Update replaces the load balancer with the whole desired state (PUT). While the provider
-// still applies an earlier change the answer is provider.ErrBusy.
+// Update replaces the load balancer with the whole desired state (PUT), tags apart (DigitalOcean
+// keeps those of the create). While the provider still applies an earlier change the answer is
+// provider.ErrBusy; a size change refused because the last one is too recent is
+// provider.ErrTooSoon.
 func (l loadBalancers) Update(ctx context.Context, id string, spec provider.LoadBalancerSpec) (*provider.LoadBalancer, error) {
 	const op = "update load balancer"
 	if !validID(id) {

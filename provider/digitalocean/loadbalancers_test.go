@@ -54,6 +54,9 @@ func TestRegionalLoadBalancerLifecycle(t *testing.T) {
 	})
 	want := spec
 	want.NetworkID = defVPC
+	// The settings the spec left out are reported at the provider's defaults.
+	want.SizeUnit, want.HTTPIdleTimeoutSeconds = 1, 60
+	want.Network, want.NetworkStack, want.TLSCipherPolicy = "external", "ipv4", "default"
 	if diff := cmp.Diff(want, active.Spec); diff != "" {
 		t.Errorf("reported spec differs (-want +got):\n%s", diff)
 	}

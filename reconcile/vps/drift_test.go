@@ -50,10 +50,40 @@ func TestLBDrift(t *testing.T) {
 		}), []string{"stickySessions"}},
 		{"the firewall opened", observed(func(l *provider.LoadBalancer) { l.Spec.AllowSources = nil }), []string{"sourceRanges"}},
 		{"redirect switched on", observed(func(l *provider.LoadBalancer) { l.Spec.RedirectHTTPToHTTPS = true }), []string{"redirectHttpToHttps"}},
+		{"the provider's defaults stated stand for settings left out", observed(func(l *provider.LoadBalancer) {
+			l.Spec.SizeUnit, l.Spec.HTTPIdleTimeoutSeconds, l.Spec.TLSCipherPolicy = 1, 60, "default"
+			l.Spec.Network, l.Spec.NetworkStack, l.Spec.Tags = "external", "ipv4", []string{"someone:else"}
+		}), nil},
+		{"resized at the provider", observed(func(l *provider.LoadBalancer) { l.Spec.SizeUnit = 3 }), []string{"sizeUnit"}},
+		{"settings changed at the provider", observed(func(l *provider.LoadBalancer) {
+			l.Spec.HTTPIdleTimeoutSeconds, l.Spec.EnableProxyProtocol, l.Spec.EnableBackendKeepalive = 300, true, true
+			l.Spec.TLSCipherPolicy, l.Spec.DisableLetsEncryptDNSRecords = "STRONG", true
+		}), []string{"httpIdleTimeoutSeconds", "enableProxyProtocol", "enableBackendKeepalive", "tlsCipherPolicy", "disableLetsEncryptDnsRecords"}},
 	}
 	for _, c := range cases {
 		if got := lbDrift(want, c.got); !slices.Equal(got, c.want) {
 			t.Errorf("%s: drift %v, want %v", c.reason, got, c.want)
 		}
+	}
+}
+
+// TestLBDriftSettings: settings the tenant gave are compared with what the provider holds, in
+// the provider's spelling; network, network stack and tags, which a PUT cannot change, are not.
+func TestLBDriftSettings(t *testing.T) {
+	t.Parallel()
+	want := provider.LoadBalancerSpec{Scope: provider.ScopeRegional, SizeUnit: 2, HTTPIdleTimeoutSeconds: 90,
+		TLSCipherPolicy: "strong", Network: "internal", Tags: []string{"team:web"}}
+	got := provider.LoadBalancer{Spec: provider.LoadBalancerSpec{SizeUnit: 2, HTTPIdleTimeoutSeconds: 90,
+		TLSCipherPolicy: "strong", Network: "external"}}
+	if d := lbDrift(want, got); d != nil {
+		t.Errorf("drift %v, want none", d)
+	}
+	got.Spec.SizeUnit, got.Spec.TLSCipherPolicy = 1, "default"
+	if d := lbDrift(want, got); !slices.Equal(d, []string{"sizeUnit", "tlsCipherPolicy"}) {
+		t.Errorf("drift %v, want sizeUnit and tlsCipherPolicy", d)
+	}
+	global := provider.LoadBalancerSpec{Scope: provider.ScopeGlobal}
+	if d := lbDrift(global, provider.LoadBalancer{}); d != nil {
+		t.Errorf("a global load balancer without a size unit drifts: %v", d)
 	}
 }

@@ -64,6 +64,7 @@ func (r *Reconciler) desiredLoadBalancer(ctx context.Context, p provider.Provide
 	}
 	d.spec.AllowSources = slices.Clone(settings.GetSourceRanges().GetAllow())
 	d.spec.DenySources = slices.Clone(settings.GetSourceRanges().GetDeny())
+	lbSettings(settings, &d.spec)
 	if d.spec.Scope == provider.ScopeGlobal {
 		for _, dom := range settings.GetDomains() {
 			d.spec.Domains = append(d.spec.Domains, provider.Domain{Name: dom.GetName(), CertificateID: certs[dom.GetCertificateId()]})
@@ -203,4 +204,53 @@ func healthCheck(hc *v1.HealthCheck) *provider.HealthCheck {
 		IntervalSeconds: int(hc.GetIntervalSeconds()), TimeoutSeconds: int(hc.GetTimeoutSeconds()),
 		HealthyThreshold: int(hc.GetHealthyThreshold()), UnhealthyThreshold: int(hc.GetUnhealthyThreshold()),
 	}
+}
+
+// lbSettings copies the tenant's provider settings; absent ones stay zero (the provider's
+// default). Labels become tags "key:value", in key order so that a create is deterministic.
+func lbSettings(settings *v1.LoadBalancer, spec *provider.LoadBalancerSpec) {
+	spec.SizeUnit = int(settings.GetSizeUnit())
+	spec.HTTPIdleTimeoutSeconds = int(settings.GetHttpIdleTimeoutSeconds())
+	spec.EnableProxyProtocol = settings.GetEnableProxyProtocol()
+	spec.EnableBackendKeepalive = settings.GetEnableBackendKeepalive()
+	spec.DisableLetsEncryptDNSRecords = settings.GetDisableLetsEncryptDnsRecords()
+	switch settings.GetNetwork() {
+	case v1.LoadBalancerNetwork_LOAD_BALANCER_NETWORK_EXTERNAL:
+		spec.Network = "external"
+	case v1.LoadBalancerNetwork_LOAD_BALANCER_NETWORK_INTERNAL:
+		spec.Network = "internal"
+	}
+	switch settings.GetNetworkStack() {
+	case v1.LoadBalancerNetworkStack_LOAD_BALANCER_NETWORK_STACK_IPV4:
+		spec.NetworkStack = "ipv4"
+	case v1.LoadBalancerNetworkStack_LOAD_BALANCER_NETWORK_STACK_DUALSTACK:
+		spec.NetworkStack = "dualstack"
+	}
+	switch settings.GetTlsCipherPolicy() {
+	case v1.LoadBalancerTlsCipherPolicy_LOAD_BALANCER_TLS_CIPHER_POLICY_DEFAULT:
+		spec.TLSCipherPolicy = "default"
+	case v1.LoadBalancerTlsCipherPolicy_LOAD_BALANCER_TLS_CIPHER_POLICY_STRONG:
+		spec.TLSCipherPolicy = "strong"
+	}
+	spec.Tags = labelTags(settings.GetLabels())
+}
+
+// labelTags encodes labels as provider tags "key:value" (a label with an empty value is the
+// tag "key"), sorted. The label rules (lower-case letters, digits, "_" and "-"; the key starts
+// with a letter) keep every tag within DigitalOcean's tag rules and two labels from ever making
+// one tag.
+func labelTags(labels map[string]string) []string {
+	if len(labels) == 0 {
+		return nil
+	}
+	out := make([]string, 0, len(labels))
+	for k, v := range labels {
+		if v == "" {
+			out = append(out, k)
+		} else {
+			out = append(out, k+":"+v)
+		}
+	}
+	slices.Sort(out)
+	return out
 }

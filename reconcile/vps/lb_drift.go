@@ -11,8 +11,10 @@ import (
 // lbDrift names the parts of the desired state the provider does not hold (empty: none). It
 // compares only what the reconciler sets, in a normal form: machines, targets, sources and
 // domains as sets, forwarding rules by entry port, protocols in lower case, and of a health
-// check only the fields the tenant gave (zero means the provider's default). The VPC and the
-// region are not compared: the provider cannot move a load balancer, and a PUT never tries.
+// check only the fields the tenant gave (zero means the provider's default); the provider
+// settings with a setting left out standing for the provider's default. The VPC, the region,
+// network and networkStack are not compared, nor are tags: the provider fixes them at create,
+// and a PUT never tries to change them.
 func lbDrift(want provider.LoadBalancerSpec, got provider.LoadBalancer) []string {
 	var out []string
 	add := func(part string, differs bool) {
@@ -33,7 +35,31 @@ func lbDrift(want provider.LoadBalancerSpec, got provider.LoadBalancer) []string
 	add("sourceRanges", !sameSet(sourceKeys(want.AllowSources), sourceKeys(have.AllowSources)) ||
 		!sameSet(sourceKeys(want.DenySources), sourceKeys(have.DenySources)))
 	add("redirectHttpToHttps", want.RedirectHTTPToHTTPS != have.RedirectHTTPToHTTPS)
+	if want.Scope != provider.ScopeGlobal {
+		add("sizeUnit", orDefault(want.SizeUnit, defaultSizeUnit) != orDefault(have.SizeUnit, defaultSizeUnit))
+	}
+	add("httpIdleTimeoutSeconds", orDefault(want.HTTPIdleTimeoutSeconds, defaultHTTPIdleTimeout) !=
+		orDefault(have.HTTPIdleTimeoutSeconds, defaultHTTPIdleTimeout))
+	add("enableProxyProtocol", want.EnableProxyProtocol != have.EnableProxyProtocol)
+	add("enableBackendKeepalive", want.EnableBackendKeepalive != have.EnableBackendKeepalive)
+	add("tlsCipherPolicy", !strings.EqualFold(orDefault(want.TLSCipherPolicy, "default"), orDefault(have.TLSCipherPolicy, "default")))
+	add("disableLetsEncryptDnsRecords", want.DisableLetsEncryptDNSRecords != have.DisableLetsEncryptDNSRecords)
 	return out
+}
+
+// DigitalOcean's defaults, which a setting the tenant left out stands for: the PUT that repairs
+// drift leaves the setting out, and DigitalOcean resets it to these.
+const (
+	defaultSizeUnit        = 1
+	defaultHTTPIdleTimeout = 60
+)
+
+func orDefault[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
 }
 
 // sameSet reports whether a and b hold the same strings, ignoring order and repeats.

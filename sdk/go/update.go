@@ -17,7 +17,25 @@ const (
 	PartRedirectHTTPToHTTPS = "redirect_http_to_https"
 	PartDomains             = "domains"
 	PartDeletionProtection  = "deletion_protection"
+
+	// The provider settings (docs/loadbalancer-settings.md); clearing one returns it to the
+	// provider's default. network, network_stack and labels are fixed at create.
+	PartSizeUnit                     = "size_unit"
+	PartHTTPIdleTimeoutSeconds       = "http_idle_timeout_seconds"
+	PartEnableProxyProtocol          = "enable_proxy_protocol"
+	PartEnableBackendKeepalive       = "enable_backend_keepalive"
+	PartNetwork                      = "network"
+	PartNetworkStack                 = "network_stack"
+	PartTLSCipherPolicy              = "tls_cipher_policy"
+	PartDisableLetsEncryptDNSRecords = "disable_lets_encrypt_dns_records"
+	PartLabels                       = "labels"
 )
+
+// updateParts are every part, in the order a mask lists them.
+var updateParts = []string{PartTargets, PartForwarding, PartHealthCheck, PartStickySessions, PartSourceRanges,
+	PartRedirectHTTPToHTTPS, PartDomains, PartDeletionProtection, PartSizeUnit, PartHTTPIdleTimeoutSeconds,
+	PartEnableProxyProtocol, PartEnableBackendKeepalive, PartNetwork, PartNetworkStack, PartTLSCipherPolicy,
+	PartDisableLetsEncryptDNSRecords, PartLabels}
 
 // MaskedUpdate sets req's update_mask to the parts req sets, plus the parts named in clear,
 // which the update then empties or removes:
@@ -37,7 +55,7 @@ func MaskedUpdate(req *v1.UpdateLoadBalancerRequest, clear ...string) *v1.Update
 			paths = append(paths, p)
 		}
 	}
-	for _, p := range []string{PartTargets, PartForwarding, PartHealthCheck, PartStickySessions, PartSourceRanges, PartRedirectHTTPToHTTPS, PartDomains, PartDeletionProtection} {
+	for _, p := range updateParts {
 		if fd := fields.ByName(protoName(p)); fd != nil && m.Has(fd) {
 			add(p)
 		}

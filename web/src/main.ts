@@ -5,6 +5,9 @@
 
 import {
   createComputeClient,
+  LoadBalancerNetwork,
+  LoadBalancerNetworkStack,
+  LoadBalancerTlsCipherPolicy,
   maskedUpdate,
   toPlatformError,
   ViolationsSchema,
@@ -474,6 +477,128 @@ function findField(form: HTMLElement, path: string): HTMLElement | null {
   }
 }
 
+// ---------- provider settings ----------
+
+// The settings' choices as the form offers them: "" leaves the provider's default.
+const NETWORKS: Record<string, LoadBalancerNetwork> = {
+  "": LoadBalancerNetwork.UNSPECIFIED,
+  external: LoadBalancerNetwork.EXTERNAL,
+  internal: LoadBalancerNetwork.INTERNAL,
+};
+const NETWORK_STACKS: Record<string, LoadBalancerNetworkStack> = {
+  "": LoadBalancerNetworkStack.UNSPECIFIED,
+  ipv4: LoadBalancerNetworkStack.IPV4,
+  dualstack: LoadBalancerNetworkStack.DUALSTACK,
+};
+const CIPHER_POLICIES: Record<string, LoadBalancerTlsCipherPolicy> = {
+  "": LoadBalancerTlsCipherPolicy.UNSPECIFIED,
+  default: LoadBalancerTlsCipherPolicy.DEFAULT,
+  strong: LoadBalancerTlsCipherPolicy.STRONG,
+};
+
+function choiceName<T>(choices: Record<string, T>, v: T): string {
+  return Object.keys(choices).find((k) => choices[k] === v) ?? "";
+}
+
+// choiceSelect is a select of a setting's choices, "" reading as the provider's default.
+function choiceSelect(name: string, options: string[], value: string): HTMLSelectElement {
+  const s = h("select", { name });
+  for (const o of options) s.append(h("option", { value: o, selected: o === value }, o === "" ? "provider default" : o));
+  return s;
+}
+
+function checkbox(name: string, checked: boolean): HTMLInputElement {
+  return h("input", { name, type: "checkbox", checked });
+}
+
+interface SettingValues {
+  sizeUnit: string;
+  idle: string;
+  proxy: boolean;
+  keepalive: boolean;
+  cipher: string;
+  noLEDNS: boolean;
+}
+
+// settingsBlock is the settings an update may change too; create adds network, networkStack and
+// labels, which are fixed once the load balancer is made.
+function settingsBlock(v: SettingValues, create: boolean): HTMLElement {
+  return h(
+    "fieldset",
+    { "data-field": "settings" },
+    h("legend", {}, "Provider settings (empty: the provider's default)"),
+    field("sizeUnit", "Size unit (1-100 nodes)", h("input", { name: "sizeUnit", inputmode: "numeric", value: v.sizeUnit, placeholder: "1" })),
+    field(
+      "httpIdleTimeoutSeconds",
+      "HTTP idle timeout (30-600 s)",
+      h("input", { name: "idle", inputmode: "numeric", value: v.idle, placeholder: "60" }),
+    ),
+    field("enableProxyProtocol", "PROXY protocol", checkbox("proxy", v.proxy)),
+    field("enableBackendKeepalive", "Backend keepalive", checkbox("keepalive", v.keepalive)),
+    field("tlsCipherPolicy", "TLS cipher policy", choiceSelect("cipher", Object.keys(CIPHER_POLICIES), v.cipher)),
+    field("disableLetsEncryptDnsRecords", "No Let's Encrypt DNS records", checkbox("noLEDNS", v.noLEDNS)),
+    create && field("network", "Network", choiceSelect("network", Object.keys(NETWORKS), "")),
+    create && field("networkStack", "Network stack", choiceSelect("networkStack", Object.keys(NETWORK_STACKS), "")),
+    create && field("labels", "Labels (key=value, comma separated)", h("input", { name: "labels", autocomplete: "off" })),
+    h("small", { class: "msg" }),
+  );
+}
+
+// optionalInt reads a number setting: empty is absent (the provider's default).
+function optionalInt(form: HTMLElement, name: string): number | undefined {
+  const s = (form.querySelector(`[name=${name}]`) as HTMLInputElement).value.trim();
+  return s === "" ? undefined : toInt(s);
+}
+
+function checked(form: HTMLElement, name: string): boolean {
+  return (form.querySelector(`[name=${name}]`) as HTMLInputElement).checked;
+}
+
+function chosen(form: HTMLElement, name: string): string {
+  return (form.querySelector(`[name=${name}]`) as HTMLSelectElement).value;
+}
+
+// readSettings reads the settings an update may change, each present (the update replaces each).
+function readSettings(form: HTMLElement) {
+  return {
+    sizeUnit: optionalInt(form, "sizeUnit"),
+    httpIdleTimeoutSeconds: optionalInt(form, "idle"),
+    enableProxyProtocol: checked(form, "proxy"),
+    enableBackendKeepalive: checked(form, "keepalive"),
+    tlsCipherPolicy: CIPHER_POLICIES[chosen(form, "cipher")],
+    disableLetsEncryptDnsRecords: checked(form, "noLEDNS"),
+  };
+}
+
+// readLabels reads "key=value, key=value"; the server judges keys and values.
+function readLabels(form: HTMLElement): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const pair of (form.querySelector("[name=labels]") as HTMLInputElement).value.split(",")) {
+    if (pair.trim() === "") continue;
+    const eq = pair.indexOf("=");
+    out[(eq < 0 ? pair : pair.slice(0, eq)).trim()] = eq < 0 ? "" : pair.slice(eq + 1).trim();
+  }
+  return out;
+}
+
+function settingRows(lb: LoadBalancer): [string, string][] {
+  const labels = Object.entries(lb.labels)
+    .sort(([a], [b]) => (a < b ? -1 : 1))
+    .map(([k, v]) => `${k}=${v}`)
+    .join(", ");
+  return [
+    ["size unit", lb.sizeUnit === undefined ? "default" : String(lb.sizeUnit)],
+    ["http idle timeout", lb.httpIdleTimeoutSeconds === undefined ? "default" : `${lb.httpIdleTimeoutSeconds} s`],
+    ["proxy protocol", lb.enableProxyProtocol ? "yes" : "no"],
+    ["backend keepalive", lb.enableBackendKeepalive ? "yes" : "no"],
+    ["network", choiceName(NETWORKS, lb.network) || "default"],
+    ["network stack", choiceName(NETWORK_STACKS, lb.networkStack) || "default"],
+    ["tls cipher policy", choiceName(CIPHER_POLICIES, lb.tlsCipherPolicy) || "default"],
+    ["let's encrypt dns records", lb.disableLetsEncryptDnsRecords ? "disabled" : "enabled"],
+    ["labels", labels],
+  ];
+}
+
 // ---------- create ----------
 
 function renderCreateForm(): void {
@@ -499,6 +624,7 @@ function renderCreateForm(): void {
     rulesBlock([{ entryProtocol: "http", entryPort: "80", targetProtocol: "http", targetPort: "8080" }]),
     healthBlock({ protocol: "", port: "", path: "" }),
     field("redirectHttpToHttps", "Redirect http to https", h("input", { name: "redirect", type: "checkbox" })),
+    settingsBlock({ sizeUnit: "", idle: "", proxy: false, keepalive: false, cipher: "", noLEDNS: false }, true),
     h("div", { "data-field": "targets" }, h("small", { class: "msg" })),
     h("p", { class: "form-error error", role: "alert" }),
     h("button", { type: "submit", id: "create-submit" }, "Create"),
@@ -534,6 +660,10 @@ async function submitCreate(form: HTMLFormElement): Promise<void> {
       forwarding: readRules(form),
       ...(hc ? { healthCheck: hc } : {}),
       redirectHttpToHttps: (form.querySelector("[name=redirect]") as HTMLInputElement).checked,
+      ...readSettings(form),
+      network: NETWORKS[chosen(form, "network")],
+      networkStack: NETWORK_STACKS[chosen(form, "networkStack")],
+      labels: readLabels(form),
       idempotencyKey: state.createKey,
     });
     clearMarks(form);
@@ -602,6 +732,7 @@ function renderDetailFields(id: string): void {
     ["forwarding", lb.forwarding.map((r) => `${r.entryProtocol}:${r.entryPort} → ${r.targetProtocol}:${r.targetPort}`).join(", ")],
     ["health check", hc ? `${hc.protocol}:${hc.port}${hc.path}` : ""],
     ["redirect http→https", lb.redirectHttpToHttps ? "yes" : "no"],
+    ...settingRows(lb),
     ["last error", lb.lastError],
     ["created", fmtTime(lb.createTime)],
     ["ready", fmtTime(lb.readyTime)],
@@ -677,6 +808,17 @@ function renderUpdateForm(id: string): void {
     ),
     healthBlock({ protocol: hc?.protocol ?? "", port: hc ? String(hc.port) : "", path: hc?.path ?? "" }),
     field("redirectHttpToHttps", "Redirect http to https", h("input", { name: "redirect", type: "checkbox", checked: lb.redirectHttpToHttps })),
+    settingsBlock(
+      {
+        sizeUnit: lb.sizeUnit === undefined ? "" : String(lb.sizeUnit),
+        idle: lb.httpIdleTimeoutSeconds === undefined ? "" : String(lb.httpIdleTimeoutSeconds),
+        proxy: lb.enableProxyProtocol,
+        keepalive: lb.enableBackendKeepalive,
+        cipher: choiceName(CIPHER_POLICIES, lb.tlsCipherPolicy),
+        noLEDNS: lb.disableLetsEncryptDnsRecords,
+      },
+      false,
+    ),
     h("p", { class: "form-error error", role: "alert" }),
     h("button", { type: "submit", id: "update-submit" }, "Save"),
   );
@@ -699,6 +841,7 @@ async function submitUpdate(form: HTMLFormElement, id: string): Promise<void> {
       forwarding: readRules(form),
       healthCheck: readHealth(form),
       redirectHttpToHttps: (form.querySelector("[name=redirect]") as HTMLInputElement).checked,
+      ...readSettings(form),
     });
     const { loadBalancer } = await client.loadBalancers.updateLoadBalancer(req);
     clearMarks(form);

@@ -7,6 +7,7 @@ export {
   PlatformError,
 } from "../../sdk/ts/src/index.js";
 export type { ComputeClient } from "../../sdk/ts/src/index.js";
+export { LoadBalancerNetwork, LoadBalancerNetworkStack, LoadBalancerTlsCipherPolicy } from "../../sdk/ts/src/index.js";
 export type {
   Event,
   LoadBalancer,

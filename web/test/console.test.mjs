@@ -192,6 +192,17 @@ async function scenario(page, shot, calls, pageErrors) {
   const name = `web-${randomBytes(3).toString("hex")}`;
   await page.fill('#create [name="name"]', name);
   await page.fill('#create [data-field="forwarding[0].entryPort"] input', "80");
+  // A provider setting out of range is marked by the server's answer too.
+  await page.fill('#create [name="sizeUnit"]', "101");
+  await page.click("#create-submit");
+  await page.waitForSelector('#create [data-field="sizeUnit"].invalid');
+  assert.deepEqual(await page.$$eval("#create .invalid", (els) => els.map((e) => e.getAttribute("data-field"))), ["sizeUnit"]);
+  // Provider settings, each kept: two nodes, strong ciphers, internal network, labels.
+  await page.fill('#create [name="sizeUnit"]', "2");
+  await page.selectOption('#create [name="cipher"]', "strong");
+  await page.selectOption('#create [name="network"]', "internal");
+  await page.check('#create [name="keepalive"]');
+  await page.fill('#create [name="labels"]', "team=web, env=prod");
   await page.click("#create-submit");
   const row = `#lbs tbody tr[data-name="${name}"]`;
   await page.waitForSelector(row);
@@ -213,6 +224,12 @@ async function scenario(page, shot, calls, pageErrors) {
   await page.waitForSelector('#events li[data-type="providerLoadBalancer.ready"]');
   assert.equal(await page.textContent('#detail dd[data-key="state"]'), "ready");
   assert.equal(await page.textContent('#detail dd[data-key="name"]'), name);
+  assert.equal(await page.textContent('#detail dd[data-key="size unit"]'), "2");
+  assert.equal(await page.textContent('#detail dd[data-key="tls cipher policy"]'), "strong");
+  assert.equal(await page.textContent('#detail dd[data-key="network"]'), "internal");
+  assert.equal(await page.textContent('#detail dd[data-key="backend keepalive"]'), "yes");
+  assert.equal(await page.textContent('#detail dd[data-key="http idle timeout"]'), "default");
+  assert.equal(await page.textContent('#detail dd[data-key="labels"]'), "env=prod, team=web");
   // The pool's running instance is what it reaches (it turns up with the state the events bring).
   await page.waitForFunction(
     (id) => [...document.querySelectorAll("#reached li code")].some((c) => c.textContent === id),
@@ -229,12 +246,21 @@ async function scenario(page, shot, calls, pageErrors) {
   assert.equal(await page.textContent('#detail dd[data-key="forwarding"]'), "http:80 → http:8080");
   await page.fill('#update [data-field="forwarding[0].entryPort"] input', "80");
 
-  // Update: add a health check; the detail shows it, and the load balancer converges again.
+  // An idle timeout out of range is marked on the update form.
+  await page.fill('#update [name="idle"]', "20");
+  await page.click("#update-submit");
+  await page.waitForSelector('#update [data-field="httpIdleTimeoutSeconds"].invalid');
+  await page.fill('#update [name="idle"]', "120");
+
+  // Update: add a health check and an idle timeout; the detail shows them, and the load balancer
+  // converges again.
   await page.selectOption('#update [name="hcProtocol"]', "http");
   await page.fill('#update [name="hcPort"]', "8080");
   await page.fill('#update [name="hcPath"]', "/healthz");
   await page.click("#update-submit");
   await page.waitForFunction(() => document.querySelector('#detail dd[data-key="health check"]')?.textContent === "http:8080/healthz");
+  assert.equal(await page.textContent('#detail dd[data-key="http idle timeout"]'), "120 s");
+  assert.equal(await page.textContent('#detail dd[data-key="size unit"]'), "2");
   assert.equal(await page.$$eval("#update .invalid", (els) => els.length), 0);
   await page.waitForSelector('#events li[data-type="providerLoadBalancer.updated"]');
   await page.waitForSelector(`${row} td.state[data-state="ready"]`, { timeout: converge });

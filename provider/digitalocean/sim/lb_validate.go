@@ -78,15 +78,75 @@ func (c *call) normalizeLB(req *godo.LoadBalancerRequest, prev *lbRecord) (godo.
 	out.EnableBackendKeepalive = req.EnableBackendKeepalive
 	out.DisableLetsEncryptDNSRecords = req.DisableLetsEncryptDNSRecords
 	out.ProjectID = req.ProjectID
-	idle := uint64(60)
+	if err = checkSettings(req, &out, prev); err != nil {
+		return out, err
+	}
+	return out, nil
+}
+
+// Bounds and choices of the load balancer settings, as DigitalOcean documents them.
+const (
+	minSizeUnit, maxSizeUnit = 1, 100
+	minIdleTimeout           = 30
+	maxIdleTimeout           = 600
+	defaultIdleTimeout       = 60
+)
+
+var (
+	networks       = []string{godo.LoadBalancerNetworkTypeExternal, godo.LoadBalancerNetworkTypeInternal}
+	networkStacks  = []string{godo.LoadBalancerNetworkStackIPv4, godo.LoadBalancerNetworkStackDualstack}
+	cipherPolicies = []string{godo.LoadBalancerTLSCipherPolicyDefault, godo.LoadBalancerTLSCipherPolicyStrong}
+)
+
+// checkSettings validates the idle timeout, network, network stack and TLS cipher policy and
+// stores them with their defaults. network and network_stack are fixed at create: a PUT that
+// gives another value is refused, and one that leaves them out keeps them.
+func checkSettings(req *godo.LoadBalancerRequest, out *godo.LoadBalancer, prev *lbRecord) *apiError {
+	idle := uint64(defaultIdleTimeout)
 	if req.HTTPIdleTimeoutSeconds != nil {
 		idle = *req.HTTPIdleTimeoutSeconds
 	}
+	if idle < minIdleTimeout || idle > maxIdleTimeout {
+		return errInvalid("http_idle_timeout_seconds must be between %d and %d", minIdleTimeout, maxIdleTimeout)
+	}
 	out.HTTPIdleTimeoutSeconds = &idle
-	out.Network = orDefault(strings.ToUpper(req.Network), godo.LoadBalancerNetworkTypeExternal)
-	out.NetworkStack = orDefault(strings.ToUpper(req.NetworkStack), godo.LoadBalancerNetworkStackIPv4)
-	out.TLSCipherPolicy = orDefault(strings.ToUpper(req.TLSCipherPolicy), godo.LoadBalancerTLSCipherPolicyDefault)
-	return out, nil
+	var err *apiError
+	if out.Network, err = choice("network", req.Network, networks); err != nil {
+		return err
+	}
+	if out.NetworkStack, err = choice("network_stack", req.NetworkStack, networkStacks); err != nil {
+		return err
+	}
+	if out.TLSCipherPolicy, err = choice("tls_cipher_policy", req.TLSCipherPolicy, cipherPolicies); err != nil {
+		return err
+	}
+	if prev == nil {
+		return nil
+	}
+	if req.Network == "" {
+		out.Network = prev.lb.Network
+	} else if out.Network != prev.lb.Network {
+		return errInvalid("network cannot be changed from %s to %s", prev.lb.Network, out.Network)
+	}
+	if req.NetworkStack == "" {
+		out.NetworkStack = prev.lb.NetworkStack
+	} else if out.NetworkStack != prev.lb.NetworkStack {
+		return errInvalid("network_stack cannot be changed from %s to %s", prev.lb.NetworkStack, out.NetworkStack)
+	}
+	return nil
+}
+
+// choice checks an enum field (case-insensitive) and returns it in upper case, or the first
+// choice (the default) when the field is empty.
+func choice(field, v string, choices []string) (string, *apiError) {
+	if v == "" {
+		return choices[0], nil
+	}
+	v = strings.ToUpper(v)
+	if !slices.Contains(choices, v) {
+		return "", errInvalid("%s must be one of %s", field, strings.Join(choices, ", "))
+	}
+	return v, nil
 }
 
 // checkRegional validates placement: the region, the VPC (the region's default when empty)
@@ -393,6 +453,12 @@ func checkSizeAndAlgorithm(req *godo.LoadBalancerRequest, out *godo.LoadBalancer
 		return errInvalid("size and size_unit are mutually exclusive")
 	}
 	out.SizeSlug, out.SizeUnit = req.SizeSlug, req.SizeUnit
+	if out.SizeUnit != 0 && out.Type == godo.LoadBalancerTypeGlobal {
+		return errInvalid("size_unit is not valid for GLOBAL load balancers")
+	}
+	if out.SizeUnit != 0 && (out.SizeUnit < minSizeUnit || out.SizeUnit > maxSizeUnit) {
+		return errInvalid("size_unit must be between %d and %d", minSizeUnit, maxSizeUnit)
+	}
 	if out.SizeSlug == "" && out.SizeUnit == 0 && out.Type != godo.LoadBalancerTypeGlobal {
 		out.SizeUnit = 1
 	}

@@ -17,8 +17,16 @@ type lbRecord struct {
 	activeAt  time.Time // status turns from new to active
 	ipAt      time.Time // ip and ipv6 become visible
 	busyUntil time.Time // an update is still being applied
+	resizedAt time.Time // the last change of size_unit (zero: never changed since create)
 	errored   bool
 }
+
+// resizeInterval is how often DigitalOcean lets a load balancer's size_unit change; a PUT that
+// changes it sooner is refused with resizeTooSoonMessage and changes nothing.
+const resizeInterval = time.Hour
+
+// resizeTooSoonMessage is the text of that refusal; the provider adapter matches it.
+const resizeTooSoonMessage = "Load balancer can only be resized once per hour"
 
 // busy reports whether the load balancer still processes an earlier action.
 func (r *lbRecord) busy(now time.Time) bool {
@@ -93,6 +101,11 @@ func (s *Server) createLB(c *call) reply {
 	}
 	lb.ID = newUUID()
 	lb.Created = stamp(c.now)
+	for _, t := range req.Tags {
+		if !tagName.MatchString(t) {
+			return fail(errInvalid("tags: %q is not a valid tag name", t))
+		}
+	}
 	lb.Tags = slices.Clone(req.Tags)
 	rec := &lbRecord{lb: lb,
 		activeAt: c.now.Add(s.opts.LoadBalancerActiveDelay),
@@ -161,7 +174,14 @@ func (s *Server) updateLB(c *call) reply {
 	if err != nil {
 		return fail(err)
 	}
+	// Tags are taken on create only: a PUT keeps those the load balancer has.
 	lb.ID, lb.Created, lb.Tags = r.lb.ID, r.lb.Created, r.lb.Tags
+	if lb.SizeUnit != r.lb.SizeUnit {
+		if !r.resizedAt.IsZero() && c.now.Before(r.resizedAt.Add(resizeInterval)) {
+			return fail(errInvalid(resizeTooSoonMessage))
+		}
+		r.resizedAt = c.now
+	}
 	r.lb = lb
 	r.busyUntil = c.now.Add(s.opts.LoadBalancerUpdateDelay)
 	return ok(http.StatusOK, c.acct.lbAnswer(r, c.now))

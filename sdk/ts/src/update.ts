@@ -19,6 +19,17 @@ export const LOAD_BALANCER_PARTS = {
   redirectHttpToHttps: "redirect_http_to_https",
   domains: "domains",
   deletionProtection: "deletion_protection",
+  // The provider settings (docs/loadbalancer-settings.md): one named but unset returns to the
+  // provider's default; network, networkStack and labels are fixed at create.
+  sizeUnit: "size_unit",
+  httpIdleTimeoutSeconds: "http_idle_timeout_seconds",
+  enableProxyProtocol: "enable_proxy_protocol",
+  enableBackendKeepalive: "enable_backend_keepalive",
+  network: "network",
+  networkStack: "network_stack",
+  tlsCipherPolicy: "tls_cipher_policy",
+  disableLetsEncryptDnsRecords: "disable_lets_encrypt_dns_records",
+  labels: "labels",
 } as const;
 
 /** LoadBalancerPart names one part of a load balancer an update replaces. */

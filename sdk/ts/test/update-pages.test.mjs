@@ -4,6 +4,8 @@ import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { maskedUpdate, modifyLoadBalancer } from "../dist/update.js";
 import { pages } from "../dist/pages.js";
+import { isPlatformError } from "../dist/errors.js";
+import { LoadBalancerTlsCipherPolicy } from "../dist/index.js";
 import { startServer } from "./helpers/server.mjs";
 import { lbRequest, setupTenant } from "./helpers/fixture.mjs";
 
@@ -29,6 +31,25 @@ test("maskedUpdate removes the health check it names and keeps what it does not"
   assert.equal(up.healthCheck, undefined);
   assert.equal(up.stickySessions?.cookieName, "lb");
   assert.equal(up.redirectHttpToHttps, true);
+});
+
+test("the provider settings: created, named by maskedUpdate, cleared to the default, create-only ones refused", async () => {
+  const { loadBalancer: lb } = await a.client.loadBalancers.createLoadBalancer(
+    lbRequest(a, { sizeUnit: 2, httpIdleTimeoutSeconds: 90, tlsCipherPolicy: LoadBalancerTlsCipherPolicy.STRONG, labels: { team: "web" } }),
+  );
+  assert.equal(lb.sizeUnit, 2);
+  assert.equal(lb.tlsCipherPolicy, LoadBalancerTlsCipherPolicy.STRONG);
+  assert.deepEqual(lb.labels, { team: "web" });
+  const req = maskedUpdate({ tenantId: a.tenantId, loadBalancerId: lb.id, sizeUnit: 3 }, "httpIdleTimeoutSeconds");
+  assert.deepEqual(req.updateMask?.paths, ["size_unit", "http_idle_timeout_seconds"]);
+  const { loadBalancer: up } = await a.client.loadBalancers.updateLoadBalancer(req);
+  assert.equal(up.sizeUnit, 3);
+  assert.equal(up.httpIdleTimeoutSeconds, undefined);
+  assert.equal(up.tlsCipherPolicy, LoadBalancerTlsCipherPolicy.STRONG);
+  await assert.rejects(
+    a.client.loadBalancers.updateLoadBalancer(maskedUpdate({ tenantId: a.tenantId, loadBalancerId: lb.id, labels: { team: "api" } })),
+    (err) => isPlatformError(err, "INVALID_INPUT") && err.field === "labels",
+  );
 });
 
 test("pages yields every load balancer once, in creation order", async () => {

@@ -24,6 +24,165 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// LoadBalancerNetwork is where a regional load balancer listens. Create-only.
+type LoadBalancerNetwork int32
+
+const (
+	// The provider's default: external.
+	LoadBalancerNetwork_LOAD_BALANCER_NETWORK_UNSPECIFIED LoadBalancerNetwork = 0
+	// A public address reachable from the internet.
+	LoadBalancerNetwork_LOAD_BALANCER_NETWORK_EXTERNAL LoadBalancerNetwork = 1
+	// An address on the load balancer's private network only.
+	LoadBalancerNetwork_LOAD_BALANCER_NETWORK_INTERNAL LoadBalancerNetwork = 2
+)
+
+// Enum value maps for LoadBalancerNetwork.
+var (
+	LoadBalancerNetwork_name = map[int32]string{
+		0: "LOAD_BALANCER_NETWORK_UNSPECIFIED",
+		1: "LOAD_BALANCER_NETWORK_EXTERNAL",
+		2: "LOAD_BALANCER_NETWORK_INTERNAL",
+	}
+	LoadBalancerNetwork_value = map[string]int32{
+		"LOAD_BALANCER_NETWORK_UNSPECIFIED": 0,
+		"LOAD_BALANCER_NETWORK_EXTERNAL":    1,
+		"LOAD_BALANCER_NETWORK_INTERNAL":    2,
+	}
+)
+
+func (x LoadBalancerNetwork) Enum() *LoadBalancerNetwork {
+	p := new(LoadBalancerNetwork)
+	*p = x
+	return p
+}
+
+func (x LoadBalancerNetwork) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (LoadBalancerNetwork) Descriptor() protoreflect.EnumDescriptor {
+	return file_bettercompute_compute_v1_load_balancers_proto_enumTypes[0].Descriptor()
+}
+
+func (LoadBalancerNetwork) Type() protoreflect.EnumType {
+	return &file_bettercompute_compute_v1_load_balancers_proto_enumTypes[0]
+}
+
+func (x LoadBalancerNetwork) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use LoadBalancerNetwork.Descriptor instead.
+func (LoadBalancerNetwork) EnumDescriptor() ([]byte, []int) {
+	return file_bettercompute_compute_v1_load_balancers_proto_rawDescGZIP(), []int{0}
+}
+
+// LoadBalancerNetworkStack is the address families a load balancer listens on. Create-only.
+type LoadBalancerNetworkStack int32
+
+const (
+	// The provider's default: IPv4.
+	LoadBalancerNetworkStack_LOAD_BALANCER_NETWORK_STACK_UNSPECIFIED LoadBalancerNetworkStack = 0
+	// IPv4 only.
+	LoadBalancerNetworkStack_LOAD_BALANCER_NETWORK_STACK_IPV4 LoadBalancerNetworkStack = 1
+	// IPv4 and IPv6.
+	LoadBalancerNetworkStack_LOAD_BALANCER_NETWORK_STACK_DUALSTACK LoadBalancerNetworkStack = 2
+)
+
+// Enum value maps for LoadBalancerNetworkStack.
+var (
+	LoadBalancerNetworkStack_name = map[int32]string{
+		0: "LOAD_BALANCER_NETWORK_STACK_UNSPECIFIED",
+		1: "LOAD_BALANCER_NETWORK_STACK_IPV4",
+		2: "LOAD_BALANCER_NETWORK_STACK_DUALSTACK",
+	}
+	LoadBalancerNetworkStack_value = map[string]int32{
+		"LOAD_BALANCER_NETWORK_STACK_UNSPECIFIED": 0,
+		"LOAD_BALANCER_NETWORK_STACK_IPV4":        1,
+		"LOAD_BALANCER_NETWORK_STACK_DUALSTACK":   2,
+	}
+)
+
+func (x LoadBalancerNetworkStack) Enum() *LoadBalancerNetworkStack {
+	p := new(LoadBalancerNetworkStack)
+	*p = x
+	return p
+}
+
+func (x LoadBalancerNetworkStack) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (LoadBalancerNetworkStack) Descriptor() protoreflect.EnumDescriptor {
+	return file_bettercompute_compute_v1_load_balancers_proto_enumTypes[1].Descriptor()
+}
+
+func (LoadBalancerNetworkStack) Type() protoreflect.EnumType {
+	return &file_bettercompute_compute_v1_load_balancers_proto_enumTypes[1]
+}
+
+func (x LoadBalancerNetworkStack) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use LoadBalancerNetworkStack.Descriptor instead.
+func (LoadBalancerNetworkStack) EnumDescriptor() ([]byte, []int) {
+	return file_bettercompute_compute_v1_load_balancers_proto_rawDescGZIP(), []int{1}
+}
+
+// LoadBalancerTlsCipherPolicy is the set of TLS ciphers an https or http2 entry accepts.
+type LoadBalancerTlsCipherPolicy int32
+
+const (
+	// The provider's default: its default policy.
+	LoadBalancerTlsCipherPolicy_LOAD_BALANCER_TLS_CIPHER_POLICY_UNSPECIFIED LoadBalancerTlsCipherPolicy = 0
+	// The provider's default cipher suites.
+	LoadBalancerTlsCipherPolicy_LOAD_BALANCER_TLS_CIPHER_POLICY_DEFAULT LoadBalancerTlsCipherPolicy = 1
+	// Only the provider's strong cipher suites.
+	LoadBalancerTlsCipherPolicy_LOAD_BALANCER_TLS_CIPHER_POLICY_STRONG LoadBalancerTlsCipherPolicy = 2
+)
+
+// Enum value maps for LoadBalancerTlsCipherPolicy.
+var (
+	LoadBalancerTlsCipherPolicy_name = map[int32]string{
+		0: "LOAD_BALANCER_TLS_CIPHER_POLICY_UNSPECIFIED",
+		1: "LOAD_BALANCER_TLS_CIPHER_POLICY_DEFAULT",
+		2: "LOAD_BALANCER_TLS_CIPHER_POLICY_STRONG",
+	}
+	LoadBalancerTlsCipherPolicy_value = map[string]int32{
+		"LOAD_BALANCER_TLS_CIPHER_POLICY_UNSPECIFIED": 0,
+		"LOAD_BALANCER_TLS_CIPHER_POLICY_DEFAULT":     1,
+		"LOAD_BALANCER_TLS_CIPHER_POLICY_STRONG":      2,
+	}
+)
+
+func (x LoadBalancerTlsCipherPolicy) Enum() *LoadBalancerTlsCipherPolicy {
+	p := new(LoadBalancerTlsCipherPolicy)
+	*p = x
+	return p
+}
+
+func (x LoadBalancerTlsCipherPolicy) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (LoadBalancerTlsCipherPolicy) Descriptor() protoreflect.EnumDescriptor {
+	return file_bettercompute_compute_v1_load_balancers_proto_enumTypes[2].Descriptor()
+}
+
+func (LoadBalancerTlsCipherPolicy) Type() protoreflect.EnumType {
+	return &file_bettercompute_compute_v1_load_balancers_proto_enumTypes[2]
+}
+
+func (x LoadBalancerTlsCipherPolicy) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use LoadBalancerTlsCipherPolicy.Descriptor instead.
+func (LoadBalancerTlsCipherPolicy) EnumDescriptor() ([]byte, []int) {
+	return file_bettercompute_compute_v1_load_balancers_proto_rawDescGZIP(), []int{2}
+}
+
 // LoadBalancerTargets says what a load balancer reaches: exactly one of the three.
 type LoadBalancerTargets struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -506,8 +665,28 @@ type LoadBalancer struct {
 	Etag string `protobuf:"bytes,27,opt,name=etag,proto3" json:"etag,omitempty"`
 	// While true, delete is refused with INVALID_STATE deletionProtected; set by create or update.
 	DeletionProtection bool `protobuf:"varint,28,opt,name=deletion_protection,json=deletionProtection,proto3" json:"deletion_protection,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// The provider settings below hold what the tenant asked for; an absent number, an
+	// UNSPECIFIED enum and false mean the provider's default (docs/loadbalancer-settings.md).
+	// Nodes of a regional load balancer, 1-100; absent: the provider's default (1).
+	SizeUnit *int32 `protobuf:"varint,30,opt,name=size_unit,json=sizeUnit,proto3,oneof" json:"size_unit,omitempty"`
+	// Seconds an idle http connection stays open, 30-600; absent: the provider's default (60).
+	HttpIdleTimeoutSeconds *int32 `protobuf:"varint,31,opt,name=http_idle_timeout_seconds,json=httpIdleTimeoutSeconds,proto3,oneof" json:"http_idle_timeout_seconds,omitempty"`
+	// Send the PROXY protocol header to the targets.
+	EnableProxyProtocol bool `protobuf:"varint,32,opt,name=enable_proxy_protocol,json=enableProxyProtocol,proto3" json:"enable_proxy_protocol,omitempty"`
+	// Keep connections to the targets open between requests.
+	EnableBackendKeepalive bool `protobuf:"varint,33,opt,name=enable_backend_keepalive,json=enableBackendKeepalive,proto3" json:"enable_backend_keepalive,omitempty"`
+	// external or internal (create-only); UNSPECIFIED: external.
+	Network LoadBalancerNetwork `protobuf:"varint,34,opt,name=network,proto3,enum=bettercompute.compute.v1.LoadBalancerNetwork" json:"network,omitempty"`
+	// ipv4 or dualstack (create-only); UNSPECIFIED: ipv4.
+	NetworkStack LoadBalancerNetworkStack `protobuf:"varint,35,opt,name=network_stack,json=networkStack,proto3,enum=bettercompute.compute.v1.LoadBalancerNetworkStack" json:"network_stack,omitempty"`
+	// default or strong; UNSPECIFIED: default.
+	TlsCipherPolicy LoadBalancerTlsCipherPolicy `protobuf:"varint,36,opt,name=tls_cipher_policy,json=tlsCipherPolicy,proto3,enum=bettercompute.compute.v1.LoadBalancerTlsCipherPolicy" json:"tls_cipher_policy,omitempty"`
+	// Do not let the provider create DNS records for Let's Encrypt certificates.
+	DisableLetsEncryptDnsRecords bool `protobuf:"varint,37,opt,name=disable_lets_encrypt_dns_records,json=disableLetsEncryptDnsRecords,proto3" json:"disable_lets_encrypt_dns_records,omitempty"`
+	// The tenant's labels (create-only), sent to the provider as tags "key:value".
+	Labels        map[string]string `protobuf:"bytes,38,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *LoadBalancer) Reset() {
@@ -736,6 +915,69 @@ func (x *LoadBalancer) GetDeletionProtection() bool {
 	return false
 }
 
+func (x *LoadBalancer) GetSizeUnit() int32 {
+	if x != nil && x.SizeUnit != nil {
+		return *x.SizeUnit
+	}
+	return 0
+}
+
+func (x *LoadBalancer) GetHttpIdleTimeoutSeconds() int32 {
+	if x != nil && x.HttpIdleTimeoutSeconds != nil {
+		return *x.HttpIdleTimeoutSeconds
+	}
+	return 0
+}
+
+func (x *LoadBalancer) GetEnableProxyProtocol() bool {
+	if x != nil {
+		return x.EnableProxyProtocol
+	}
+	return false
+}
+
+func (x *LoadBalancer) GetEnableBackendKeepalive() bool {
+	if x != nil {
+		return x.EnableBackendKeepalive
+	}
+	return false
+}
+
+func (x *LoadBalancer) GetNetwork() LoadBalancerNetwork {
+	if x != nil {
+		return x.Network
+	}
+	return LoadBalancerNetwork_LOAD_BALANCER_NETWORK_UNSPECIFIED
+}
+
+func (x *LoadBalancer) GetNetworkStack() LoadBalancerNetworkStack {
+	if x != nil {
+		return x.NetworkStack
+	}
+	return LoadBalancerNetworkStack_LOAD_BALANCER_NETWORK_STACK_UNSPECIFIED
+}
+
+func (x *LoadBalancer) GetTlsCipherPolicy() LoadBalancerTlsCipherPolicy {
+	if x != nil {
+		return x.TlsCipherPolicy
+	}
+	return LoadBalancerTlsCipherPolicy_LOAD_BALANCER_TLS_CIPHER_POLICY_UNSPECIFIED
+}
+
+func (x *LoadBalancer) GetDisableLetsEncryptDnsRecords() bool {
+	if x != nil {
+		return x.DisableLetsEncryptDnsRecords
+	}
+	return false
+}
+
+func (x *LoadBalancer) GetLabels() map[string]string {
+	if x != nil {
+		return x.Labels
+	}
+	return nil
+}
+
 // CreateLoadBalancerRequest is the input of loadBalancers/create.
 type CreateLoadBalancerRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -777,7 +1019,27 @@ type CreateLoadBalancerRequest struct {
 	// Decide everything (authentication, authorization, quota room, targets, every error the call
 	// would give) and write nothing: no row, quota unit, event, work item or idempotency record.
 	// The answer is the load balancer as it would be made.
-	ValidateOnly  bool `protobuf:"varint,18,opt,name=validate_only,json=validateOnly,proto3" json:"validate_only,omitempty"`
+	ValidateOnly bool `protobuf:"varint,18,opt,name=validate_only,json=validateOnly,proto3" json:"validate_only,omitempty"`
+	// Nodes, 1-100 (regional only); absent: the provider's default (1). The provider allows a
+	// change once per hour: a later change waits until it does (docs/loadbalancer-settings.md).
+	SizeUnit *int32 `protobuf:"varint,20,opt,name=size_unit,json=sizeUnit,proto3,oneof" json:"size_unit,omitempty"`
+	// Seconds an idle http connection stays open, 30-600; absent: the provider's default (60).
+	HttpIdleTimeoutSeconds *int32 `protobuf:"varint,21,opt,name=http_idle_timeout_seconds,json=httpIdleTimeoutSeconds,proto3,oneof" json:"http_idle_timeout_seconds,omitempty"`
+	// Send the PROXY protocol header to the targets. Default false.
+	EnableProxyProtocol bool `protobuf:"varint,22,opt,name=enable_proxy_protocol,json=enableProxyProtocol,proto3" json:"enable_proxy_protocol,omitempty"`
+	// Keep connections to the targets open between requests. Default false.
+	EnableBackendKeepalive bool `protobuf:"varint,23,opt,name=enable_backend_keepalive,json=enableBackendKeepalive,proto3" json:"enable_backend_keepalive,omitempty"`
+	// external (default) or internal. Create-only.
+	Network LoadBalancerNetwork `protobuf:"varint,24,opt,name=network,proto3,enum=bettercompute.compute.v1.LoadBalancerNetwork" json:"network,omitempty"`
+	// ipv4 (default) or dualstack. Create-only.
+	NetworkStack LoadBalancerNetworkStack `protobuf:"varint,25,opt,name=network_stack,json=networkStack,proto3,enum=bettercompute.compute.v1.LoadBalancerNetworkStack" json:"network_stack,omitempty"`
+	// default (default) or strong.
+	TlsCipherPolicy LoadBalancerTlsCipherPolicy `protobuf:"varint,26,opt,name=tls_cipher_policy,json=tlsCipherPolicy,proto3,enum=bettercompute.compute.v1.LoadBalancerTlsCipherPolicy" json:"tls_cipher_policy,omitempty"`
+	// Do not let the provider create DNS records for Let's Encrypt certificates. Default false.
+	DisableLetsEncryptDnsRecords bool `protobuf:"varint,27,opt,name=disable_lets_encrypt_dns_records,json=disableLetsEncryptDnsRecords,proto3" json:"disable_lets_encrypt_dns_records,omitempty"`
+	// At most 32 labels; keys ^[a-z][a-z0-9_-]{0,62}$, values ^[a-z0-9_-]{0,63}$. Create-only;
+	// sent to the provider as tags "key:value" (docs/loadbalancer-settings.md).
+	Labels        map[string]string `protobuf:"bytes,28,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -936,6 +1198,69 @@ func (x *CreateLoadBalancerRequest) GetValidateOnly() bool {
 		return x.ValidateOnly
 	}
 	return false
+}
+
+func (x *CreateLoadBalancerRequest) GetSizeUnit() int32 {
+	if x != nil && x.SizeUnit != nil {
+		return *x.SizeUnit
+	}
+	return 0
+}
+
+func (x *CreateLoadBalancerRequest) GetHttpIdleTimeoutSeconds() int32 {
+	if x != nil && x.HttpIdleTimeoutSeconds != nil {
+		return *x.HttpIdleTimeoutSeconds
+	}
+	return 0
+}
+
+func (x *CreateLoadBalancerRequest) GetEnableProxyProtocol() bool {
+	if x != nil {
+		return x.EnableProxyProtocol
+	}
+	return false
+}
+
+func (x *CreateLoadBalancerRequest) GetEnableBackendKeepalive() bool {
+	if x != nil {
+		return x.EnableBackendKeepalive
+	}
+	return false
+}
+
+func (x *CreateLoadBalancerRequest) GetNetwork() LoadBalancerNetwork {
+	if x != nil {
+		return x.Network
+	}
+	return LoadBalancerNetwork_LOAD_BALANCER_NETWORK_UNSPECIFIED
+}
+
+func (x *CreateLoadBalancerRequest) GetNetworkStack() LoadBalancerNetworkStack {
+	if x != nil {
+		return x.NetworkStack
+	}
+	return LoadBalancerNetworkStack_LOAD_BALANCER_NETWORK_STACK_UNSPECIFIED
+}
+
+func (x *CreateLoadBalancerRequest) GetTlsCipherPolicy() LoadBalancerTlsCipherPolicy {
+	if x != nil {
+		return x.TlsCipherPolicy
+	}
+	return LoadBalancerTlsCipherPolicy_LOAD_BALANCER_TLS_CIPHER_POLICY_UNSPECIFIED
+}
+
+func (x *CreateLoadBalancerRequest) GetDisableLetsEncryptDnsRecords() bool {
+	if x != nil {
+		return x.DisableLetsEncryptDnsRecords
+	}
+	return false
+}
+
+func (x *CreateLoadBalancerRequest) GetLabels() map[string]string {
+	if x != nil {
+		return x.Labels
+	}
+	return nil
 }
 
 // CreateLoadBalancerResponse holds the new load balancer, pending.
@@ -1259,8 +1584,10 @@ type UpdateLoadBalancerRequest struct {
 	// New domains (global only), 0-20.
 	Domains []*Domain `protobuf:"bytes,9,rep,name=domains,proto3" json:"domains,omitempty"`
 	// The parts to replace: targets, forwarding, health_check, sticky_sessions, source_ranges,
-	// redirect_http_to_https, domains, deletion_protection (camelCase accepted). Another path is
-	// INVALID_INPUT updateMask.
+	// redirect_http_to_https, domains, deletion_protection, size_unit, http_idle_timeout_seconds,
+	// enable_proxy_protocol, enable_backend_keepalive, network, network_stack, tls_cipher_policy,
+	// disable_lets_encrypt_dns_records, labels (camelCase accepted). A setting named but absent
+	// returns to the provider's default. Another path is INVALID_INPUT updateMask.
 	UpdateMask *fieldmaskpb.FieldMask `protobuf:"bytes,10,opt,name=update_mask,json=updateMask,proto3" json:"update_mask,omitempty"`
 	// New deletion protection.
 	DeletionProtection *bool `protobuf:"varint,11,opt,name=deletion_protection,json=deletionProtection,proto3,oneof" json:"deletion_protection,omitempty"`
@@ -1268,7 +1595,27 @@ type UpdateLoadBalancerRequest struct {
 	// etagMismatch and nothing is written. Without it the last writer wins.
 	Etag string `protobuf:"bytes,12,opt,name=etag,proto3" json:"etag,omitempty"`
 	// Decide everything and write nothing; the answer is the load balancer as it would be.
-	ValidateOnly  bool `protobuf:"varint,13,opt,name=validate_only,json=validateOnly,proto3" json:"validate_only,omitempty"`
+	ValidateOnly bool `protobuf:"varint,13,opt,name=validate_only,json=validateOnly,proto3" json:"validate_only,omitempty"`
+	// New node count, 1-100 (regional only). The provider allows a change once per hour: a
+	// later change waits until it does (docs/loadbalancer-settings.md).
+	SizeUnit *int32 `protobuf:"varint,20,opt,name=size_unit,json=sizeUnit,proto3,oneof" json:"size_unit,omitempty"`
+	// New idle timeout of http connections in seconds, 30-600.
+	HttpIdleTimeoutSeconds *int32 `protobuf:"varint,21,opt,name=http_idle_timeout_seconds,json=httpIdleTimeoutSeconds,proto3,oneof" json:"http_idle_timeout_seconds,omitempty"`
+	// New PROXY protocol setting.
+	EnableProxyProtocol *bool `protobuf:"varint,22,opt,name=enable_proxy_protocol,json=enableProxyProtocol,proto3,oneof" json:"enable_proxy_protocol,omitempty"`
+	// New backend keepalive setting.
+	EnableBackendKeepalive *bool `protobuf:"varint,23,opt,name=enable_backend_keepalive,json=enableBackendKeepalive,proto3,oneof" json:"enable_backend_keepalive,omitempty"`
+	// Create-only: a value other than the load balancer's is INVALID_INPUT network.
+	Network *LoadBalancerNetwork `protobuf:"varint,24,opt,name=network,proto3,enum=bettercompute.compute.v1.LoadBalancerNetwork,oneof" json:"network,omitempty"`
+	// Create-only: a value other than the load balancer's is INVALID_INPUT networkStack.
+	NetworkStack *LoadBalancerNetworkStack `protobuf:"varint,25,opt,name=network_stack,json=networkStack,proto3,enum=bettercompute.compute.v1.LoadBalancerNetworkStack,oneof" json:"network_stack,omitempty"`
+	// New TLS cipher policy.
+	TlsCipherPolicy *LoadBalancerTlsCipherPolicy `protobuf:"varint,26,opt,name=tls_cipher_policy,json=tlsCipherPolicy,proto3,enum=bettercompute.compute.v1.LoadBalancerTlsCipherPolicy,oneof" json:"tls_cipher_policy,omitempty"`
+	// New Let's Encrypt DNS record setting.
+	DisableLetsEncryptDnsRecords *bool `protobuf:"varint,27,opt,name=disable_lets_encrypt_dns_records,json=disableLetsEncryptDnsRecords,proto3,oneof" json:"disable_lets_encrypt_dns_records,omitempty"`
+	// Create-only (the provider takes tags only when a load balancer is made): labels other
+	// than the load balancer's are INVALID_INPUT labels.
+	Labels        map[string]string `protobuf:"bytes,28,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1392,6 +1739,69 @@ func (x *UpdateLoadBalancerRequest) GetValidateOnly() bool {
 		return x.ValidateOnly
 	}
 	return false
+}
+
+func (x *UpdateLoadBalancerRequest) GetSizeUnit() int32 {
+	if x != nil && x.SizeUnit != nil {
+		return *x.SizeUnit
+	}
+	return 0
+}
+
+func (x *UpdateLoadBalancerRequest) GetHttpIdleTimeoutSeconds() int32 {
+	if x != nil && x.HttpIdleTimeoutSeconds != nil {
+		return *x.HttpIdleTimeoutSeconds
+	}
+	return 0
+}
+
+func (x *UpdateLoadBalancerRequest) GetEnableProxyProtocol() bool {
+	if x != nil && x.EnableProxyProtocol != nil {
+		return *x.EnableProxyProtocol
+	}
+	return false
+}
+
+func (x *UpdateLoadBalancerRequest) GetEnableBackendKeepalive() bool {
+	if x != nil && x.EnableBackendKeepalive != nil {
+		return *x.EnableBackendKeepalive
+	}
+	return false
+}
+
+func (x *UpdateLoadBalancerRequest) GetNetwork() LoadBalancerNetwork {
+	if x != nil && x.Network != nil {
+		return *x.Network
+	}
+	return LoadBalancerNetwork_LOAD_BALANCER_NETWORK_UNSPECIFIED
+}
+
+func (x *UpdateLoadBalancerRequest) GetNetworkStack() LoadBalancerNetworkStack {
+	if x != nil && x.NetworkStack != nil {
+		return *x.NetworkStack
+	}
+	return LoadBalancerNetworkStack_LOAD_BALANCER_NETWORK_STACK_UNSPECIFIED
+}
+
+func (x *UpdateLoadBalancerRequest) GetTlsCipherPolicy() LoadBalancerTlsCipherPolicy {
+	if x != nil && x.TlsCipherPolicy != nil {
+		return *x.TlsCipherPolicy
+	}
+	return LoadBalancerTlsCipherPolicy_LOAD_BALANCER_TLS_CIPHER_POLICY_UNSPECIFIED
+}
+
+func (x *UpdateLoadBalancerRequest) GetDisableLetsEncryptDnsRecords() bool {
+	if x != nil && x.DisableLetsEncryptDnsRecords != nil {
+		return *x.DisableLetsEncryptDnsRecords
+	}
+	return false
+}
+
+func (x *UpdateLoadBalancerRequest) GetLabels() map[string]string {
+	if x != nil {
+		return x.Labels
+	}
+	return nil
 }
 
 // UpdateLoadBalancerResponse holds the load balancer, updating.
@@ -1612,7 +2022,7 @@ const file_bettercompute_compute_v1_load_balancers_proto_rawDesc = "" +
 	"\x06Domain\x12\x1e\n" +
 	"\x04name\x18\x01 \x01(\tB\n" +
 	"\xbaH\ar\x05\x10\x01\x18\xfd\x01R\x04name\x12T\n" +
-	"\x0ecertificate_id\x18\x02 \x01(\tB-\xbaH*\xd8\x01\x01r%\x18:2!^pcert_[0-9a-hjkmnp-tv-z]{26,52}$R\rcertificateId\"\xd8\t\n" +
+	"\x0ecertificate_id\x18\x02 \x01(\tB-\xbaH*\xd8\x01\x01r%\x18:2!^pcert_[0-9a-hjkmnp-tv-z]{26,52}$R\rcertificateId\"\xa8\x0f\n" +
 	"\fLoadBalancer\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\ttenant_id\x18\x02 \x01(\tR\btenantId\x12\x1d\n" +
@@ -1652,7 +2062,22 @@ const file_bettercompute_compute_v1_load_balancers_proto_rawDesc = "" +
 	"\vdelete_time\x18\x1a \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"deleteTime\x12\x12\n" +
 	"\x04etag\x18\x1b \x01(\tR\x04etag\x12/\n" +
-	"\x13deletion_protection\x18\x1c \x01(\bR\x12deletionProtection\"\x9c\r\n" +
+	"\x13deletion_protection\x18\x1c \x01(\bR\x12deletionProtection\x12 \n" +
+	"\tsize_unit\x18\x1e \x01(\x05H\x00R\bsizeUnit\x88\x01\x01\x12>\n" +
+	"\x19http_idle_timeout_seconds\x18\x1f \x01(\x05H\x01R\x16httpIdleTimeoutSeconds\x88\x01\x01\x122\n" +
+	"\x15enable_proxy_protocol\x18  \x01(\bR\x13enableProxyProtocol\x128\n" +
+	"\x18enable_backend_keepalive\x18! \x01(\bR\x16enableBackendKeepalive\x12G\n" +
+	"\anetwork\x18\" \x01(\x0e2-.bettercompute.compute.v1.LoadBalancerNetworkR\anetwork\x12W\n" +
+	"\rnetwork_stack\x18# \x01(\x0e22.bettercompute.compute.v1.LoadBalancerNetworkStackR\fnetworkStack\x12a\n" +
+	"\x11tls_cipher_policy\x18$ \x01(\x0e25.bettercompute.compute.v1.LoadBalancerTlsCipherPolicyR\x0ftlsCipherPolicy\x12F\n" +
+	" disable_lets_encrypt_dns_records\x18% \x01(\bR\x1cdisableLetsEncryptDnsRecords\x12J\n" +
+	"\x06labels\x18& \x03(\v22.bettercompute.compute.v1.LoadBalancer.LabelsEntryR\x06labels\x1a9\n" +
+	"\vLabelsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\f\n" +
+	"\n" +
+	"_size_unitB\x1c\n" +
+	"\x1a_http_idle_timeout_seconds\"\xfa\x14\n" +
 	"\x19CreateLoadBalancerRequest\x12?\n" +
 	"\ttenant_id\x18\x01 \x01(\tB\"\xbaH\x1fr\x1d\x18\x80\x012\x18^[A-Za-z0-9._:-]{1,128}$R\btenantId\x12J\n" +
 	"\n" +
@@ -1676,10 +2101,27 @@ const file_bettercompute_compute_v1_load_balancers_proto_rawDesc = "" +
 	"\adomains\x18\x0f \x03(\v2 .bettercompute.compute.v1.DomainB\b\xbaH\x05\x92\x01\x02\x10\x14R\adomains\x12K\n" +
 	"\x0fidempotency_key\x18\x10 \x01(\tB\"\xbaH\x1fr\x1d\x18\x80\x012\x18^[A-Za-z0-9._:-]{1,128}$R\x0eidempotencyKey\x12/\n" +
 	"\x13deletion_protection\x18\x11 \x01(\bR\x12deletionProtection\x12#\n" +
-	"\rvalidate_only\x18\x12 \x01(\bR\fvalidateOnly:\xd1\x03\xbaH\xcd\x03\x1a\xc9\x01\n" +
+	"\rvalidate_only\x18\x12 \x01(\bR\fvalidateOnly\x12+\n" +
+	"\tsize_unit\x18\x14 \x01(\x05B\t\xbaH\x06\x1a\x04\x18d(\x01H\x00R\bsizeUnit\x88\x01\x01\x12J\n" +
+	"\x19http_idle_timeout_seconds\x18\x15 \x01(\x05B\n" +
+	"\xbaH\a\x1a\x05\x18\xd8\x04(\x1eH\x01R\x16httpIdleTimeoutSeconds\x88\x01\x01\x122\n" +
+	"\x15enable_proxy_protocol\x18\x16 \x01(\bR\x13enableProxyProtocol\x128\n" +
+	"\x18enable_backend_keepalive\x18\x17 \x01(\bR\x16enableBackendKeepalive\x12Q\n" +
+	"\anetwork\x18\x18 \x01(\x0e2-.bettercompute.compute.v1.LoadBalancerNetworkB\b\xbaH\x05\x82\x01\x02\x10\x01R\anetwork\x12a\n" +
+	"\rnetwork_stack\x18\x19 \x01(\x0e22.bettercompute.compute.v1.LoadBalancerNetworkStackB\b\xbaH\x05\x82\x01\x02\x10\x01R\fnetworkStack\x12k\n" +
+	"\x11tls_cipher_policy\x18\x1a \x01(\x0e25.bettercompute.compute.v1.LoadBalancerTlsCipherPolicyB\b\xbaH\x05\x82\x01\x02\x10\x01R\x0ftlsCipherPolicy\x12F\n" +
+	" disable_lets_encrypt_dns_records\x18\x1b \x01(\bR\x1cdisableLetsEncryptDnsRecords\x12\x96\x01\n" +
+	"\x06labels\x18\x1c \x03(\v2?.bettercompute.compute.v1.CreateLoadBalancerRequest.LabelsEntryB=\xbaH:\x9a\x017\x10 \"\x1br\x192\x17^[a-z][a-z0-9_-]{0,62}$*\x16r\x142\x12^[a-z0-9_-]{0,63}$R\x06labels\x1a9\n" +
+	"\vLabelsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01:\xdd\x04\xbaH\xd9\x04\x1a\xc9\x01\n" +
 	"\rtargets.scope\x12Za global load balancer targets loadBalancerIds; a regional one targets pool or instanceIds\x1a\\!has(this.targets) || (this.scope == 'global') == (size(this.targets.load_balancer_ids) > 0)\x1at\n" +
-	"\x13domains.global_only\x12*domains are for global load balancers only\x1a1this.scope == 'global' || size(this.domains) == 0\x1a\x88\x01\n" +
-	"\rregion.global\x120a global load balancer has no region or subnetId\x1aEthis.scope != 'global' || (this.region == '' && this.subnet_id == '')\"i\n" +
+	"\x13domains.global_only\x12*domains are for global load balancers only\x1a1this.scope == 'global' || size(this.domains) == 0\x1a\x89\x01\n" +
+	"\x17size_unit.regional_only\x12>a global load balancer has no sizeUnit: the provider scales it\x1a.this.scope != 'global' || !has(this.size_unit)\x1a\x88\x01\n" +
+	"\rregion.global\x120a global load balancer has no region or subnetId\x1aEthis.scope != 'global' || (this.region == '' && this.subnet_id == '')B\f\n" +
+	"\n" +
+	"_size_unitB\x1c\n" +
+	"\x1a_http_idle_timeout_seconds\"i\n" +
 	"\x1aCreateLoadBalancerResponse\x12K\n" +
 	"\rload_balancer\x18\x01 \x01(\v2&.bettercompute.compute.v1.LoadBalancerR\floadBalancer\"\xe9\x02\n" +
 	"\x18ListLoadBalancersRequest\x12?\n" +
@@ -1699,7 +2141,7 @@ const file_bettercompute_compute_v1_load_balancers_proto_rawDesc = "" +
 	"\ttenant_id\x18\x01 \x01(\tB\"\xbaH\x1fr\x1d\x18\x80\x012\x18^[A-Za-z0-9._:-]{1,128}$R\btenantId\x12R\n" +
 	"\x10load_balancer_id\x18\x02 \x01(\tB(\xbaH%r#\x1882\x1f^plb_[0-9a-hjkmnp-tv-z]{26,52}$R\x0eloadBalancerId\"f\n" +
 	"\x17GetLoadBalancerResponse\x12K\n" +
-	"\rload_balancer\x18\x01 \x01(\v2&.bettercompute.compute.v1.LoadBalancerR\floadBalancer\"\x9f\a\n" +
+	"\rload_balancer\x18\x01 \x01(\v2&.bettercompute.compute.v1.LoadBalancerR\floadBalancer\"\x9f\x0f\n" +
 	"\x19UpdateLoadBalancerRequest\x12?\n" +
 	"\ttenant_id\x18\x01 \x01(\tB\"\xbaH\x1fr\x1d\x18\x80\x012\x18^[A-Za-z0-9._:-]{1,128}$R\btenantId\x12R\n" +
 	"\x10load_balancer_id\x18\x02 \x01(\tB(\xbaH%r#\x1882\x1f^plb_[0-9a-hjkmnp-tv-z]{26,52}$R\x0eloadBalancerId\x12G\n" +
@@ -1717,9 +2159,32 @@ const file_bettercompute_compute_v1_load_balancers_proto_rawDesc = "" +
 	"updateMask\x124\n" +
 	"\x13deletion_protection\x18\v \x01(\bH\x01R\x12deletionProtection\x88\x01\x01\x12\x1b\n" +
 	"\x04etag\x18\f \x01(\tB\a\xbaH\x04r\x02\x18@R\x04etag\x12#\n" +
-	"\rvalidate_only\x18\r \x01(\bR\fvalidateOnlyB\x19\n" +
+	"\rvalidate_only\x18\r \x01(\bR\fvalidateOnly\x12+\n" +
+	"\tsize_unit\x18\x14 \x01(\x05B\t\xbaH\x06\x1a\x04\x18d(\x01H\x02R\bsizeUnit\x88\x01\x01\x12J\n" +
+	"\x19http_idle_timeout_seconds\x18\x15 \x01(\x05B\n" +
+	"\xbaH\a\x1a\x05\x18\xd8\x04(\x1eH\x03R\x16httpIdleTimeoutSeconds\x88\x01\x01\x127\n" +
+	"\x15enable_proxy_protocol\x18\x16 \x01(\bH\x04R\x13enableProxyProtocol\x88\x01\x01\x12=\n" +
+	"\x18enable_backend_keepalive\x18\x17 \x01(\bH\x05R\x16enableBackendKeepalive\x88\x01\x01\x12V\n" +
+	"\anetwork\x18\x18 \x01(\x0e2-.bettercompute.compute.v1.LoadBalancerNetworkB\b\xbaH\x05\x82\x01\x02\x10\x01H\x06R\anetwork\x88\x01\x01\x12f\n" +
+	"\rnetwork_stack\x18\x19 \x01(\x0e22.bettercompute.compute.v1.LoadBalancerNetworkStackB\b\xbaH\x05\x82\x01\x02\x10\x01H\aR\fnetworkStack\x88\x01\x01\x12p\n" +
+	"\x11tls_cipher_policy\x18\x1a \x01(\x0e25.bettercompute.compute.v1.LoadBalancerTlsCipherPolicyB\b\xbaH\x05\x82\x01\x02\x10\x01H\bR\x0ftlsCipherPolicy\x88\x01\x01\x12K\n" +
+	" disable_lets_encrypt_dns_records\x18\x1b \x01(\bH\tR\x1cdisableLetsEncryptDnsRecords\x88\x01\x01\x12\x96\x01\n" +
+	"\x06labels\x18\x1c \x03(\v2?.bettercompute.compute.v1.UpdateLoadBalancerRequest.LabelsEntryB=\xbaH:\x9a\x017\x10 \"\x1br\x192\x17^[a-z][a-z0-9_-]{0,62}$*\x16r\x142\x12^[a-z0-9_-]{0,63}$R\x06labels\x1a9\n" +
+	"\vLabelsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x19\n" +
 	"\x17_redirect_http_to_httpsB\x16\n" +
-	"\x14_deletion_protection\"i\n" +
+	"\x14_deletion_protectionB\f\n" +
+	"\n" +
+	"_size_unitB\x1c\n" +
+	"\x1a_http_idle_timeout_secondsB\x18\n" +
+	"\x16_enable_proxy_protocolB\x1b\n" +
+	"\x19_enable_backend_keepaliveB\n" +
+	"\n" +
+	"\b_networkB\x10\n" +
+	"\x0e_network_stackB\x14\n" +
+	"\x12_tls_cipher_policyB#\n" +
+	"!_disable_lets_encrypt_dns_records\"i\n" +
 	"\x1aUpdateLoadBalancerResponse\x12K\n" +
 	"\rload_balancer\x18\x01 \x01(\v2&.bettercompute.compute.v1.LoadBalancerR\floadBalancer\"\xf2\x01\n" +
 	"\x19DeleteLoadBalancerRequest\x12?\n" +
@@ -1728,7 +2193,19 @@ const file_bettercompute_compute_v1_load_balancers_proto_rawDesc = "" +
 	"\x04etag\x18\x03 \x01(\tB\a\xbaH\x04r\x02\x18@R\x04etag\x12#\n" +
 	"\rvalidate_only\x18\x04 \x01(\bR\fvalidateOnly\"i\n" +
 	"\x1aDeleteLoadBalancerResponse\x12K\n" +
-	"\rload_balancer\x18\x01 \x01(\v2&.bettercompute.compute.v1.LoadBalancerR\floadBalancer2\xb7\a\n" +
+	"\rload_balancer\x18\x01 \x01(\v2&.bettercompute.compute.v1.LoadBalancerR\floadBalancer*\x84\x01\n" +
+	"\x13LoadBalancerNetwork\x12%\n" +
+	"!LOAD_BALANCER_NETWORK_UNSPECIFIED\x10\x00\x12\"\n" +
+	"\x1eLOAD_BALANCER_NETWORK_EXTERNAL\x10\x01\x12\"\n" +
+	"\x1eLOAD_BALANCER_NETWORK_INTERNAL\x10\x02*\x98\x01\n" +
+	"\x18LoadBalancerNetworkStack\x12+\n" +
+	"'LOAD_BALANCER_NETWORK_STACK_UNSPECIFIED\x10\x00\x12$\n" +
+	" LOAD_BALANCER_NETWORK_STACK_IPV4\x10\x01\x12)\n" +
+	"%LOAD_BALANCER_NETWORK_STACK_DUALSTACK\x10\x02*\xa7\x01\n" +
+	"\x1bLoadBalancerTlsCipherPolicy\x12/\n" +
+	"+LOAD_BALANCER_TLS_CIPHER_POLICY_UNSPECIFIED\x10\x00\x12+\n" +
+	"'LOAD_BALANCER_TLS_CIPHER_POLICY_DEFAULT\x10\x01\x12*\n" +
+	"&LOAD_BALANCER_TLS_CIPHER_POLICY_STRONG\x10\x022\xb7\a\n" +
 	"\x13LoadBalancerService\x12\xba\x01\n" +
 	"\x12CreateLoadBalancer\x123.bettercompute.compute.v1.CreateLoadBalancerRequest\x1a4.bettercompute.compute.v1.CreateLoadBalancerResponse\"9\xaa\xbb\x185\n" +
 	"\x14loadBalancers/create\x12\x1dcompute:load-balancers:manage\x12\xb6\x01\n" +
@@ -1754,72 +2231,91 @@ func file_bettercompute_compute_v1_load_balancers_proto_rawDescGZIP() []byte {
 	return file_bettercompute_compute_v1_load_balancers_proto_rawDescData
 }
 
-var file_bettercompute_compute_v1_load_balancers_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_bettercompute_compute_v1_load_balancers_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
+var file_bettercompute_compute_v1_load_balancers_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_bettercompute_compute_v1_load_balancers_proto_goTypes = []any{
-	(*LoadBalancerTargets)(nil),        // 0: bettercompute.compute.v1.LoadBalancerTargets
-	(*ForwardingRule)(nil),             // 1: bettercompute.compute.v1.ForwardingRule
-	(*HealthCheck)(nil),                // 2: bettercompute.compute.v1.HealthCheck
-	(*StickySessions)(nil),             // 3: bettercompute.compute.v1.StickySessions
-	(*SourceRanges)(nil),               // 4: bettercompute.compute.v1.SourceRanges
-	(*Domain)(nil),                     // 5: bettercompute.compute.v1.Domain
-	(*LoadBalancer)(nil),               // 6: bettercompute.compute.v1.LoadBalancer
-	(*CreateLoadBalancerRequest)(nil),  // 7: bettercompute.compute.v1.CreateLoadBalancerRequest
-	(*CreateLoadBalancerResponse)(nil), // 8: bettercompute.compute.v1.CreateLoadBalancerResponse
-	(*ListLoadBalancersRequest)(nil),   // 9: bettercompute.compute.v1.ListLoadBalancersRequest
-	(*ListLoadBalancersResponse)(nil),  // 10: bettercompute.compute.v1.ListLoadBalancersResponse
-	(*GetLoadBalancerRequest)(nil),     // 11: bettercompute.compute.v1.GetLoadBalancerRequest
-	(*GetLoadBalancerResponse)(nil),    // 12: bettercompute.compute.v1.GetLoadBalancerResponse
-	(*UpdateLoadBalancerRequest)(nil),  // 13: bettercompute.compute.v1.UpdateLoadBalancerRequest
-	(*UpdateLoadBalancerResponse)(nil), // 14: bettercompute.compute.v1.UpdateLoadBalancerResponse
-	(*DeleteLoadBalancerRequest)(nil),  // 15: bettercompute.compute.v1.DeleteLoadBalancerRequest
-	(*DeleteLoadBalancerResponse)(nil), // 16: bettercompute.compute.v1.DeleteLoadBalancerResponse
-	(*timestamppb.Timestamp)(nil),      // 17: google.protobuf.Timestamp
-	(*fieldmaskpb.FieldMask)(nil),      // 18: google.protobuf.FieldMask
+	(LoadBalancerNetwork)(0),           // 0: bettercompute.compute.v1.LoadBalancerNetwork
+	(LoadBalancerNetworkStack)(0),      // 1: bettercompute.compute.v1.LoadBalancerNetworkStack
+	(LoadBalancerTlsCipherPolicy)(0),   // 2: bettercompute.compute.v1.LoadBalancerTlsCipherPolicy
+	(*LoadBalancerTargets)(nil),        // 3: bettercompute.compute.v1.LoadBalancerTargets
+	(*ForwardingRule)(nil),             // 4: bettercompute.compute.v1.ForwardingRule
+	(*HealthCheck)(nil),                // 5: bettercompute.compute.v1.HealthCheck
+	(*StickySessions)(nil),             // 6: bettercompute.compute.v1.StickySessions
+	(*SourceRanges)(nil),               // 7: bettercompute.compute.v1.SourceRanges
+	(*Domain)(nil),                     // 8: bettercompute.compute.v1.Domain
+	(*LoadBalancer)(nil),               // 9: bettercompute.compute.v1.LoadBalancer
+	(*CreateLoadBalancerRequest)(nil),  // 10: bettercompute.compute.v1.CreateLoadBalancerRequest
+	(*CreateLoadBalancerResponse)(nil), // 11: bettercompute.compute.v1.CreateLoadBalancerResponse
+	(*ListLoadBalancersRequest)(nil),   // 12: bettercompute.compute.v1.ListLoadBalancersRequest
+	(*ListLoadBalancersResponse)(nil),  // 13: bettercompute.compute.v1.ListLoadBalancersResponse
+	(*GetLoadBalancerRequest)(nil),     // 14: bettercompute.compute.v1.GetLoadBalancerRequest
+	(*GetLoadBalancerResponse)(nil),    // 15: bettercompute.compute.v1.GetLoadBalancerResponse
+	(*UpdateLoadBalancerRequest)(nil),  // 16: bettercompute.compute.v1.UpdateLoadBalancerRequest
+	(*UpdateLoadBalancerResponse)(nil), // 17: bettercompute.compute.v1.UpdateLoadBalancerResponse
+	(*DeleteLoadBalancerRequest)(nil),  // 18: bettercompute.compute.v1.DeleteLoadBalancerRequest
+	(*DeleteLoadBalancerResponse)(nil), // 19: bettercompute.compute.v1.DeleteLoadBalancerResponse
+	nil,                                // 20: bettercompute.compute.v1.LoadBalancer.LabelsEntry
+	nil,                                // 21: bettercompute.compute.v1.CreateLoadBalancerRequest.LabelsEntry
+	nil,                                // 22: bettercompute.compute.v1.UpdateLoadBalancerRequest.LabelsEntry
+	(*timestamppb.Timestamp)(nil),      // 23: google.protobuf.Timestamp
+	(*fieldmaskpb.FieldMask)(nil),      // 24: google.protobuf.FieldMask
 }
 var file_bettercompute_compute_v1_load_balancers_proto_depIdxs = []int32{
-	0,  // 0: bettercompute.compute.v1.LoadBalancer.targets:type_name -> bettercompute.compute.v1.LoadBalancerTargets
-	1,  // 1: bettercompute.compute.v1.LoadBalancer.forwarding:type_name -> bettercompute.compute.v1.ForwardingRule
-	2,  // 2: bettercompute.compute.v1.LoadBalancer.health_check:type_name -> bettercompute.compute.v1.HealthCheck
-	3,  // 3: bettercompute.compute.v1.LoadBalancer.sticky_sessions:type_name -> bettercompute.compute.v1.StickySessions
-	4,  // 4: bettercompute.compute.v1.LoadBalancer.source_ranges:type_name -> bettercompute.compute.v1.SourceRanges
-	5,  // 5: bettercompute.compute.v1.LoadBalancer.domains:type_name -> bettercompute.compute.v1.Domain
-	17, // 6: bettercompute.compute.v1.LoadBalancer.create_time:type_name -> google.protobuf.Timestamp
-	17, // 7: bettercompute.compute.v1.LoadBalancer.update_time:type_name -> google.protobuf.Timestamp
-	17, // 8: bettercompute.compute.v1.LoadBalancer.ready_time:type_name -> google.protobuf.Timestamp
-	17, // 9: bettercompute.compute.v1.LoadBalancer.delete_time:type_name -> google.protobuf.Timestamp
-	0,  // 10: bettercompute.compute.v1.CreateLoadBalancerRequest.targets:type_name -> bettercompute.compute.v1.LoadBalancerTargets
-	1,  // 11: bettercompute.compute.v1.CreateLoadBalancerRequest.forwarding:type_name -> bettercompute.compute.v1.ForwardingRule
-	2,  // 12: bettercompute.compute.v1.CreateLoadBalancerRequest.health_check:type_name -> bettercompute.compute.v1.HealthCheck
-	3,  // 13: bettercompute.compute.v1.CreateLoadBalancerRequest.sticky_sessions:type_name -> bettercompute.compute.v1.StickySessions
-	4,  // 14: bettercompute.compute.v1.CreateLoadBalancerRequest.source_ranges:type_name -> bettercompute.compute.v1.SourceRanges
-	5,  // 15: bettercompute.compute.v1.CreateLoadBalancerRequest.domains:type_name -> bettercompute.compute.v1.Domain
-	6,  // 16: bettercompute.compute.v1.CreateLoadBalancerResponse.load_balancer:type_name -> bettercompute.compute.v1.LoadBalancer
-	6,  // 17: bettercompute.compute.v1.ListLoadBalancersResponse.load_balancers:type_name -> bettercompute.compute.v1.LoadBalancer
-	6,  // 18: bettercompute.compute.v1.GetLoadBalancerResponse.load_balancer:type_name -> bettercompute.compute.v1.LoadBalancer
-	0,  // 19: bettercompute.compute.v1.UpdateLoadBalancerRequest.targets:type_name -> bettercompute.compute.v1.LoadBalancerTargets
-	1,  // 20: bettercompute.compute.v1.UpdateLoadBalancerRequest.forwarding:type_name -> bettercompute.compute.v1.ForwardingRule
-	2,  // 21: bettercompute.compute.v1.UpdateLoadBalancerRequest.health_check:type_name -> bettercompute.compute.v1.HealthCheck
-	3,  // 22: bettercompute.compute.v1.UpdateLoadBalancerRequest.sticky_sessions:type_name -> bettercompute.compute.v1.StickySessions
-	4,  // 23: bettercompute.compute.v1.UpdateLoadBalancerRequest.source_ranges:type_name -> bettercompute.compute.v1.SourceRanges
-	5,  // 24: bettercompute.compute.v1.UpdateLoadBalancerRequest.domains:type_name -> bettercompute.compute.v1.Domain
-	18, // 25: bettercompute.compute.v1.UpdateLoadBalancerRequest.update_mask:type_name -> google.protobuf.FieldMask
-	6,  // 26: bettercompute.compute.v1.UpdateLoadBalancerResponse.load_balancer:type_name -> bettercompute.compute.v1.LoadBalancer
-	6,  // 27: bettercompute.compute.v1.DeleteLoadBalancerResponse.load_balancer:type_name -> bettercompute.compute.v1.LoadBalancer
-	7,  // 28: bettercompute.compute.v1.LoadBalancerService.CreateLoadBalancer:input_type -> bettercompute.compute.v1.CreateLoadBalancerRequest
-	9,  // 29: bettercompute.compute.v1.LoadBalancerService.ListLoadBalancers:input_type -> bettercompute.compute.v1.ListLoadBalancersRequest
-	11, // 30: bettercompute.compute.v1.LoadBalancerService.GetLoadBalancer:input_type -> bettercompute.compute.v1.GetLoadBalancerRequest
-	13, // 31: bettercompute.compute.v1.LoadBalancerService.UpdateLoadBalancer:input_type -> bettercompute.compute.v1.UpdateLoadBalancerRequest
-	15, // 32: bettercompute.compute.v1.LoadBalancerService.DeleteLoadBalancer:input_type -> bettercompute.compute.v1.DeleteLoadBalancerRequest
-	8,  // 33: bettercompute.compute.v1.LoadBalancerService.CreateLoadBalancer:output_type -> bettercompute.compute.v1.CreateLoadBalancerResponse
-	10, // 34: bettercompute.compute.v1.LoadBalancerService.ListLoadBalancers:output_type -> bettercompute.compute.v1.ListLoadBalancersResponse
-	12, // 35: bettercompute.compute.v1.LoadBalancerService.GetLoadBalancer:output_type -> bettercompute.compute.v1.GetLoadBalancerResponse
-	14, // 36: bettercompute.compute.v1.LoadBalancerService.UpdateLoadBalancer:output_type -> bettercompute.compute.v1.UpdateLoadBalancerResponse
-	16, // 37: bettercompute.compute.v1.LoadBalancerService.DeleteLoadBalancer:output_type -> bettercompute.compute.v1.DeleteLoadBalancerResponse
-	33, // [33:38] is the sub-list for method output_type
-	28, // [28:33] is the sub-list for method input_type
-	28, // [28:28] is the sub-list for extension type_name
-	28, // [28:28] is the sub-list for extension extendee
-	0,  // [0:28] is the sub-list for field type_name
+	3,  // 0: bettercompute.compute.v1.LoadBalancer.targets:type_name -> bettercompute.compute.v1.LoadBalancerTargets
+	4,  // 1: bettercompute.compute.v1.LoadBalancer.forwarding:type_name -> bettercompute.compute.v1.ForwardingRule
+	5,  // 2: bettercompute.compute.v1.LoadBalancer.health_check:type_name -> bettercompute.compute.v1.HealthCheck
+	6,  // 3: bettercompute.compute.v1.LoadBalancer.sticky_sessions:type_name -> bettercompute.compute.v1.StickySessions
+	7,  // 4: bettercompute.compute.v1.LoadBalancer.source_ranges:type_name -> bettercompute.compute.v1.SourceRanges
+	8,  // 5: bettercompute.compute.v1.LoadBalancer.domains:type_name -> bettercompute.compute.v1.Domain
+	23, // 6: bettercompute.compute.v1.LoadBalancer.create_time:type_name -> google.protobuf.Timestamp
+	23, // 7: bettercompute.compute.v1.LoadBalancer.update_time:type_name -> google.protobuf.Timestamp
+	23, // 8: bettercompute.compute.v1.LoadBalancer.ready_time:type_name -> google.protobuf.Timestamp
+	23, // 9: bettercompute.compute.v1.LoadBalancer.delete_time:type_name -> google.protobuf.Timestamp
+	0,  // 10: bettercompute.compute.v1.LoadBalancer.network:type_name -> bettercompute.compute.v1.LoadBalancerNetwork
+	1,  // 11: bettercompute.compute.v1.LoadBalancer.network_stack:type_name -> bettercompute.compute.v1.LoadBalancerNetworkStack
+	2,  // 12: bettercompute.compute.v1.LoadBalancer.tls_cipher_policy:type_name -> bettercompute.compute.v1.LoadBalancerTlsCipherPolicy
+	20, // 13: bettercompute.compute.v1.LoadBalancer.labels:type_name -> bettercompute.compute.v1.LoadBalancer.LabelsEntry
+	3,  // 14: bettercompute.compute.v1.CreateLoadBalancerRequest.targets:type_name -> bettercompute.compute.v1.LoadBalancerTargets
+	4,  // 15: bettercompute.compute.v1.CreateLoadBalancerRequest.forwarding:type_name -> bettercompute.compute.v1.ForwardingRule
+	5,  // 16: bettercompute.compute.v1.CreateLoadBalancerRequest.health_check:type_name -> bettercompute.compute.v1.HealthCheck
+	6,  // 17: bettercompute.compute.v1.CreateLoadBalancerRequest.sticky_sessions:type_name -> bettercompute.compute.v1.StickySessions
+	7,  // 18: bettercompute.compute.v1.CreateLoadBalancerRequest.source_ranges:type_name -> bettercompute.compute.v1.SourceRanges
+	8,  // 19: bettercompute.compute.v1.CreateLoadBalancerRequest.domains:type_name -> bettercompute.compute.v1.Domain
+	0,  // 20: bettercompute.compute.v1.CreateLoadBalancerRequest.network:type_name -> bettercompute.compute.v1.LoadBalancerNetwork
+	1,  // 21: bettercompute.compute.v1.CreateLoadBalancerRequest.network_stack:type_name -> bettercompute.compute.v1.LoadBalancerNetworkStack
+	2,  // 22: bettercompute.compute.v1.CreateLoadBalancerRequest.tls_cipher_policy:type_name -> bettercompute.compute.v1.LoadBalancerTlsCipherPolicy
+	21, // 23: bettercompute.compute.v1.CreateLoadBalancerRequest.labels:type_name -> bettercompute.compute.v1.CreateLoadBalancerRequest.LabelsEntry
+	9,  // 24: bettercompute.compute.v1.CreateLoadBalancerResponse.load_balancer:type_name -> bettercompute.compute.v1.LoadBalancer
+	9,  // 25: bettercompute.compute.v1.ListLoadBalancersResponse.load_balancers:type_name -> bettercompute.compute.v1.LoadBalancer
+	9,  // 26: bettercompute.compute.v1.GetLoadBalancerResponse.load_balancer:type_name -> bettercompute.compute.v1.LoadBalancer
+	3,  // 27: bettercompute.compute.v1.UpdateLoadBalancerRequest.targets:type_name -> bettercompute.compute.v1.LoadBalancerTargets
+	4,  // 28: bettercompute.compute.v1.UpdateLoadBalancerRequest.forwarding:type_name -> bettercompute.compute.v1.ForwardingRule
+	5,  // 29: bettercompute.compute.v1.UpdateLoadBalancerRequest.health_check:type_name -> bettercompute.compute.v1.HealthCheck
+	6,  // 30: bettercompute.compute.v1.UpdateLoadBalancerRequest.sticky_sessions:type_name -> bettercompute.compute.v1.StickySessions
+	7,  // 31: bettercompute.compute.v1.UpdateLoadBalancerRequest.source_ranges:type_name -> bettercompute.compute.v1.SourceRanges
+	8,  // 32: bettercompute.compute.v1.UpdateLoadBalancerRequest.domains:type_name -> bettercompute.compute.v1.Domain
+	24, // 33: bettercompute.compute.v1.UpdateLoadBalancerRequest.update_mask:type_name -> google.protobuf.FieldMask
+	0,  // 34: bettercompute.compute.v1.UpdateLoadBalancerRequest.network:type_name -> bettercompute.compute.v1.LoadBalancerNetwork
+	1,  // 35: bettercompute.compute.v1.UpdateLoadBalancerRequest.network_stack:type_name -> bettercompute.compute.v1.LoadBalancerNetworkStack
+	2,  // 36: bettercompute.compute.v1.UpdateLoadBalancerRequest.tls_cipher_policy:type_name -> bettercompute.compute.v1.LoadBalancerTlsCipherPolicy
+	22, // 37: bettercompute.compute.v1.UpdateLoadBalancerRequest.labels:type_name -> bettercompute.compute.v1.UpdateLoadBalancerRequest.LabelsEntry
+	9,  // 38: bettercompute.compute.v1.UpdateLoadBalancerResponse.load_balancer:type_name -> bettercompute.compute.v1.LoadBalancer
+	9,  // 39: bettercompute.compute.v1.DeleteLoadBalancerResponse.load_balancer:type_name -> bettercompute.compute.v1.LoadBalancer
+	10, // 40: bettercompute.compute.v1.LoadBalancerService.CreateLoadBalancer:input_type -> bettercompute.compute.v1.CreateLoadBalancerRequest
+	12, // 41: bettercompute.compute.v1.LoadBalancerService.ListLoadBalancers:input_type -> bettercompute.compute.v1.ListLoadBalancersRequest
+	14, // 42: bettercompute.compute.v1.LoadBalancerService.GetLoadBalancer:input_type -> bettercompute.compute.v1.GetLoadBalancerRequest
+	16, // 43: bettercompute.compute.v1.LoadBalancerService.UpdateLoadBalancer:input_type -> bettercompute.compute.v1.UpdateLoadBalancerRequest
+	18, // 44: bettercompute.compute.v1.LoadBalancerService.DeleteLoadBalancer:input_type -> bettercompute.compute.v1.DeleteLoadBalancerRequest
+	11, // 45: bettercompute.compute.v1.LoadBalancerService.CreateLoadBalancer:output_type -> bettercompute.compute.v1.CreateLoadBalancerResponse
+	13, // 46: bettercompute.compute.v1.LoadBalancerService.ListLoadBalancers:output_type -> bettercompute.compute.v1.ListLoadBalancersResponse
+	15, // 47: bettercompute.compute.v1.LoadBalancerService.GetLoadBalancer:output_type -> bettercompute.compute.v1.GetLoadBalancerResponse
+	17, // 48: bettercompute.compute.v1.LoadBalancerService.UpdateLoadBalancer:output_type -> bettercompute.compute.v1.UpdateLoadBalancerResponse
+	19, // 49: bettercompute.compute.v1.LoadBalancerService.DeleteLoadBalancer:output_type -> bettercompute.compute.v1.DeleteLoadBalancerResponse
+	45, // [45:50] is the sub-list for method output_type
+	40, // [40:45] is the sub-list for method input_type
+	40, // [40:40] is the sub-list for extension type_name
+	40, // [40:40] is the sub-list for extension extendee
+	0,  // [0:40] is the sub-list for field type_name
 }
 
 func init() { file_bettercompute_compute_v1_load_balancers_proto_init() }
@@ -1830,19 +2326,22 @@ func file_bettercompute_compute_v1_load_balancers_proto_init() {
 	file_bettercompute_compute_v1_options_proto_init()
 	file_bettercompute_compute_v1_load_balancers_proto_msgTypes[0].OneofWrappers = []any{}
 	file_bettercompute_compute_v1_load_balancers_proto_msgTypes[2].OneofWrappers = []any{}
+	file_bettercompute_compute_v1_load_balancers_proto_msgTypes[6].OneofWrappers = []any{}
+	file_bettercompute_compute_v1_load_balancers_proto_msgTypes[7].OneofWrappers = []any{}
 	file_bettercompute_compute_v1_load_balancers_proto_msgTypes[13].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_bettercompute_compute_v1_load_balancers_proto_rawDesc), len(file_bettercompute_compute_v1_load_balancers_proto_rawDesc)),
-			NumEnums:      0,
-			NumMessages:   17,
+			NumEnums:      3,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
 		GoTypes:           file_bettercompute_compute_v1_load_balancers_proto_goTypes,
 		DependencyIndexes: file_bettercompute_compute_v1_load_balancers_proto_depIdxs,
+		EnumInfos:         file_bettercompute_compute_v1_load_balancers_proto_enumTypes,
 		MessageInfos:      file_bettercompute_compute_v1_load_balancers_proto_msgTypes,
 	}.Build()
 	File_bettercompute_compute_v1_load_balancers_proto = out.File

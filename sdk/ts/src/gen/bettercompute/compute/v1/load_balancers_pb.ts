@@ -2,8 +2,8 @@
 // @generated from file bettercompute/compute/v1/load_balancers.proto (package bettercompute.compute.v1, syntax proto3)
 /* eslint-disable */
 
-import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
-import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
+import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import { file_bettercompute_compute_v1_options } from "./options_pb.js";
 import { file_buf_validate_validate } from "../../../buf/validate/validate_pb.js";
 import type { FieldMask, Timestamp } from "@bufbuild/protobuf/wkt";
@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file bettercompute/compute/v1/load_balancers.proto.
  */
 export const file_bettercompute_compute_v1_load_balancers: GenFile = /*@__PURE__*/
-  fileDesc("Ci1iZXR0ZXJjb21wdXRlL2NvbXB1dGUvdjEvbG9hZF9iYWxhbmNlcnMucHJvdG8SGGJldHRlcmNvbXB1dGUuY29tcHV0ZS52MSKjAwoTTG9hZEJhbGFuY2VyVGFyZ2V0cxIRCgRwb29sGAEgASgISACIAQESSAoMaW5zdGFuY2VfaWRzGAIgAygJQjK6SC+SASwQZBgBIiZyJBg5MiBeaW5zdF9bMC05YS1oamttbnAtdHYtel17MjYsNTJ9JBJMChFsb2FkX2JhbGFuY2VyX2lkcxgDIAMoCUIxukgukgErEGQYASIlciMYODIfXnBsYl9bMC05YS1oamttbnAtdHYtel17MjYsNTJ9JDrXAbpI0wEa0AEKE3RhcmdldHMuZXhhY3RseV9vbmUSOGdpdmUgZXhhY3RseSBvbmUgb2YgcG9vbCwgaW5zdGFuY2VJZHMgb3IgbG9hZEJhbGFuY2VySWRzGn8oaGFzKHRoaXMucG9vbCkgJiYgdGhpcy5wb29sID8gMSA6IDApICsgKHNpemUodGhpcy5pbnN0YW5jZV9pZHMpID4gMCA/IDEgOiAwKSArIChzaXplKHRoaXMubG9hZF9iYWxhbmNlcl9pZHMpID4gMCA/IDEgOiAwKSA9PSAxQgcKBV9wb29sIo8HCg5Gb3J3YXJkaW5nUnVsZRI7Cg5lbnRyeV9wcm90b2NvbBgBIAEoCUIjukggch5SBGh0dHBSBWh0dHBzUgVodHRwMlIDdGNwUgN1ZHASHwoKZW50cnlfcG9ydBgCIAEoBUILukgIGgYY//8DKAESPAoPdGFyZ2V0X3Byb3RvY29sGAMgASgJQiO6SCByHlIEaHR0cFIFaHR0cHNSBWh0dHAyUgN0Y3BSA3VkcBIgCgt0YXJnZXRfcG9ydBgEIAEoBUILukgIGgYY//8DKAESRQoOY2VydGlmaWNhdGVfaWQYBSABKAlCLbpIKtgBAXIlGDoyIV5wY2VydF9bMC05YS1oamttbnAtdHYtel17MjYsNTJ9JBIXCg90bHNfcGFzc3Rocm91Z2gYBiABKAg63gS6SNoEGuwBCg5mb3J3YXJkaW5nLnRscxJSYW4gaHR0cHMgb3IgaHR0cDIgZW50cnkgbmFtZXMgYSBjZXJ0aWZpY2F0ZUlkLCBvciBhbiBodHRwcyBvbmUgc2V0cyB0bHNQYXNzdGhyb3VnaBqFASEodGhpcy5lbnRyeV9wcm90b2NvbCBpbiBbJ2h0dHBzJywgJ2h0dHAyJ10pIHx8IHRoaXMuY2VydGlmaWNhdGVfaWQgIT0gJycgfHwgKHRoaXMuZW50cnlfcHJvdG9jb2wgPT0gJ2h0dHBzJyAmJiB0aGlzLnRsc19wYXNzdGhyb3VnaCka0gEKFmZvcndhcmRpbmcucGFzc3Rocm91Z2gSPXRsc1Bhc3N0aHJvdWdoIG5lZWRzIGh0dHBzIG9uIGJvdGggc2lkZXMgYW5kIG5vIGNlcnRpZmljYXRlSWQaeSF0aGlzLnRsc19wYXNzdGhyb3VnaCB8fCAodGhpcy5lbnRyeV9wcm90b2NvbCA9PSAnaHR0cHMnICYmIHRoaXMudGFyZ2V0X3Byb3RvY29sID09ICdodHRwcycgJiYgdGhpcy5jZXJ0aWZpY2F0ZV9pZCA9PSAnJykakwEKFmZvcndhcmRpbmcuY2VydGlmaWNhdGUSMWNlcnRpZmljYXRlSWQgaXMgb25seSBmb3IgYW4gaHR0cHMgb3IgaHR0cDIgZW50cnkaRnRoaXMuY2VydGlmaWNhdGVfaWQgPT0gJycgfHwgdGhpcy5lbnRyeV9wcm90b2NvbCBpbiBbJ2h0dHBzJywgJ2h0dHAyJ10i7wIKC0hlYWx0aENoZWNrEikKCHByb3RvY29sGAEgASgJQhe6SBRyElIEaHR0cFIFaHR0cHNSA3RjcBIZCgRwb3J0GAIgASgFQgu6SAgaBhj//wMoARIWCgRwYXRoGAMgASgJQgi6SAVyAxj/ARIpChBpbnRlcnZhbF9zZWNvbmRzGAQgASgFQgq6SAcaBRisAigDSACIAQESKAoPdGltZW91dF9zZWNvbmRzGAUgASgFQgq6SAcaBRisAigDSAGIAQESKQoRaGVhbHRoeV90aHJlc2hvbGQYBiABKAVCCbpIBhoEGAooAkgCiAEBEisKE3VuaGVhbHRoeV90aHJlc2hvbGQYByABKAVCCbpIBhoEGAooAkgDiAEBQhMKEV9pbnRlcnZhbF9zZWNvbmRzQhIKEF90aW1lb3V0X3NlY29uZHNCFAoSX2hlYWx0aHlfdGhyZXNob2xkQhYKFF91bmhlYWx0aHlfdGhyZXNob2xkImcKDlN0aWNreVNlc3Npb25zEjMKC2Nvb2tpZV9uYW1lGAEgASgJQh66SBtyGRgoMhVeW0EtWmEtejAtOV8tXXsxLDQwfSQSIAoLdHRsX3NlY29uZHMYAiABKAVCC7pICBoGGID1JCgBIv8BCgxTb3VyY2VSYW5nZXMSdwoFYWxsb3cYASADKAlCaLpIZZIBYhAyIl66AVsKDHNvdXJjZV9yYW5nZRIlbXVzdCBiZSBhbiBJUCBhZGRyZXNzIG9yIGEgQ0lEUiBibG9jaxokdGhpcy5pc0lwKCkgfHwgdGhpcy5pc0lwUHJlZml4KHRydWUpEnYKBGRlbnkYAiADKAlCaLpIZZIBYhAyIl66AVsKDHNvdXJjZV9yYW5nZRIlbXVzdCBiZSBhbiBJUCBhZGRyZXNzIG9yIGEgQ0lEUiBibG9jaxokdGhpcy5pc0lwKCkgfHwgdGhpcy5pc0lwUHJlZml4KHRydWUpImkKBkRvbWFpbhIYCgRuYW1lGAEgASgJQgq6SAdyBRABGP0BEkUKDmNlcnRpZmljYXRlX2lkGAIgASgJQi26SCrYAQFyJRg6MiFecGNlcnRfWzAtOWEtaGprbW5wLXR2LXpdezI2LDUyfSQinwcKDExvYWRCYWxhbmNlchIKCgJpZBgBIAEoCRIRCgl0ZW5hbnRfaWQYAiABKAkSEgoKcHJvamVjdF9pZBgDIAEoCRIPCgdwb29sX2lkGAQgASgJEhIKCmFjY291bnRfaWQYBSABKAkSDAoEbmFtZRgGIAEoCRITCgtkZXNjcmlwdGlvbhgHIAEoCRINCgVzY29wZRgIIAEoCRIOCgZyZWdpb24YCSABKAkSEQoJc3VibmV0X2lkGAogASgJEj4KB3RhcmdldHMYCyABKAsyLS5iZXR0ZXJjb21wdXRlLmNvbXB1dGUudjEuTG9hZEJhbGFuY2VyVGFyZ2V0cxI8Cgpmb3J3YXJkaW5nGAwgAygLMiguYmV0dGVyY29tcHV0ZS5jb21wdXRlLnYxLkZvcndhcmRpbmdSdWxlEjsKDGhlYWx0aF9jaGVjaxgNIAEoCzIlLmJldHRlcmNvbXB1dGUuY29tcHV0ZS52MS5IZWFsdGhDaGVjaxJBCg9zdGlja3lfc2Vzc2lvbnMYDiABKAsyKC5iZXR0ZXJjb21wdXRlLmNvbXB1dGUudjEuU3RpY2t5U2Vzc2lvbnMSPQoNc291cmNlX3JhbmdlcxgPIAEoCzImLmJldHRlcmNvbXB1dGUuY29tcHV0ZS52MS5Tb3VyY2VSYW5nZXMSHgoWcmVkaXJlY3RfaHR0cF90b19odHRwcxgQIAEoCBIxCgdkb21haW5zGBEgAygLMiAuYmV0dGVyY29tcHV0ZS5jb21wdXRlLnYxLkRvbWFpbhINCgVzdGF0ZRgSIAEoCRIPCgdhZGRyZXNzGBMgASgJEhIKCmFkZHJlc3NfdjYYFCABKAkSHAoUcmVhY2hlZF9pbnN0YW5jZV9pZHMYFSADKAkSEgoKbGFzdF9lcnJvchgWIAEoCRIvCgtjcmVhdGVfdGltZRgXIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLdXBkYXRlX3RpbWUYGCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnJlYWR5X3RpbWUYGSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC2RlbGV0ZV90aW1lGBogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIMCgRldGFnGBsgASgJEhsKE2RlbGV0aW9uX3Byb3RlY3Rpb24YHCABKAgiwwsKGUNyZWF0ZUxvYWRCYWxhbmNlclJlcXVlc3QSNQoJdGVuYW50X2lkGAEgASgJQiK6SB9yHRiAATIYXltBLVphLXowLTkuXzotXXsxLDEyOH0kEj8KCnByb2plY3RfaWQYAiABKAlCK7pIKNgBAXIjGDgyH15wcmpfWzAtOWEtaGprbW5wLXR2LXpdezI2LDUyfSQSOgoHcG9vbF9pZBgDIAEoCUIpukgmciQYOTIgXnBvb2xfWzAtOWEtaGprbW5wLXR2LXpdezI2LDUyfSQSOAoEbmFtZRgEIAEoCUIqukgnciUYKjIhXlthLXpdKFstYS16MC05XXswLDQwfVthLXowLTldKT8kEh0KC2Rlc2NyaXB0aW9uGAUgASgJQgi6SAVyAxiAAhIpCgVzY29wZRgGIAEoCUIaukgX2AEBchJSCHJlZ2lvbmFsUgZnbG9iYWwSOgoGcmVnaW9uGAcgASgJQiq6SCfYAQFyIhgoMh5eW2Etel1bYS16MC05LV17MCwzOH1bYS16MC05XSQSPwoJc3VibmV0X2lkGAggASgJQiy6SCnYAQFyJBg5MiBec25ldF9bMC05YS1oamttbnAtdHYtel17MjYsNTJ9JBJGCgd0YXJnZXRzGAkgASgLMi0uYmV0dGVyY29tcHV0ZS5jb21wdXRlLnYxLkxvYWRCYWxhbmNlclRhcmdldHNCBrpIA8gBARJICgpmb3J3YXJkaW5nGAogAygLMiguYmV0dGVyY29tcHV0ZS5jb21wdXRlLnYxLkZvcndhcmRpbmdSdWxlQgq6SAeSAQQIARAPEjsKDGhlYWx0aF9jaGVjaxgLIAEoCzIlLmJldHRlcmNvbXB1dGUuY29tcHV0ZS52MS5IZWFsdGhDaGVjaxJBCg9zdGlja3lfc2Vzc2lvbnMYDCABKAsyKC5iZXR0ZXJjb21wdXRlLmNvbXB1dGUudjEuU3RpY2t5U2Vzc2lvbnMSPQoNc291cmNlX3JhbmdlcxgNIAEoCzImLmJldHRlcmNvbXB1dGUuY29tcHV0ZS52MS5Tb3VyY2VSYW5nZXMSHgoWcmVkaXJlY3RfaHR0cF90b19odHRwcxgOIAEoCBI7Cgdkb21haW5zGA8gAygLMiAuYmV0dGVyY29tcHV0ZS5jb21wdXRlLnYxLkRvbWFpbkIIukgFkgECEBQSOwoPaWRlbXBvdGVuY3lfa2V5GBAgASgJQiK6SB9yHRiAATIYXltBLVphLXowLTkuXzotXXsxLDEyOH0kEhsKE2RlbGV0aW9uX3Byb3RlY3Rpb24YESABKAgSFQoNdmFsaWRhdGVfb25seRgSIAEoCDrRA7pIzQMayQEKDXRhcmdldHMuc2NvcGUSWmEgZ2xvYmFsIGxvYWQgYmFsYW5jZXIgdGFyZ2V0cyBsb2FkQmFsYW5jZXJJZHM7IGEgcmVnaW9uYWwgb25lIHRhcmdldHMgcG9vbCBvciBpbnN0YW5jZUlkcxpcIWhhcyh0aGlzLnRhcmdldHMpIHx8ICh0aGlzLnNjb3BlID09ICdnbG9iYWwnKSA9PSAoc2l6ZSh0aGlzLnRhcmdldHMubG9hZF9iYWxhbmNlcl9pZHMpID4gMCkadAoTZG9tYWlucy5nbG9iYWxfb25seRIqZG9tYWlucyBhcmUgZm9yIGdsb2JhbCBsb2FkIGJhbGFuY2VycyBvbmx5GjF0aGlzLnNjb3BlID09ICdnbG9iYWwnIHx8IHNpemUodGhpcy5kb21haW5zKSA9PSAwGogBCg1yZWdpb24uZ2xvYmFsEjBhIGdsb2JhbCBsb2FkIGJhbGFuY2VyIGhhcyBubyByZWdpb24gb3Igc3VibmV0SWQaRXRoaXMuc2NvcGUgIT0gJ2dsb2JhbCcgfHwgKHRoaXMucmVnaW9uID09ICcnICYmIHRoaXMuc3VibmV0X2lkID09ICcnKSJbChpDcmVhdGVMb2FkQmFsYW5jZXJSZXNwb25zZRI9Cg1sb2FkX2JhbGFuY2VyGAEgASgLMiYuYmV0dGVyY29tcHV0ZS5jb21wdXRlLnYxLkxvYWRCYWxhbmNlciKnAgoYTGlzdExvYWRCYWxhbmNlcnNSZXF1ZXN0EjUKCXRlbmFudF9pZBgBIAEoCUIiukgfch0YgAEyGF5bQS1aYS16MC05Ll86LV17MSwxMjh9JBI9Cgdwb29sX2lkGAIgASgJQiy6SCnYAQFyJBg5MiBecG9vbF9bMC05YS1oamttbnAtdHYtel17MjYsNTJ9JBI/Cgpwcm9qZWN0X2lkGAMgASgJQiu6SCjYAQFyIxg4Mh9ecHJqX1swLTlhLWhqa21ucC10di16XXsyNiw1Mn0kEhcKD2luY2x1ZGVfZGVsZXRlZBgEIAEoCBIdCglwYWdlX3NpemUYBSABKAVCCrpIBxoFGOgHKAASHAoKcGFnZV90b2tlbhgGIAEoCUIIukgFcgMYgAQidAoZTGlzdExvYWRCYWxhbmNlcnNSZXNwb25zZRI+Cg5sb2FkX2JhbGFuY2VycxgBIAMoCzImLmJldHRlcmNvbXB1dGUuY29tcHV0ZS52MS5Mb2FkQmFsYW5jZXISFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIpMBChZHZXRMb2FkQmFsYW5jZXJSZXF1ZXN0EjUKCXRlbmFudF9pZBgBIAEoCUIiukgfch0YgAEyGF5bQS1aYS16MC05Ll86LV17MSwxMjh9JBJCChBsb2FkX2JhbGFuY2VyX2lkGAIgASgJQii6SCVyIxg4Mh9ecGxiX1swLTlhLWhqa21ucC10di16XXsyNiw1Mn0kIlgKF0dldExvYWRCYWxhbmNlclJlc3BvbnNlEj0KDWxvYWRfYmFsYW5jZXIYASABKAsyJi5iZXR0ZXJjb21wdXRlLmNvbXB1dGUudjEuTG9hZEJhbGFuY2VyIvMFChlVcGRhdGVMb2FkQmFsYW5jZXJSZXF1ZXN0EjUKCXRlbmFudF9pZBgBIAEoCUIiukgfch0YgAEyGF5bQS1aYS16MC05Ll86LV17MSwxMjh9JBJCChBsb2FkX2JhbGFuY2VyX2lkGAIgASgJQii6SCVyIxg4Mh9ecGxiX1swLTlhLWhqa21ucC10di16XXsyNiw1Mn0kEj4KB3RhcmdldHMYAyABKAsyLS5iZXR0ZXJjb21wdXRlLmNvbXB1dGUudjEuTG9hZEJhbGFuY2VyVGFyZ2V0cxJGCgpmb3J3YXJkaW5nGAQgAygLMiguYmV0dGVyY29tcHV0ZS5jb21wdXRlLnYxLkZvcndhcmRpbmdSdWxlQgi6SAWSAQIQDxI7CgxoZWFsdGhfY2hlY2sYBSABKAsyJS5iZXR0ZXJjb21wdXRlLmNvbXB1dGUudjEuSGVhbHRoQ2hlY2sSQQoPc3RpY2t5X3Nlc3Npb25zGAYgASgLMiguYmV0dGVyY29tcHV0ZS5jb21wdXRlLnYxLlN0aWNreVNlc3Npb25zEj0KDXNvdXJjZV9yYW5nZXMYByABKAsyJi5iZXR0ZXJjb21wdXRlLmNvbXB1dGUudjEuU291cmNlUmFuZ2VzEiMKFnJlZGlyZWN0X2h0dHBfdG9faHR0cHMYCCABKAhIAIgBARI7Cgdkb21haW5zGAkgAygLMiAuYmV0dGVyY29tcHV0ZS5jb21wdXRlLnYxLkRvbWFpbkIIukgFkgECEBQSLwoLdXBkYXRlX21hc2sYCiABKAsyGi5nb29nbGUucHJvdG9idWYuRmllbGRNYXNrEiAKE2RlbGV0aW9uX3Byb3RlY3Rpb24YCyABKAhIAYgBARIVCgRldGFnGAwgASgJQge6SARyAhhAEhUKDXZhbGlkYXRlX29ubHkYDSABKAhCGQoXX3JlZGlyZWN0X2h0dHBfdG9faHR0cHNCFgoUX2RlbGV0aW9uX3Byb3RlY3Rpb24iWwoaVXBkYXRlTG9hZEJhbGFuY2VyUmVzcG9uc2USPQoNbG9hZF9iYWxhbmNlchgBIAEoCzImLmJldHRlcmNvbXB1dGUuY29tcHV0ZS52MS5Mb2FkQmFsYW5jZXIixAEKGURlbGV0ZUxvYWRCYWxhbmNlclJlcXVlc3QSNQoJdGVuYW50X2lkGAEgASgJQiK6SB9yHRiAATIYXltBLVphLXowLTkuXzotXXsxLDEyOH0kEkIKEGxvYWRfYmFsYW5jZXJfaWQYAiABKAlCKLpIJXIjGDgyH15wbGJfWzAtOWEtaGprbW5wLXR2LXpdezI2LDUyfSQSFQoEZXRhZxgDIAEoCUIHukgEcgIYQBIVCg12YWxpZGF0ZV9vbmx5GAQgASgIIlsKGkRlbGV0ZUxvYWRCYWxhbmNlclJlc3BvbnNlEj0KDWxvYWRfYmFsYW5jZXIYASABKAsyJi5iZXR0ZXJjb21wdXRlLmNvbXB1dGUudjEuTG9hZEJhbGFuY2VyMrcHChNMb2FkQmFsYW5jZXJTZXJ2aWNlEroBChJDcmVhdGVMb2FkQmFsYW5jZXISMy5iZXR0ZXJjb21wdXRlLmNvbXB1dGUudjEuQ3JlYXRlTG9hZEJhbGFuY2VyUmVxdWVzdBo0LmJldHRlcmNvbXB1dGUuY29tcHV0ZS52MS5DcmVhdGVMb2FkQmFsYW5jZXJSZXNwb25zZSI5qrsYNQoUbG9hZEJhbGFuY2Vycy9jcmVhdGUSHWNvbXB1dGU6bG9hZC1iYWxhbmNlcnM6bWFuYWdlErYBChFMaXN0TG9hZEJhbGFuY2VycxIyLmJldHRlcmNvbXB1dGUuY29tcHV0ZS52MS5MaXN0TG9hZEJhbGFuY2Vyc1JlcXVlc3QaMy5iZXR0ZXJjb21wdXRlLmNvbXB1dGUudjEuTGlzdExvYWRCYWxhbmNlcnNSZXNwb25zZSI4kAIBqrsYMQoSbG9hZEJhbGFuY2Vycy9saXN0Ehtjb21wdXRlOmxvYWQtYmFsYW5jZXJzOnJlYWQSrwEKD0dldExvYWRCYWxhbmNlchIwLmJldHRlcmNvbXB1dGUuY29tcHV0ZS52MS5HZXRMb2FkQmFsYW5jZXJSZXF1ZXN0GjEuYmV0dGVyY29tcHV0ZS5jb21wdXRlLnYxLkdldExvYWRCYWxhbmNlclJlc3BvbnNlIjeQAgGquxgwChFsb2FkQmFsYW5jZXJzL2dldBIbY29tcHV0ZTpsb2FkLWJhbGFuY2VyczpyZWFkEroBChJVcGRhdGVMb2FkQmFsYW5jZXISMy5iZXR0ZXJjb21wdXRlLmNvbXB1dGUudjEuVXBkYXRlTG9hZEJhbGFuY2VyUmVxdWVzdBo0LmJldHRlcmNvbXB1dGUuY29tcHV0ZS52MS5VcGRhdGVMb2FkQmFsYW5jZXJSZXNwb25zZSI5qrsYNQoUbG9hZEJhbGFuY2Vycy91cGRhdGUSHWNvbXB1dGU6bG9hZC1iYWxhbmNlcnM6bWFuYWdlEroBChJEZWxldGVMb2FkQmFsYW5jZXISMy5iZXR0ZXJjb21wdXRlLmNvbXB1dGUudjEuRGVsZXRlTG9hZEJhbGFuY2VyUmVxdWVzdBo0LmJldHRlcmNvbXB1dGUuY29tcHV0ZS52MS5EZWxldGVMb2FkQmFsYW5jZXJSZXNwb25zZSI5qrsYNQoUbG9hZEJhbGFuY2Vycy9kZWxldGUSHWNvbXB1dGU6bG9hZC1iYWxhbmNlcnM6bWFuYWdlQvoBChxjb20uYmV0dGVyY29tcHV0ZS5jb21wdXRlLnYxQhJMb2FkQmFsYW5jZXJzUHJvdG9QAVpEYmV0dGVyLWNvbXB1dGUuZGV2L2NvbXB1dGUvZ2VuL2dvL2JldHRlcmNvbXB1dGUvY29tcHV0ZS92MTtjb21wdXRldjGiAgNCQ1iqAhhCZXR0ZXJjb21wdXRlLkNvbXB1dGUuVjHKAhhCZXR0ZXJjb21wdXRlXENvbXB1dGVcVjHiAiRCZXR0ZXJjb21wdXRlXENvbXB1dGVcVjFcR1BCTWV0YWRhdGHqAhpCZXR0ZXJjb21wdXRlOjpDb21wdXRlOjpWMWIGcHJvdG8z", [file_bettercompute_compute_v1_options, file_buf_validate_validate, file_google_protobuf_field_mask, file_google_protobuf_timestamp]);
+  fileDesc("Ci1iZXR0ZXJjb21wdXRlL2NvbXB1dGUvdjEvbG9hZF9iYWxhbmNlcnMucHJvdG8SGGJldHRlcmNvbXB1dGUuY29tcHV0ZS52MSKjAwoTTG9hZEJhbGFuY2VyVGFyZ2V0cxIRCgRwb29sGAEgASgISACIAQESSAoMaW5zdGFuY2VfaWRzGAIgAygJQjK6SC+SASwQZBgBIiZyJBg5MiBeaW5zdF9bMC05YS1oamttbnAtdHYtel17MjYsNTJ9JBJMChFsb2FkX2JhbGFuY2VyX2lkcxgDIAMoCUIxukgukgErEGQYASIlciMYODIfXnBsYl9bMC05YS1oamttbnAtdHYtel17MjYsNTJ9JDrXAbpI0wEa0AEKE3RhcmdldHMuZXhhY3RseV9vbmUSOGdpdmUgZXhhY3RseSBvbmUgb2YgcG9vbCwgaW5zdGFuY2VJZHMgb3IgbG9hZEJhbGFuY2VySWRzGn8oaGFzKHRoaXMucG9vbCkgJiYgdGhpcy5wb29sID8gMSA6IDApICsgKHNpemUodGhpcy5pbnN0YW5jZV9pZHMpID4gMCA/IDEgOiAwKSArIChzaXplKHRoaXMubG9hZF9iYWxhbmNlcl9pZHMpID4gMCA/IDEgOiAwKSA9PSAxQgcKBV9wb29sIo8HCg5Gb3J3YXJkaW5nUnVsZRI7Cg5lbnRyeV9wcm90b2NvbBgBIAEoCUIjukggch5SBGh0dHBSBWh0dHBzUgVodHRwMlIDdGNwUgN1ZHASHwoKZW50cnlfcG9ydBgCIAEoBUILukgIGgYY//8DKAESPAoPdGFyZ2V0X3Byb3RvY29sGAMgASgJQiO6SCByHlIEaHR0cFIFaHR0cHNSBWh0dHAyUgN0Y3BSA3VkcBIgCgt0YXJnZXRfcG9ydBgEIAEoBUILukgIGgYY//8DKAESRQoOY2VydGlmaWNhdGVfaWQYBSABKAlCLbpIKtgBAXIlGDoyIV5wY2VydF9bMC05YS1oamttbnAtdHYtel17MjYsNTJ9JBIXCg90bHNfcGFzc3Rocm91Z2gYBiABKAg63gS6SNoEGuwBCg5mb3J3YXJkaW5nLnRscxJSYW4gaHR0cHMgb3IgaHR0cDIgZW50cnkgbmFtZXMgYSBjZXJ0aWZpY2F0ZUlkLCBvciBhbiBodHRwcyBvbmUgc2V0cyB0bHNQYXNzdGhyb3VnaBqFASEodGhpcy5lbnRyeV9wcm90b2NvbCBpbiBbJ2h0dHBzJywgJ2h0dHAyJ10pIHx8IHRoaXMuY2VydGlmaWNhdGVfaWQgIT0gJycgfHwgKHRoaXMuZW50cnlfcHJvdG9jb2wgPT0gJ2h0dHBzJyAmJiB0aGlzLnRsc19wYXNzdGhyb3VnaCka0gEKFmZvcndhcmRpbmcucGFzc3Rocm91Z2gSPXRsc1Bhc3N0aHJvdWdoIG5lZWRzIGh0dHBzIG9uIGJvdGggc2lkZXMgYW5kIG5vIGNlcnRpZmljYXRlSWQaeSF0aGlzLnRsc19wYXNzdGhyb3VnaCB8fCAodGhpcy5lbnRyeV9wcm90b2NvbCA9PSAnaHR0cHMnICYmIHRoaXMudGFyZ2V0X3Byb3RvY29sID09ICdodHRwcycgJiYgdGhpcy5jZXJ0aWZpY2F0ZV9pZCA9PSAnJykakwEKFmZvcndhcmRpbmcuY2VydGlmaWNhdGUSMWNlcnRpZmljYXRlSWQgaXMgb25seSBmb3IgYW4gaHR0cHMgb3IgaHR0cDIgZW50cnkaRnRoaXMuY2VydGlmaWNhdGVfaWQgPT0gJycgfHwgdGhpcy5lbnRyeV9wcm90b2NvbCBpbiBbJ2h0dHBzJywgJ2h0dHAyJ10i7wIKC0hlYWx0aENoZWNrEikKCHByb3RvY29sGAEgASgJQhe6SBRyElIEaHR0cFIFaHR0cHNSA3RjcBIZCgRwb3J0GAIgASgFQgu6SAgaBhj//wMoARIWCgRwYXRoGAMgASgJQgi6SAVyAxj/ARIpChBpbnRlcnZhbF9zZWNvbmRzGAQgASgFQgq6SAcaBRisAigDSACIAQESKAoPdGltZW91dF9zZWNvbmRzGAUgASgFQgq6SAcaBRisAigDSAGIAQESKQoRaGVhbHRoeV90aHJlc2hvbGQYBiABKAVCCbpIBhoEGAooAkgCiAEBEisKE3VuaGVhbHRoeV90aHJlc2hvbGQYByABKAVCCbpIBhoEGAooAkgDiAEBQhMKEV9pbnRlcnZhbF9zZWNvbmRzQhIKEF90aW1lb3V0X3NlY29uZHNCFAoSX2hlYWx0aHlfdGhyZXNob2xkQhYKFF91bmhlYWx0aHlfdGhyZXNob2xkImcKDlN0aWNreVNlc3Npb25zEjMKC2Nvb2tpZV9uYW1lGAEgASgJQh66SBtyGRgoMhVeW0EtWmEtejAtOV8tXXsxLDQwfSQSIAoLdHRsX3NlY29uZHMYAiABKAVCC7pICBoGGID1JCgBIv8BCgxTb3VyY2VSYW5nZXMSdwoFYWxsb3cYASADKAlCaLpIZZIBYhAyIl66AVsKDHNvdXJjZV9yYW5nZRIlbXVzdCBiZSBhbiBJUCBhZGRyZXNzIG9yIGEgQ0lEUiBibG9jaxokdGhpcy5pc0lwKCkgfHwgdGhpcy5pc0lwUHJlZml4KHRydWUpEnYKBGRlbnkYAiADKAlCaLpIZZIBYhAyIl66AVsKDHNvdXJjZV9yYW5nZRIlbXVzdCBiZSBhbiBJUCBhZGRyZXNzIG9yIGEgQ0lEUiBibG9jaxokdGhpcy5pc0lwKCkgfHwgdGhpcy5pc0lwUHJlZml4KHRydWUpImkKBkRvbWFpbhIYCgRuYW1lGAEgASgJQgq6SAdyBRABGP0BEkUKDmNlcnRpZmljYXRlX2lkGAIgASgJQi26SCrYAQFyJRg6MiFecGNlcnRfWzAtOWEtaGprbW5wLXR2LXpdezI2LDUyfSQixgsKDExvYWRCYWxhbmNlchIKCgJpZBgBIAEoCRIRCgl0ZW5hbnRfaWQYAiABKAkSEgoKcHJvamVjdF9pZBgDIAEoCRIPCgdwb29sX2lkGAQgASgJEhIKCmFjY291bnRfaWQYBSABKAkSDAoEbmFtZRgGIAEoCRITCgtkZXNjcmlwdGlvbhgHIAEoCRINCgVzY29wZRgIIAEoCRIOCgZyZWdpb24YCSABKAkSEQoJc3VibmV0X2lkGAogASgJEj4KB3RhcmdldHMYCyABKAsyLS5iZXR0ZXJjb21wdXRlLmNvbXB1dGUudjEuTG9hZEJhbGFuY2VyVGFyZ2V0cxI8Cgpmb3J3YXJkaW5nGAwgAygLMiguYmV0dGVyY29tcHV0ZS5jb21wdXRlLnYxLkZvcndhcmRpbmdSdWxlEjsKDGhlYWx0aF9jaGVjaxgNIAEoCzIlLmJldHRlcmNvbXB1dGUuY29tcHV0ZS52MS5IZWFsdGhDaGVjaxJBCg9zdGlja3lfc2Vzc2lvbnMYDiABKAsyKC5iZXR0ZXJjb21wdXRlLmNvbXB1dGUudjEuU3RpY2t5U2Vzc2lvbnMSPQoNc291cmNlX3JhbmdlcxgPIAEoCzImLmJldHRlcmNvbXB1dGUuY29tcHV0ZS52MS5Tb3VyY2VSYW5nZXMSHgoWcmVkaXJlY3RfaHR0cF90b19odHRwcxgQIAEoCBIxCgdkb21haW5zGBEgAygLMiAuYmV0dGVyY29tcHV0ZS5jb21wdXRlLnYxLkRvbWFpbhINCgVzdGF0ZRgSIAEoCRIPCgdhZGRyZXNzGBMgASgJEhIKCmFkZHJlc3NfdjYYFCABKAkSHAoUcmVhY2hlZF9pbnN0YW5jZV9pZHMYFSADKAkSEgoKbGFzdF9lcnJvchgWIAEoCRIvCgtjcmVhdGVfdGltZRgXIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLdXBkYXRlX3RpbWUYGCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnJlYWR5X3RpbWUYGSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC2RlbGV0ZV90aW1lGBogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIMCgRldGFnGBsgASgJEhsKE2RlbGV0aW9uX3Byb3RlY3Rpb24YHCABKAgSFgoJc2l6ZV91bml0GB4gASgFSACIAQESJgoZaHR0cF9pZGxlX3RpbWVvdXRfc2Vjb25kcxgfIAEoBUgBiAEBEh0KFWVuYWJsZV9wcm94eV9wcm90b2NvbBggIAEoCBIgChhlbmFibGVfYmFja2VuZF9rZWVwYWxpdmUYISABKAgSPgoHbmV0d29yaxgiIAEoDjItLmJldHRlcmNvbXB1dGUuY29tcHV0ZS52MS5Mb2FkQmFsYW5jZXJOZXR3b3JrEkkKDW5ldHdvcmtfc3RhY2sYIyABKA4yMi5iZXR0ZXJjb21wdXRlLmNvbXB1dGUudjEuTG9hZEJhbGFuY2VyTmV0d29ya1N0YWNrElAKEXRsc19jaXBoZXJfcG9saWN5GCQgASgOMjUuYmV0dGVyY29tcHV0ZS5jb21wdXRlLnYxLkxvYWRCYWxhbmNlclRsc0NpcGhlclBvbGljeRIoCiBkaXNhYmxlX2xldHNfZW5jcnlwdF9kbnNfcmVjb3JkcxglIAEoCBJCCgZsYWJlbHMYJiADKAsyMi5iZXR0ZXJjb21wdXRlLmNvbXB1dGUudjEuTG9hZEJhbGFuY2VyLkxhYmVsc0VudHJ5Gi0KC0xhYmVsc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAFCDAoKX3NpemVfdW5pdEIcChpfaHR0cF9pZGxlX3RpbWVvdXRfc2Vjb25kcyL4EQoZQ3JlYXRlTG9hZEJhbGFuY2VyUmVxdWVzdBI1Cgl0ZW5hbnRfaWQYASABKAlCIrpIH3IdGIABMhheW0EtWmEtejAtOS5fOi1dezEsMTI4fSQSPwoKcHJvamVjdF9pZBgCIAEoCUIrukgo2AEBciMYODIfXnByal9bMC05YS1oamttbnAtdHYtel17MjYsNTJ9JBI6Cgdwb29sX2lkGAMgASgJQim6SCZyJBg5MiBecG9vbF9bMC05YS1oamttbnAtdHYtel17MjYsNTJ9JBI4CgRuYW1lGAQgASgJQiq6SCdyJRgqMiFeW2Etel0oWy1hLXowLTldezAsNDB9W2EtejAtOV0pPyQSHQoLZGVzY3JpcHRpb24YBSABKAlCCLpIBXIDGIACEikKBXNjb3BlGAYgASgJQhq6SBfYAQFyElIIcmVnaW9uYWxSBmdsb2JhbBI6CgZyZWdpb24YByABKAlCKrpIJ9gBAXIiGCgyHl5bYS16XVthLXowLTktXXswLDM4fVthLXowLTldJBI/CglzdWJuZXRfaWQYCCABKAlCLLpIKdgBAXIkGDkyIF5zbmV0X1swLTlhLWhqa21ucC10di16XXsyNiw1Mn0kEkYKB3RhcmdldHMYCSABKAsyLS5iZXR0ZXJjb21wdXRlLmNvbXB1dGUudjEuTG9hZEJhbGFuY2VyVGFyZ2V0c0IGukgDyAEBEkgKCmZvcndhcmRpbmcYCiADKAsyKC5iZXR0ZXJjb21wdXRlLmNvbXB1dGUudjEuRm9yd2FyZGluZ1J1bGVCCrpIB5IBBAgBEA8SOwoMaGVhbHRoX2NoZWNrGAsgASgLMiUuYmV0dGVyY29tcHV0ZS5jb21wdXRlLnYxLkhlYWx0aENoZWNrEkEKD3N0aWNreV9zZXNzaW9ucxgMIAEoCzIoLmJldHRlcmNvbXB1dGUuY29tcHV0ZS52MS5TdGlja3lTZXNzaW9ucxI9Cg1zb3VyY2VfcmFuZ2VzGA0gASgLMiYuYmV0dGVyY29tcHV0ZS5jb21wdXRlLnYxLlNvdXJjZVJhbmdlcxIeChZyZWRpcmVjdF9odHRwX3RvX2h0dHBzGA4gASgIEjsKB2RvbWFpbnMYDyADKAsyIC5iZXR0ZXJjb21wdXRlLmNvbXB1dGUudjEuRG9tYWluQgi6SAWSAQIQFBI7Cg9pZGVtcG90ZW5jeV9rZXkYECABKAlCIrpIH3IdGIABMhheW0EtWmEtejAtOS5fOi1dezEsMTI4fSQSGwoTZGVsZXRpb25fcHJvdGVjdGlvbhgRIAEoCBIVCg12YWxpZGF0ZV9vbmx5GBIgASgIEiEKCXNpemVfdW5pdBgUIAEoBUIJukgGGgQYZCgBSACIAQESMgoZaHR0cF9pZGxlX3RpbWVvdXRfc2Vjb25kcxgVIAEoBUIKukgHGgUY2AQoHkgBiAEBEh0KFWVuYWJsZV9wcm94eV9wcm90b2NvbBgWIAEoCBIgChhlbmFibGVfYmFja2VuZF9rZWVwYWxpdmUYFyABKAgSSAoHbmV0d29yaxgYIAEoDjItLmJldHRlcmNvbXB1dGUuY29tcHV0ZS52MS5Mb2FkQmFsYW5jZXJOZXR3b3JrQgi6SAWCAQIQARJTCg1uZXR3b3JrX3N0YWNrGBkgASgOMjIuYmV0dGVyY29tcHV0ZS5jb21wdXRlLnYxLkxvYWRCYWxhbmNlck5ldHdvcmtTdGFja0IIukgFggECEAESWgoRdGxzX2NpcGhlcl9wb2xpY3kYGiABKA4yNS5iZXR0ZXJjb21wdXRlLmNvbXB1dGUudjEuTG9hZEJhbGFuY2VyVGxzQ2lwaGVyUG9saWN5Qgi6SAWCAQIQARIoCiBkaXNhYmxlX2xldHNfZW5jcnlwdF9kbnNfcmVjb3JkcxgbIAEoCBKOAQoGbGFiZWxzGBwgAygLMj8uYmV0dGVyY29tcHV0ZS5jb21wdXRlLnYxLkNyZWF0ZUxvYWRCYWxhbmNlclJlcXVlc3QuTGFiZWxzRW50cnlCPbpIOpoBNxAgIhtyGTIXXlthLXpdW2EtejAtOV8tXXswLDYyfSQqFnIUMhJeW2EtejAtOV8tXXswLDYzfSQaLQoLTGFiZWxzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ATrdBLpI2QQayQEKDXRhcmdldHMuc2NvcGUSWmEgZ2xvYmFsIGxvYWQgYmFsYW5jZXIgdGFyZ2V0cyBsb2FkQmFsYW5jZXJJZHM7IGEgcmVnaW9uYWwgb25lIHRhcmdldHMgcG9vbCBvciBpbnN0YW5jZUlkcxpcIWhhcyh0aGlzLnRhcmdldHMpIHx8ICh0aGlzLnNjb3BlID09ICdnbG9iYWwnKSA9PSAoc2l6ZSh0aGlzLnRhcmdldHMubG9hZF9iYWxhbmNlcl9pZHMpID4gMCkadAoTZG9tYWlucy5nbG9iYWxfb25seRIqZG9tYWlucyBhcmUgZm9yIGdsb2JhbCBsb2FkIGJhbGFuY2VycyBvbmx5GjF0aGlzLnNjb3BlID09ICdnbG9iYWwnIHx8IHNpemUodGhpcy5kb21haW5zKSA9PSAwGokBChdzaXplX3VuaXQucmVnaW9uYWxfb25seRI+YSBnbG9iYWwgbG9hZCBiYWxhbmNlciBoYXMgbm8gc2l6ZVVuaXQ6IHRoZSBwcm92aWRlciBzY2FsZXMgaXQaLnRoaXMuc2NvcGUgIT0gJ2dsb2JhbCcgfHwgIWhhcyh0aGlzLnNpemVfdW5pdCkaiAEKDXJlZ2lvbi5nbG9iYWwSMGEgZ2xvYmFsIGxvYWQgYmFsYW5jZXIgaGFzIG5vIHJlZ2lvbiBvciBzdWJuZXRJZBpFdGhpcy5zY29wZSAhPSAnZ2xvYmFsJyB8fCAodGhpcy5yZWdpb24gPT0gJycgJiYgdGhpcy5zdWJuZXRfaWQgPT0gJycpQgwKCl9zaXplX3VuaXRCHAoaX2h0dHBfaWRsZV90aW1lb3V0X3NlY29uZHMiWwoaQ3JlYXRlTG9hZEJhbGFuY2VyUmVzcG9uc2USPQoNbG9hZF9iYWxhbmNlchgBIAEoCzImLmJldHRlcmNvbXB1dGUuY29tcHV0ZS52MS5Mb2FkQmFsYW5jZXIipwIKGExpc3RMb2FkQmFsYW5jZXJzUmVxdWVzdBI1Cgl0ZW5hbnRfaWQYASABKAlCIrpIH3IdGIABMhheW0EtWmEtejAtOS5fOi1dezEsMTI4fSQSPQoHcG9vbF9pZBgCIAEoCUIsukgp2AEBciQYOTIgXnBvb2xfWzAtOWEtaGprbW5wLXR2LXpdezI2LDUyfSQSPwoKcHJvamVjdF9pZBgDIAEoCUIrukgo2AEBciMYODIfXnByal9bMC05YS1oamttbnAtdHYtel17MjYsNTJ9JBIXCg9pbmNsdWRlX2RlbGV0ZWQYBCABKAgSHQoJcGFnZV9zaXplGAUgASgFQgq6SAcaBRjoBygAEhwKCnBhZ2VfdG9rZW4YBiABKAlCCLpIBXIDGIAEInQKGUxpc3RMb2FkQmFsYW5jZXJzUmVzcG9uc2USPgoObG9hZF9iYWxhbmNlcnMYASADKAsyJi5iZXR0ZXJjb21wdXRlLmNvbXB1dGUudjEuTG9hZEJhbGFuY2VyEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSKTAQoWR2V0TG9hZEJhbGFuY2VyUmVxdWVzdBI1Cgl0ZW5hbnRfaWQYASABKAlCIrpIH3IdGIABMhheW0EtWmEtejAtOS5fOi1dezEsMTI4fSQSQgoQbG9hZF9iYWxhbmNlcl9pZBgCIAEoCUIoukglciMYODIfXnBsYl9bMC05YS1oamttbnAtdHYtel17MjYsNTJ9JCJYChdHZXRMb2FkQmFsYW5jZXJSZXNwb25zZRI9Cg1sb2FkX2JhbGFuY2VyGAEgASgLMiYuYmV0dGVyY29tcHV0ZS5jb21wdXRlLnYxLkxvYWRCYWxhbmNlciLKDAoZVXBkYXRlTG9hZEJhbGFuY2VyUmVxdWVzdBI1Cgl0ZW5hbnRfaWQYASABKAlCIrpIH3IdGIABMhheW0EtWmEtejAtOS5fOi1dezEsMTI4fSQSQgoQbG9hZF9iYWxhbmNlcl9pZBgCIAEoCUIoukglciMYODIfXnBsYl9bMC05YS1oamttbnAtdHYtel17MjYsNTJ9JBI+Cgd0YXJnZXRzGAMgASgLMi0uYmV0dGVyY29tcHV0ZS5jb21wdXRlLnYxLkxvYWRCYWxhbmNlclRhcmdldHMSRgoKZm9yd2FyZGluZxgEIAMoCzIoLmJldHRlcmNvbXB1dGUuY29tcHV0ZS52MS5Gb3J3YXJkaW5nUnVsZUIIukgFkgECEA8SOwoMaGVhbHRoX2NoZWNrGAUgASgLMiUuYmV0dGVyY29tcHV0ZS5jb21wdXRlLnYxLkhlYWx0aENoZWNrEkEKD3N0aWNreV9zZXNzaW9ucxgGIAEoCzIoLmJldHRlcmNvbXB1dGUuY29tcHV0ZS52MS5TdGlja3lTZXNzaW9ucxI9Cg1zb3VyY2VfcmFuZ2VzGAcgASgLMiYuYmV0dGVyY29tcHV0ZS5jb21wdXRlLnYxLlNvdXJjZVJhbmdlcxIjChZyZWRpcmVjdF9odHRwX3RvX2h0dHBzGAggASgISACIAQESOwoHZG9tYWlucxgJIAMoCzIgLmJldHRlcmNvbXB1dGUuY29tcHV0ZS52MS5Eb21haW5CCLpIBZIBAhAUEi8KC3VwZGF0ZV9tYXNrGAogASgLMhouZ29vZ2xlLnByb3RvYnVmLkZpZWxkTWFzaxIgChNkZWxldGlvbl9wcm90ZWN0aW9uGAsgASgISAGIAQESFQoEZXRhZxgMIAEoCUIHukgEcgIYQBIVCg12YWxpZGF0ZV9vbmx5GA0gASgIEiEKCXNpemVfdW5pdBgUIAEoBUIJukgGGgQYZCgBSAKIAQESMgoZaHR0cF9pZGxlX3RpbWVvdXRfc2Vjb25kcxgVIAEoBUIKukgHGgUY2AQoHkgDiAEBEiIKFWVuYWJsZV9wcm94eV9wcm90b2NvbBgWIAEoCEgEiAEBEiUKGGVuYWJsZV9iYWNrZW5kX2tlZXBhbGl2ZRgXIAEoCEgFiAEBEk0KB25ldHdvcmsYGCABKA4yLS5iZXR0ZXJjb21wdXRlLmNvbXB1dGUudjEuTG9hZEJhbGFuY2VyTmV0d29ya0IIukgFggECEAFIBogBARJYCg1uZXR3b3JrX3N0YWNrGBkgASgOMjIuYmV0dGVyY29tcHV0ZS5jb21wdXRlLnYxLkxvYWRCYWxhbmNlck5ldHdvcmtTdGFja0IIukgFggECEAFIB4gBARJfChF0bHNfY2lwaGVyX3BvbGljeRgaIAEoDjI1LmJldHRlcmNvbXB1dGUuY29tcHV0ZS52MS5Mb2FkQmFsYW5jZXJUbHNDaXBoZXJQb2xpY3lCCLpIBYIBAhABSAiIAQESLQogZGlzYWJsZV9sZXRzX2VuY3J5cHRfZG5zX3JlY29yZHMYGyABKAhICYgBARKOAQoGbGFiZWxzGBwgAygLMj8uYmV0dGVyY29tcHV0ZS5jb21wdXRlLnYxLlVwZGF0ZUxvYWRCYWxhbmNlclJlcXVlc3QuTGFiZWxzRW50cnlCPbpIOpoBNxAgIhtyGTIXXlthLXpdW2EtejAtOV8tXXswLDYyfSQqFnIUMhJeW2EtejAtOV8tXXswLDYzfSQaLQoLTGFiZWxzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4AUIZChdfcmVkaXJlY3RfaHR0cF90b19odHRwc0IWChRfZGVsZXRpb25fcHJvdGVjdGlvbkIMCgpfc2l6ZV91bml0QhwKGl9odHRwX2lkbGVfdGltZW91dF9zZWNvbmRzQhgKFl9lbmFibGVfcHJveHlfcHJvdG9jb2xCGwoZX2VuYWJsZV9iYWNrZW5kX2tlZXBhbGl2ZUIKCghfbmV0d29ya0IQCg5fbmV0d29ya19zdGFja0IUChJfdGxzX2NpcGhlcl9wb2xpY3lCIwohX2Rpc2FibGVfbGV0c19lbmNyeXB0X2Ruc19yZWNvcmRzIlsKGlVwZGF0ZUxvYWRCYWxhbmNlclJlc3BvbnNlEj0KDWxvYWRfYmFsYW5jZXIYASABKAsyJi5iZXR0ZXJjb21wdXRlLmNvbXB1dGUudjEuTG9hZEJhbGFuY2VyIsQBChlEZWxldGVMb2FkQmFsYW5jZXJSZXF1ZXN0EjUKCXRlbmFudF9pZBgBIAEoCUIiukgfch0YgAEyGF5bQS1aYS16MC05Ll86LV17MSwxMjh9JBJCChBsb2FkX2JhbGFuY2VyX2lkGAIgASgJQii6SCVyIxg4Mh9ecGxiX1swLTlhLWhqa21ucC10di16XXsyNiw1Mn0kEhUKBGV0YWcYAyABKAlCB7pIBHICGEASFQoNdmFsaWRhdGVfb25seRgEIAEoCCJbChpEZWxldGVMb2FkQmFsYW5jZXJSZXNwb25zZRI9Cg1sb2FkX2JhbGFuY2VyGAEgASgLMiYuYmV0dGVyY29tcHV0ZS5jb21wdXRlLnYxLkxvYWRCYWxhbmNlciqEAQoTTG9hZEJhbGFuY2VyTmV0d29yaxIlCiFMT0FEX0JBTEFOQ0VSX05FVFdPUktfVU5TUEVDSUZJRUQQABIiCh5MT0FEX0JBTEFOQ0VSX05FVFdPUktfRVhURVJOQUwQARIiCh5MT0FEX0JBTEFOQ0VSX05FVFdPUktfSU5URVJOQUwQAiqYAQoYTG9hZEJhbGFuY2VyTmV0d29ya1N0YWNrEisKJ0xPQURfQkFMQU5DRVJfTkVUV09SS19TVEFDS19VTlNQRUNJRklFRBAAEiQKIExPQURfQkFMQU5DRVJfTkVUV09SS19TVEFDS19JUFY0EAESKQolTE9BRF9CQUxBTkNFUl9ORVRXT1JLX1NUQUNLX0RVQUxTVEFDSxACKqcBChtMb2FkQmFsYW5jZXJUbHNDaXBoZXJQb2xpY3kSLworTE9BRF9CQUxBTkNFUl9UTFNfQ0lQSEVSX1BPTElDWV9VTlNQRUNJRklFRBAAEisKJ0xPQURfQkFMQU5DRVJfVExTX0NJUEhFUl9QT0xJQ1lfREVGQVVMVBABEioKJkxPQURfQkFMQU5DRVJfVExTX0NJUEhFUl9QT0xJQ1lfU1RST05HEAIytwcKE0xvYWRCYWxhbmNlclNlcnZpY2USugEKEkNyZWF0ZUxvYWRCYWxhbmNlchIzLmJldHRlcmNvbXB1dGUuY29tcHV0ZS52MS5DcmVhdGVMb2FkQmFsYW5jZXJSZXF1ZXN0GjQuYmV0dGVyY29tcHV0ZS5jb21wdXRlLnYxLkNyZWF0ZUxvYWRCYWxhbmNlclJlc3BvbnNlIjmquxg1ChRsb2FkQmFsYW5jZXJzL2NyZWF0ZRIdY29tcHV0ZTpsb2FkLWJhbGFuY2VyczptYW5hZ2UStgEKEUxpc3RMb2FkQmFsYW5jZXJzEjIuYmV0dGVyY29tcHV0ZS5jb21wdXRlLnYxLkxpc3RMb2FkQmFsYW5jZXJzUmVxdWVzdBozLmJldHRlcmNvbXB1dGUuY29tcHV0ZS52MS5MaXN0TG9hZEJhbGFuY2Vyc1Jlc3BvbnNlIjiQAgGquxgxChJsb2FkQmFsYW5jZXJzL2xpc3QSG2NvbXB1dGU6bG9hZC1iYWxhbmNlcnM6cmVhZBKvAQoPR2V0TG9hZEJhbGFuY2VyEjAuYmV0dGVyY29tcHV0ZS5jb21wdXRlLnYxLkdldExvYWRCYWxhbmNlclJlcXVlc3QaMS5iZXR0ZXJjb21wdXRlLmNvbXB1dGUudjEuR2V0TG9hZEJhbGFuY2VyUmVzcG9uc2UiN5ACAaq7GDAKEWxvYWRCYWxhbmNlcnMvZ2V0Ehtjb21wdXRlOmxvYWQtYmFsYW5jZXJzOnJlYWQSugEKElVwZGF0ZUxvYWRCYWxhbmNlchIzLmJldHRlcmNvbXB1dGUuY29tcHV0ZS52MS5VcGRhdGVMb2FkQmFsYW5jZXJSZXF1ZXN0GjQuYmV0dGVyY29tcHV0ZS5jb21wdXRlLnYxLlVwZGF0ZUxvYWRCYWxhbmNlclJlc3BvbnNlIjmquxg1ChRsb2FkQmFsYW5jZXJzL3VwZGF0ZRIdY29tcHV0ZTpsb2FkLWJhbGFuY2VyczptYW5hZ2USugEKEkRlbGV0ZUxvYWRCYWxhbmNlchIzLmJldHRlcmNvbXB1dGUuY29tcHV0ZS52MS5EZWxldGVMb2FkQmFsYW5jZXJSZXF1ZXN0GjQuYmV0dGVyY29tcHV0ZS5jb21wdXRlLnYxLkRlbGV0ZUxvYWRCYWxhbmNlclJlc3BvbnNlIjmquxg1ChRsb2FkQmFsYW5jZXJzL2RlbGV0ZRIdY29tcHV0ZTpsb2FkLWJhbGFuY2VyczptYW5hZ2VC+gEKHGNvbS5iZXR0ZXJjb21wdXRlLmNvbXB1dGUudjFCEkxvYWRCYWxhbmNlcnNQcm90b1ABWkRiZXR0ZXItY29tcHV0ZS5kZXYvY29tcHV0ZS9nZW4vZ28vYmV0dGVyY29tcHV0ZS9jb21wdXRlL3YxO2NvbXB1dGV2MaICA0JDWKoCGEJldHRlcmNvbXB1dGUuQ29tcHV0ZS5WMcoCGEJldHRlcmNvbXB1dGVcQ29tcHV0ZVxWMeICJEJldHRlcmNvbXB1dGVcQ29tcHV0ZVxWMVxHUEJNZXRhZGF0YeoCGkJldHRlcmNvbXB1dGU6OkNvbXB1dGU6OlYxYgZwcm90bzM", [file_bettercompute_compute_v1_options, file_buf_validate_validate, file_google_protobuf_field_mask, file_google_protobuf_timestamp]);
 
 /**
  * LoadBalancerTargets says what a load balancer reaches: exactly one of the three.
@@ -458,6 +458,71 @@ export type LoadBalancer = Message<"bettercompute.compute.v1.LoadBalancer"> & {
    * @generated from field: bool deletion_protection = 28;
    */
   deletionProtection: boolean;
+
+  /**
+   * The provider settings below hold what the tenant asked for; an absent number, an
+   * UNSPECIFIED enum and false mean the provider's default (docs/loadbalancer-settings.md).
+   * Nodes of a regional load balancer, 1-100; absent: the provider's default (1).
+   *
+   * @generated from field: optional int32 size_unit = 30;
+   */
+  sizeUnit?: number | undefined;
+
+  /**
+   * Seconds an idle http connection stays open, 30-600; absent: the provider's default (60).
+   *
+   * @generated from field: optional int32 http_idle_timeout_seconds = 31;
+   */
+  httpIdleTimeoutSeconds?: number | undefined;
+
+  /**
+   * Send the PROXY protocol header to the targets.
+   *
+   * @generated from field: bool enable_proxy_protocol = 32;
+   */
+  enableProxyProtocol: boolean;
+
+  /**
+   * Keep connections to the targets open between requests.
+   *
+   * @generated from field: bool enable_backend_keepalive = 33;
+   */
+  enableBackendKeepalive: boolean;
+
+  /**
+   * external or internal (create-only); UNSPECIFIED: external.
+   *
+   * @generated from field: bettercompute.compute.v1.LoadBalancerNetwork network = 34;
+   */
+  network: LoadBalancerNetwork;
+
+  /**
+   * ipv4 or dualstack (create-only); UNSPECIFIED: ipv4.
+   *
+   * @generated from field: bettercompute.compute.v1.LoadBalancerNetworkStack network_stack = 35;
+   */
+  networkStack: LoadBalancerNetworkStack;
+
+  /**
+   * default or strong; UNSPECIFIED: default.
+   *
+   * @generated from field: bettercompute.compute.v1.LoadBalancerTlsCipherPolicy tls_cipher_policy = 36;
+   */
+  tlsCipherPolicy: LoadBalancerTlsCipherPolicy;
+
+  /**
+   * Do not let the provider create DNS records for Let's Encrypt certificates.
+   *
+   * @generated from field: bool disable_lets_encrypt_dns_records = 37;
+   */
+  disableLetsEncryptDnsRecords: boolean;
+
+  /**
+   * The tenant's labels (create-only), sent to the provider as tags "key:value".
+   *
+   * @generated from field: map<string, string> labels = 38;
+   */
+  labels: { [key: string]: string };
 };
 
 /**
@@ -601,6 +666,71 @@ export type CreateLoadBalancerRequest = Message<"bettercompute.compute.v1.Create
    * @generated from field: bool validate_only = 18;
    */
   validateOnly: boolean;
+
+  /**
+   * Nodes, 1-100 (regional only); absent: the provider's default (1). The provider allows a
+   * change once per hour: a later change waits until it does (docs/loadbalancer-settings.md).
+   *
+   * @generated from field: optional int32 size_unit = 20;
+   */
+  sizeUnit?: number | undefined;
+
+  /**
+   * Seconds an idle http connection stays open, 30-600; absent: the provider's default (60).
+   *
+   * @generated from field: optional int32 http_idle_timeout_seconds = 21;
+   */
+  httpIdleTimeoutSeconds?: number | undefined;
+
+  /**
+   * Send the PROXY protocol header to the targets. Default false.
+   *
+   * @generated from field: bool enable_proxy_protocol = 22;
+   */
+  enableProxyProtocol: boolean;
+
+  /**
+   * Keep connections to the targets open between requests. Default false.
+   *
+   * @generated from field: bool enable_backend_keepalive = 23;
+   */
+  enableBackendKeepalive: boolean;
+
+  /**
+   * external (default) or internal. Create-only.
+   *
+   * @generated from field: bettercompute.compute.v1.LoadBalancerNetwork network = 24;
+   */
+  network: LoadBalancerNetwork;
+
+  /**
+   * ipv4 (default) or dualstack. Create-only.
+   *
+   * @generated from field: bettercompute.compute.v1.LoadBalancerNetworkStack network_stack = 25;
+   */
+  networkStack: LoadBalancerNetworkStack;
+
+  /**
+   * default (default) or strong.
+   *
+   * @generated from field: bettercompute.compute.v1.LoadBalancerTlsCipherPolicy tls_cipher_policy = 26;
+   */
+  tlsCipherPolicy: LoadBalancerTlsCipherPolicy;
+
+  /**
+   * Do not let the provider create DNS records for Let's Encrypt certificates. Default false.
+   *
+   * @generated from field: bool disable_lets_encrypt_dns_records = 27;
+   */
+  disableLetsEncryptDnsRecords: boolean;
+
+  /**
+   * At most 32 labels; keys ^[a-z][a-z0-9_-]{0,62}$, values ^[a-z0-9_-]{0,63}$. Create-only;
+   * sent to the provider as tags "key:value" (docs/loadbalancer-settings.md).
+   *
+   * @generated from field: map<string, string> labels = 28;
+   */
+  labels: { [key: string]: string };
 };
 
 /**
@@ -841,8 +971,10 @@ export type UpdateLoadBalancerRequest = Message<"bettercompute.compute.v1.Update
 
   /**
    * The parts to replace: targets, forwarding, health_check, sticky_sessions, source_ranges,
-   * redirect_http_to_https, domains, deletion_protection (camelCase accepted). Another path is
-   * INVALID_INPUT updateMask.
+   * redirect_http_to_https, domains, deletion_protection, size_unit, http_idle_timeout_seconds,
+   * enable_proxy_protocol, enable_backend_keepalive, network, network_stack, tls_cipher_policy,
+   * disable_lets_encrypt_dns_records, labels (camelCase accepted). A setting named but absent
+   * returns to the provider's default. Another path is INVALID_INPUT updateMask.
    *
    * @generated from field: google.protobuf.FieldMask update_mask = 10;
    */
@@ -869,6 +1001,71 @@ export type UpdateLoadBalancerRequest = Message<"bettercompute.compute.v1.Update
    * @generated from field: bool validate_only = 13;
    */
   validateOnly: boolean;
+
+  /**
+   * New node count, 1-100 (regional only). The provider allows a change once per hour: a
+   * later change waits until it does (docs/loadbalancer-settings.md).
+   *
+   * @generated from field: optional int32 size_unit = 20;
+   */
+  sizeUnit?: number | undefined;
+
+  /**
+   * New idle timeout of http connections in seconds, 30-600.
+   *
+   * @generated from field: optional int32 http_idle_timeout_seconds = 21;
+   */
+  httpIdleTimeoutSeconds?: number | undefined;
+
+  /**
+   * New PROXY protocol setting.
+   *
+   * @generated from field: optional bool enable_proxy_protocol = 22;
+   */
+  enableProxyProtocol?: boolean | undefined;
+
+  /**
+   * New backend keepalive setting.
+   *
+   * @generated from field: optional bool enable_backend_keepalive = 23;
+   */
+  enableBackendKeepalive?: boolean | undefined;
+
+  /**
+   * Create-only: a value other than the load balancer's is INVALID_INPUT network.
+   *
+   * @generated from field: optional bettercompute.compute.v1.LoadBalancerNetwork network = 24;
+   */
+  network?: LoadBalancerNetwork | undefined;
+
+  /**
+   * Create-only: a value other than the load balancer's is INVALID_INPUT networkStack.
+   *
+   * @generated from field: optional bettercompute.compute.v1.LoadBalancerNetworkStack network_stack = 25;
+   */
+  networkStack?: LoadBalancerNetworkStack | undefined;
+
+  /**
+   * New TLS cipher policy.
+   *
+   * @generated from field: optional bettercompute.compute.v1.LoadBalancerTlsCipherPolicy tls_cipher_policy = 26;
+   */
+  tlsCipherPolicy?: LoadBalancerTlsCipherPolicy | undefined;
+
+  /**
+   * New Let's Encrypt DNS record setting.
+   *
+   * @generated from field: optional bool disable_lets_encrypt_dns_records = 27;
+   */
+  disableLetsEncryptDnsRecords?: boolean | undefined;
+
+  /**
+   * Create-only (the provider takes tags only when a load balancer is made): labels other
+   * than the load balancer's are INVALID_INPUT labels.
+   *
+   * @generated from field: map<string, string> labels = 28;
+   */
+  labels: { [key: string]: string };
 };
 
 /**
@@ -962,6 +1159,108 @@ export type DeleteLoadBalancerResponse = Message<"bettercompute.compute.v1.Delet
  */
 export const DeleteLoadBalancerResponseSchema: GenMessage<DeleteLoadBalancerResponse> = /*@__PURE__*/
   messageDesc(file_bettercompute_compute_v1_load_balancers, 16);
+
+/**
+ * LoadBalancerNetwork is where a regional load balancer listens. Create-only.
+ *
+ * @generated from enum bettercompute.compute.v1.LoadBalancerNetwork
+ */
+export enum LoadBalancerNetwork {
+  /**
+   * The provider's default: external.
+   *
+   * @generated from enum value: LOAD_BALANCER_NETWORK_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * A public address reachable from the internet.
+   *
+   * @generated from enum value: LOAD_BALANCER_NETWORK_EXTERNAL = 1;
+   */
+  EXTERNAL = 1,
+
+  /**
+   * An address on the load balancer's private network only.
+   *
+   * @generated from enum value: LOAD_BALANCER_NETWORK_INTERNAL = 2;
+   */
+  INTERNAL = 2,
+}
+
+/**
+ * Describes the enum bettercompute.compute.v1.LoadBalancerNetwork.
+ */
+export const LoadBalancerNetworkSchema: GenEnum<LoadBalancerNetwork> = /*@__PURE__*/
+  enumDesc(file_bettercompute_compute_v1_load_balancers, 0);
+
+/**
+ * LoadBalancerNetworkStack is the address families a load balancer listens on. Create-only.
+ *
+ * @generated from enum bettercompute.compute.v1.LoadBalancerNetworkStack
+ */
+export enum LoadBalancerNetworkStack {
+  /**
+   * The provider's default: IPv4.
+   *
+   * @generated from enum value: LOAD_BALANCER_NETWORK_STACK_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * IPv4 only.
+   *
+   * @generated from enum value: LOAD_BALANCER_NETWORK_STACK_IPV4 = 1;
+   */
+  IPV4 = 1,
+
+  /**
+   * IPv4 and IPv6.
+   *
+   * @generated from enum value: LOAD_BALANCER_NETWORK_STACK_DUALSTACK = 2;
+   */
+  DUALSTACK = 2,
+}
+
+/**
+ * Describes the enum bettercompute.compute.v1.LoadBalancerNetworkStack.
+ */
+export const LoadBalancerNetworkStackSchema: GenEnum<LoadBalancerNetworkStack> = /*@__PURE__*/
+  enumDesc(file_bettercompute_compute_v1_load_balancers, 1);
+
+/**
+ * LoadBalancerTlsCipherPolicy is the set of TLS ciphers an https or http2 entry accepts.
+ *
+ * @generated from enum bettercompute.compute.v1.LoadBalancerTlsCipherPolicy
+ */
+export enum LoadBalancerTlsCipherPolicy {
+  /**
+   * The provider's default: its default policy.
+   *
+   * @generated from enum value: LOAD_BALANCER_TLS_CIPHER_POLICY_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * The provider's default cipher suites.
+   *
+   * @generated from enum value: LOAD_BALANCER_TLS_CIPHER_POLICY_DEFAULT = 1;
+   */
+  DEFAULT = 1,
+
+  /**
+   * Only the provider's strong cipher suites.
+   *
+   * @generated from enum value: LOAD_BALANCER_TLS_CIPHER_POLICY_STRONG = 2;
+   */
+  STRONG = 2,
+}
+
+/**
+ * Describes the enum bettercompute.compute.v1.LoadBalancerTlsCipherPolicy.
+ */
+export const LoadBalancerTlsCipherPolicySchema: GenEnum<LoadBalancerTlsCipherPolicy> = /*@__PURE__*/
+  enumDesc(file_bettercompute_compute_v1_load_balancers, 2);
 
 /**
  * LoadBalancerService manages load balancers on a provider account. Every call records what the
