@@ -226,9 +226,11 @@ type generator struct{ schemas map[string]any }
 
 // wellKnown are the schemas of the well-known types, as protojson writes them.
 var wellKnown = map[protoreflect.FullName]map[string]any{
-	"google.protobuf.Timestamp":   {"type": "string", "format": "date-time"},
-	"google.protobuf.Duration":    {"type": "string", "pattern": `^-?[0-9]+(\.[0-9]{1,9})?s$`},
-	"google.protobuf.FieldMask":   {"type": "string", "description": "Comma-separated lowerCamel field paths."},
+	"google.protobuf.Timestamp": {"type": "string", "format": "date-time"},
+	"google.protobuf.Duration":  {"type": "string", "pattern": `^-?[0-9]+(\.[0-9]{1,9})?s$`},
+	"google.protobuf.FieldMask": {"type": "string", "description": "Comma-separated lowerCamel field paths.",
+		// protojson refuses a path that is not lowerCamel before any rule of the call is read.
+		"pattern": `^([a-z][A-Za-z0-9]*(\.[a-z][A-Za-z0-9]*)*(,[a-z][A-Za-z0-9]*(\.[a-z][A-Za-z0-9]*)*)*)?$`},
 	"google.protobuf.Struct":      {"type": "object"},
 	"google.protobuf.Value":       {},
 	"google.protobuf.ListValue":   {"type": "array"},

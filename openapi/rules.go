@@ -57,7 +57,11 @@ var serverRules = map[protoreflect.Name][]Rule{
 		{"domains.certificateId", "the certificate is on the load balancer's provider account"},
 	},
 	"UpdateLoadBalancerRequest": {
-		{"updateMask", "each path names a part an update replaces: targets, forwarding, healthCheck, stickySessions, sourceRanges, redirectHttpToHttps, domains, deletionProtection"},
+		{"updateMask", "each path names a part an update replaces: targets, forwarding, healthCheck, stickySessions, sourceRanges, redirectHttpToHttps, domains, deletionProtection, sizeUnit, httpIdleTimeoutSeconds, enableProxyProtocol, enableBackendKeepalive, network, networkStack, tlsCipherPolicy, disableLetsEncryptDnsRecords, labels"},
+		{"network", "network is fixed at create: an update may only repeat the value the load balancer has"},
+		{"networkStack", "networkStack is fixed at create: an update may only repeat the value the load balancer has"},
+		{"labels", "labels are fixed at create (the provider takes its tags on create only): an update may only repeat them"},
+		{"sizeUnit", "a global load balancer has no sizeUnit"},
 		{"targets", "targets named by updateMask cannot be removed (null or absent)"},
 		{"forwarding", "forwarding named by updateMask, or sent, has 1 to 15 rules"},
 		{"domains", "domains are for global load balancers only"},
