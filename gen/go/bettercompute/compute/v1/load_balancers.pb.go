@@ -506,8 +506,12 @@ type LoadBalancer struct {
 	Etag string `protobuf:"bytes,27,opt,name=etag,proto3" json:"etag,omitempty"`
 	// While true, delete is refused with INVALID_STATE deletionProtected; set by create or update.
 	DeletionProtection bool `protobuf:"varint,28,opt,name=deletion_protection,json=deletionProtection,proto3" json:"deletion_protection,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// When the reconciler last found the provider's copy changed by someone else (outside this
+	// API) and put it back, publishing providerLoadBalancer.drifted with the parts that differed;
+	// unset: never.
+	LastDriftTime *timestamppb.Timestamp `protobuf:"bytes,29,opt,name=last_drift_time,json=lastDriftTime,proto3" json:"last_drift_time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *LoadBalancer) Reset() {
@@ -734,6 +738,13 @@ func (x *LoadBalancer) GetDeletionProtection() bool {
 		return x.DeletionProtection
 	}
 	return false
+}
+
+func (x *LoadBalancer) GetLastDriftTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LastDriftTime
+	}
+	return nil
 }
 
 // CreateLoadBalancerRequest is the input of loadBalancers/create.
@@ -1612,7 +1623,8 @@ const file_bettercompute_compute_v1_load_balancers_proto_rawDesc = "" +
 	"\x06Domain\x12\x1e\n" +
 	"\x04name\x18\x01 \x01(\tB\n" +
 	"\xbaH\ar\x05\x10\x01\x18\xfd\x01R\x04name\x12T\n" +
-	"\x0ecertificate_id\x18\x02 \x01(\tB-\xbaH*\xd8\x01\x01r%\x18:2!^pcert_[0-9a-hjkmnp-tv-z]{26,52}$R\rcertificateId\"\xd8\t\n" +
+	"\x0ecertificate_id\x18\x02 \x01(\tB-\xbaH*\xd8\x01\x01r%\x18:2!^pcert_[0-9a-hjkmnp-tv-z]{26,52}$R\rcertificateId\"\x9c\n" +
+	"\n" +
 	"\fLoadBalancer\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\ttenant_id\x18\x02 \x01(\tR\btenantId\x12\x1d\n" +
@@ -1652,7 +1664,8 @@ const file_bettercompute_compute_v1_load_balancers_proto_rawDesc = "" +
 	"\vdelete_time\x18\x1a \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"deleteTime\x12\x12\n" +
 	"\x04etag\x18\x1b \x01(\tR\x04etag\x12/\n" +
-	"\x13deletion_protection\x18\x1c \x01(\bR\x12deletionProtection\"\x9c\r\n" +
+	"\x13deletion_protection\x18\x1c \x01(\bR\x12deletionProtection\x12B\n" +
+	"\x0flast_drift_time\x18\x1d \x01(\v2\x1a.google.protobuf.TimestampR\rlastDriftTime\"\x9c\r\n" +
 	"\x19CreateLoadBalancerRequest\x12?\n" +
 	"\ttenant_id\x18\x01 \x01(\tB\"\xbaH\x1fr\x1d\x18\x80\x012\x18^[A-Za-z0-9._:-]{1,128}$R\btenantId\x12J\n" +
 	"\n" +
@@ -1787,39 +1800,40 @@ var file_bettercompute_compute_v1_load_balancers_proto_depIdxs = []int32{
 	17, // 7: bettercompute.compute.v1.LoadBalancer.update_time:type_name -> google.protobuf.Timestamp
 	17, // 8: bettercompute.compute.v1.LoadBalancer.ready_time:type_name -> google.protobuf.Timestamp
 	17, // 9: bettercompute.compute.v1.LoadBalancer.delete_time:type_name -> google.protobuf.Timestamp
-	0,  // 10: bettercompute.compute.v1.CreateLoadBalancerRequest.targets:type_name -> bettercompute.compute.v1.LoadBalancerTargets
-	1,  // 11: bettercompute.compute.v1.CreateLoadBalancerRequest.forwarding:type_name -> bettercompute.compute.v1.ForwardingRule
-	2,  // 12: bettercompute.compute.v1.CreateLoadBalancerRequest.health_check:type_name -> bettercompute.compute.v1.HealthCheck
-	3,  // 13: bettercompute.compute.v1.CreateLoadBalancerRequest.sticky_sessions:type_name -> bettercompute.compute.v1.StickySessions
-	4,  // 14: bettercompute.compute.v1.CreateLoadBalancerRequest.source_ranges:type_name -> bettercompute.compute.v1.SourceRanges
-	5,  // 15: bettercompute.compute.v1.CreateLoadBalancerRequest.domains:type_name -> bettercompute.compute.v1.Domain
-	6,  // 16: bettercompute.compute.v1.CreateLoadBalancerResponse.load_balancer:type_name -> bettercompute.compute.v1.LoadBalancer
-	6,  // 17: bettercompute.compute.v1.ListLoadBalancersResponse.load_balancers:type_name -> bettercompute.compute.v1.LoadBalancer
-	6,  // 18: bettercompute.compute.v1.GetLoadBalancerResponse.load_balancer:type_name -> bettercompute.compute.v1.LoadBalancer
-	0,  // 19: bettercompute.compute.v1.UpdateLoadBalancerRequest.targets:type_name -> bettercompute.compute.v1.LoadBalancerTargets
-	1,  // 20: bettercompute.compute.v1.UpdateLoadBalancerRequest.forwarding:type_name -> bettercompute.compute.v1.ForwardingRule
-	2,  // 21: bettercompute.compute.v1.UpdateLoadBalancerRequest.health_check:type_name -> bettercompute.compute.v1.HealthCheck
-	3,  // 22: bettercompute.compute.v1.UpdateLoadBalancerRequest.sticky_sessions:type_name -> bettercompute.compute.v1.StickySessions
-	4,  // 23: bettercompute.compute.v1.UpdateLoadBalancerRequest.source_ranges:type_name -> bettercompute.compute.v1.SourceRanges
-	5,  // 24: bettercompute.compute.v1.UpdateLoadBalancerRequest.domains:type_name -> bettercompute.compute.v1.Domain
-	18, // 25: bettercompute.compute.v1.UpdateLoadBalancerRequest.update_mask:type_name -> google.protobuf.FieldMask
-	6,  // 26: bettercompute.compute.v1.UpdateLoadBalancerResponse.load_balancer:type_name -> bettercompute.compute.v1.LoadBalancer
-	6,  // 27: bettercompute.compute.v1.DeleteLoadBalancerResponse.load_balancer:type_name -> bettercompute.compute.v1.LoadBalancer
-	7,  // 28: bettercompute.compute.v1.LoadBalancerService.CreateLoadBalancer:input_type -> bettercompute.compute.v1.CreateLoadBalancerRequest
-	9,  // 29: bettercompute.compute.v1.LoadBalancerService.ListLoadBalancers:input_type -> bettercompute.compute.v1.ListLoadBalancersRequest
-	11, // 30: bettercompute.compute.v1.LoadBalancerService.GetLoadBalancer:input_type -> bettercompute.compute.v1.GetLoadBalancerRequest
-	13, // 31: bettercompute.compute.v1.LoadBalancerService.UpdateLoadBalancer:input_type -> bettercompute.compute.v1.UpdateLoadBalancerRequest
-	15, // 32: bettercompute.compute.v1.LoadBalancerService.DeleteLoadBalancer:input_type -> bettercompute.compute.v1.DeleteLoadBalancerRequest
-	8,  // 33: bettercompute.compute.v1.LoadBalancerService.CreateLoadBalancer:output_type -> bettercompute.compute.v1.CreateLoadBalancerResponse
-	10, // 34: bettercompute.compute.v1.LoadBalancerService.ListLoadBalancers:output_type -> bettercompute.compute.v1.ListLoadBalancersResponse
-	12, // 35: bettercompute.compute.v1.LoadBalancerService.GetLoadBalancer:output_type -> bettercompute.compute.v1.GetLoadBalancerResponse
-	14, // 36: bettercompute.compute.v1.LoadBalancerService.UpdateLoadBalancer:output_type -> bettercompute.compute.v1.UpdateLoadBalancerResponse
-	16, // 37: bettercompute.compute.v1.LoadBalancerService.DeleteLoadBalancer:output_type -> bettercompute.compute.v1.DeleteLoadBalancerResponse
-	33, // [33:38] is the sub-list for method output_type
-	28, // [28:33] is the sub-list for method input_type
-	28, // [28:28] is the sub-list for extension type_name
-	28, // [28:28] is the sub-list for extension extendee
-	0,  // [0:28] is the sub-list for field type_name
+	17, // 10: bettercompute.compute.v1.LoadBalancer.last_drift_time:type_name -> google.protobuf.Timestamp
+	0,  // 11: bettercompute.compute.v1.CreateLoadBalancerRequest.targets:type_name -> bettercompute.compute.v1.LoadBalancerTargets
+	1,  // 12: bettercompute.compute.v1.CreateLoadBalancerRequest.forwarding:type_name -> bettercompute.compute.v1.ForwardingRule
+	2,  // 13: bettercompute.compute.v1.CreateLoadBalancerRequest.health_check:type_name -> bettercompute.compute.v1.HealthCheck
+	3,  // 14: bettercompute.compute.v1.CreateLoadBalancerRequest.sticky_sessions:type_name -> bettercompute.compute.v1.StickySessions
+	4,  // 15: bettercompute.compute.v1.CreateLoadBalancerRequest.source_ranges:type_name -> bettercompute.compute.v1.SourceRanges
+	5,  // 16: bettercompute.compute.v1.CreateLoadBalancerRequest.domains:type_name -> bettercompute.compute.v1.Domain
+	6,  // 17: bettercompute.compute.v1.CreateLoadBalancerResponse.load_balancer:type_name -> bettercompute.compute.v1.LoadBalancer
+	6,  // 18: bettercompute.compute.v1.ListLoadBalancersResponse.load_balancers:type_name -> bettercompute.compute.v1.LoadBalancer
+	6,  // 19: bettercompute.compute.v1.GetLoadBalancerResponse.load_balancer:type_name -> bettercompute.compute.v1.LoadBalancer
+	0,  // 20: bettercompute.compute.v1.UpdateLoadBalancerRequest.targets:type_name -> bettercompute.compute.v1.LoadBalancerTargets
+	1,  // 21: bettercompute.compute.v1.UpdateLoadBalancerRequest.forwarding:type_name -> bettercompute.compute.v1.ForwardingRule
+	2,  // 22: bettercompute.compute.v1.UpdateLoadBalancerRequest.health_check:type_name -> bettercompute.compute.v1.HealthCheck
+	3,  // 23: bettercompute.compute.v1.UpdateLoadBalancerRequest.sticky_sessions:type_name -> bettercompute.compute.v1.StickySessions
+	4,  // 24: bettercompute.compute.v1.UpdateLoadBalancerRequest.source_ranges:type_name -> bettercompute.compute.v1.SourceRanges
+	5,  // 25: bettercompute.compute.v1.UpdateLoadBalancerRequest.domains:type_name -> bettercompute.compute.v1.Domain
+	18, // 26: bettercompute.compute.v1.UpdateLoadBalancerRequest.update_mask:type_name -> google.protobuf.FieldMask
+	6,  // 27: bettercompute.compute.v1.UpdateLoadBalancerResponse.load_balancer:type_name -> bettercompute.compute.v1.LoadBalancer
+	6,  // 28: bettercompute.compute.v1.DeleteLoadBalancerResponse.load_balancer:type_name -> bettercompute.compute.v1.LoadBalancer
+	7,  // 29: bettercompute.compute.v1.LoadBalancerService.CreateLoadBalancer:input_type -> bettercompute.compute.v1.CreateLoadBalancerRequest
+	9,  // 30: bettercompute.compute.v1.LoadBalancerService.ListLoadBalancers:input_type -> bettercompute.compute.v1.ListLoadBalancersRequest
+	11, // 31: bettercompute.compute.v1.LoadBalancerService.GetLoadBalancer:input_type -> bettercompute.compute.v1.GetLoadBalancerRequest
+	13, // 32: bettercompute.compute.v1.LoadBalancerService.UpdateLoadBalancer:input_type -> bettercompute.compute.v1.UpdateLoadBalancerRequest
+	15, // 33: bettercompute.compute.v1.LoadBalancerService.DeleteLoadBalancer:input_type -> bettercompute.compute.v1.DeleteLoadBalancerRequest
+	8,  // 34: bettercompute.compute.v1.LoadBalancerService.CreateLoadBalancer:output_type -> bettercompute.compute.v1.CreateLoadBalancerResponse
+	10, // 35: bettercompute.compute.v1.LoadBalancerService.ListLoadBalancers:output_type -> bettercompute.compute.v1.ListLoadBalancersResponse
+	12, // 36: bettercompute.compute.v1.LoadBalancerService.GetLoadBalancer:output_type -> bettercompute.compute.v1.GetLoadBalancerResponse
+	14, // 37: bettercompute.compute.v1.LoadBalancerService.UpdateLoadBalancer:output_type -> bettercompute.compute.v1.UpdateLoadBalancerResponse
+	16, // 38: bettercompute.compute.v1.LoadBalancerService.DeleteLoadBalancer:output_type -> bettercompute.compute.v1.DeleteLoadBalancerResponse
+	34, // [34:39] is the sub-list for method output_type
+	29, // [29:34] is the sub-list for method input_type
+	29, // [29:29] is the sub-list for extension type_name
+	29, // [29:29] is the sub-list for extension extendee
+	0,  // [0:29] is the sub-list for field type_name
 }
 
 func init() { file_bettercompute_compute_v1_load_balancers_proto_init() }
