@@ -11,6 +11,7 @@ import (
 
 	"better-compute.dev/compute/apierr"
 	"better-compute.dev/compute/authz"
+	"better-compute.dev/compute/contract"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
 	"better-compute.dev/compute/ids"
 	"better-compute.dev/compute/lifecycle"
@@ -99,7 +100,7 @@ func (s *Service) CreateSubnet(ctx context.Context, r *v1.CreateSubnetRequest) (
 		if err != nil {
 			return err
 		}
-		return store.Enqueue(ctx, tx, ReconcileKind, out.ID, nil)
+		return store.Enqueue(ctx, tx, contract.VPSKind, out.ID, nil)
 	})
 	if err != nil {
 		return nil, storeErr(err, "subnet")
@@ -158,7 +159,7 @@ func (s *Service) DeleteSubnet(ctx context.Context, r *v1.DeleteSubnetRequest) (
 		if out, err = store.GetSubnet(ctx, tx, r.GetSubnetId()); err != nil {
 			return err
 		}
-		return store.Enqueue(ctx, tx, ReconcileKind, out.ID, nil)
+		return store.Enqueue(ctx, tx, contract.VPSKind, out.ID, nil)
 	})
 	if err != nil {
 		return nil, storeErr(err, "subnet")
@@ -195,7 +196,7 @@ func (s *Service) CreateCertificate(ctx context.Context, r *v1.CreateCertificate
 		if row, err = store.InsertCertificate(ctx, tx, row); err != nil {
 			return err
 		}
-		return store.Enqueue(ctx, tx, ReconcileKind, row.ID, nil)
+		return store.Enqueue(ctx, tx, contract.VPSKind, row.ID, nil)
 	})
 	if err != nil {
 		return nil, storeErr(err, "certificate")
@@ -255,7 +256,7 @@ func (s *Service) DeleteCertificate(ctx context.Context, r *v1.DeleteCertificate
 		if out, err = store.GetCertificate(ctx, tx, r.GetCertificateId()); err != nil {
 			return err
 		}
-		return store.Enqueue(ctx, tx, ReconcileKind, out.ID, nil)
+		return store.Enqueue(ctx, tx, contract.VPSKind, out.ID, nil)
 	})
 	if err != nil {
 		return nil, storeErr(err, "certificate")
@@ -359,7 +360,7 @@ func (s *Service) CreateInstance(ctx context.Context, r *v1.CreateInstanceReques
 		if err != nil {
 			return err
 		}
-		return store.Enqueue(ctx, tx, ReconcileKind, out.ID, nil)
+		return store.Enqueue(ctx, tx, contract.VPSKind, out.ID, nil)
 	})
 	if err != nil {
 		return nil, storeErr(err, "instance")
@@ -439,7 +440,7 @@ func (s *Service) DeleteInstance(ctx context.Context, r *v1.DeleteInstanceReques
 		if out, err = store.GetInstance(ctx, tx, in.ID); err != nil {
 			return err
 		}
-		return store.Enqueue(ctx, tx, ReconcileKind, in.ID, nil)
+		return store.Enqueue(ctx, tx, contract.VPSKind, in.ID, nil)
 	})
 	if err != nil {
 		return nil, storeErr(err, "instance")

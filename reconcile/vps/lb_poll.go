@@ -13,7 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"better-compute.dev/compute/core"
+	"better-compute.dev/compute/contract"
 	"better-compute.dev/compute/provider"
 	"better-compute.dev/compute/store"
 )
@@ -374,7 +374,7 @@ func (w *lbWatch) enqueue(ctx context.Context, ids []string, due []time.Time) er
 	// balancers recorded after it, which the request budget holds back. The upserts are blind
 	// writes, so store.ExecuteLockedTx (READ COMMITTED on PostgreSQL) runs them.
 	if err := store.ExecuteLockedTx(ctx, w.r.opts.DB, func(tx pgx.Tx) error {
-		return store.EnqueueMany(ctx, tx, core.ReconcileKind, ids, due)
+		return store.EnqueueMany(ctx, tx, contract.VPSKind, ids, due)
 	}); err != nil {
 		return err
 	}
