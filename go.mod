@@ -165,7 +165,9 @@ require (
 )
 
 // The generated code and the Go SDK are modules of their own (a client of the SDK pulls neither
-// the server nor its dependencies); the server builds against the copies in this repository.
+// the server nor its dependencies); this module builds against the copies in this repository.
+// Only the API's clients here (cmd/bcctl) and tests use the SDK: the server does not
+// (test/conventions/sdkimport_test.go).
 replace (
 	better-compute.dev/compute/gen/go => ./gen/go
 	better-compute.dev/compute/sdk/go => ./sdk/go

@@ -1,28 +1,54 @@
 // Package apierr is the platform's error vocabulary: every failure a caller sees carries one of
-// the seed's reasons (INVALID_INPUT, NOT_FOUND, ACCESS_DENIED, QUOTA_EXCEEDED, INVALID_STATE) or
-// UNAUTHENTICATED, UNAVAILABLE, INTERNAL. core returns these; server turns them into a Connect
-// code plus google.rpc.ErrorInfo, and into a plain JSON body on the JSON mapping.
+// errors.proto's reasons (ErrorReason): the seed's INVALID_INPUT, NOT_FOUND, ACCESS_DENIED,
+// QUOTA_EXCEEDED, INVALID_STATE, or UNAUTHENTICATED, UNAVAILABLE, INTERNAL. core returns these;
+// server turns them into a Connect code plus google.rpc.ErrorInfo, and into a plain JSON body on
+// the JSON mapping.
 package apierr
 
 import (
 	"errors"
 	"fmt"
+	"strings"
+
+	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
 )
 
-// Code is a platform reason.
+// Code is a platform reason as google.rpc.ErrorInfo.reason spells it: an ErrorReason value's name
+// without the ERROR_REASON_ prefix.
 type Code string
 
-// The platform reasons.
-const (
-	InvalidInput    Code = "INVALID_INPUT"
-	NotFound        Code = "NOT_FOUND"
-	AccessDenied    Code = "ACCESS_DENIED"
-	QuotaExceeded   Code = "QUOTA_EXCEEDED"
-	InvalidState    Code = "INVALID_STATE"
-	Unauthenticated Code = "UNAUTHENTICATED"
-	Unavailable     Code = "UNAVAILABLE"
-	Internal        Code = "INTERNAL"
+// The platform reasons, named from the generated ErrorReason so that errors.proto stays their
+// one definition.
+var (
+	InvalidInput    = ReasonCode(v1.ErrorReason_ERROR_REASON_INVALID_INPUT)
+	NotFound        = ReasonCode(v1.ErrorReason_ERROR_REASON_NOT_FOUND)
+	AccessDenied    = ReasonCode(v1.ErrorReason_ERROR_REASON_ACCESS_DENIED)
+	QuotaExceeded   = ReasonCode(v1.ErrorReason_ERROR_REASON_QUOTA_EXCEEDED)
+	InvalidState    = ReasonCode(v1.ErrorReason_ERROR_REASON_INVALID_STATE)
+	Unauthenticated = ReasonCode(v1.ErrorReason_ERROR_REASON_UNAUTHENTICATED)
+	Unavailable     = ReasonCode(v1.ErrorReason_ERROR_REASON_UNAVAILABLE)
+	Internal        = ReasonCode(v1.ErrorReason_ERROR_REASON_INTERNAL)
 )
+
+// ReasonCode is the code of an ErrorReason ("" for ERROR_REASON_UNSPECIFIED, which is never sent).
+func ReasonCode(r v1.ErrorReason) Code {
+	if r == v1.ErrorReason_ERROR_REASON_UNSPECIFIED {
+		return ""
+	}
+	return Code(strings.TrimPrefix(r.String(), "ERROR_REASON_"))
+}
+
+// Codes lists every platform reason in errors.proto's order.
+func Codes() []Code {
+	values := v1.ErrorReason(0).Descriptor().Values()
+	out := make([]Code, 0, values.Len())
+	for i := range values.Len() {
+		if c := ReasonCode(v1.ErrorReason(values.Get(i).Number())); c != "" {
+			out = append(out, c)
+		}
+	}
+	return out
+}
 
 // Domain is google.rpc.ErrorInfo.domain for every platform error.
 const Domain = "compute.better-compute.dev"

@@ -128,11 +128,23 @@ func Generate(m Mapping) ([]byte, error) {
 			"content": jsonContent(map[string]any{"$ref": Ref(ErrorSchema)}),
 		}
 		responses["200"].(map[string]any)["headers"] = map[string]any{RequestIDHeader: requestIDHeader}
+		description := "Calls the Connect procedure " + m.Routes[route] + " with the same validation, authentication and authorization."
+		rules := rulesOf(in)
+		if len(rules) > 0 {
+			description += "\n\nBesides its schema, the request is refused with INVALID_INPUT naming the field when a rule below is broken (listed in x-rules):"
+			for _, r := range rules {
+				description += "\n- " + r.Field + ": " + r.Rule
+			}
+		}
+		if rules == nil {
+			rules = []Rule{}
+		}
 		paths[m.Prefix+route] = map[string]any{
 			"post": map[string]any{
 				"operationId": route,
 				"summary":     string(method.Parent().Name()) + "." + string(method.Name()),
-				"description": "Calls the Connect procedure " + m.Routes[route] + " with the same validation, authentication and authorization.",
+				"description": description,
+				"x-rules":     rules,
 				"tags":        []string{group},
 				"parameters": []any{map[string]any{
 					"name": RequestIDHeader, "in": "header", "required": false,
@@ -169,7 +181,7 @@ func Generate(m Mapping) ([]byte, error) {
 		"info": map[string]any{
 			"title":       "Better Compute JSON API",
 			"version":     version,
-			"description": "The JSON mapping of the Better Compute control plane: every unary method as POST " + m.Prefix + "<group>/<method> with a protojson body. Generated from the proto descriptors and their protovalidate rules by cmd/openapi-gen; do not edit.",
+			"description": infoDescription(m.Prefix),
 		},
 		"security": []any{map[string]any{"bearer": []any{}}},
 		"paths":    paths,
@@ -259,11 +271,24 @@ func (g *generator) message(md protoreflect.MessageDescriptor) {
 			rules = nil
 		}
 		schema := g.field(fd, rules)
+		req := rules.GetRequired() || zeroRefused(fd, rules)
+		for _, r := range rules.GetCel() {
+			if tr, ok := celSchemas[r.GetId()]; ok {
+				merge(schema, tr.schema)
+				req = req || tr.required
+			}
+		}
+		if items, ok := schema["items"].(map[string]any); ok {
+			for _, r := range rules.GetRepeated().GetItems().GetCel() {
+				if tr, ok := celSchemas[r.GetId()]; ok {
+					merge(items, tr.schema)
+				}
+			}
+		}
 		if ignoresZero(fd, rules) {
 			// The zero value skips the rules: "" (or 0, false) is accepted as unset.
 			schema = map[string]any{"anyOf": []any{map[string]any{"enum": zeroValues(fd)}, schema}}
 		}
-		req := rules.GetRequired() || zeroRefused(fd, rules)
 		if !req && !fd.IsList() && !fd.IsMap() && fd.Message() != nil && fd.Message().FullName() != "google.protobuf.Value" {
 			// protojson reads null as the field left out (on an update: the part removed).
 			schema = map[string]any{"anyOf": []any{schema, map[string]any{"type": "null"}}}
@@ -296,23 +321,24 @@ func (g *generator) message(md protoreflect.MessageDescriptor) {
 		notes = append(notes, fmt.Sprintf("Oneof %s: %s of %s.", od.Name(), word, strings.Join(names, ", ")))
 		oneofs = append(oneofs, oneofSchema(names, rule.GetRequired()))
 	}
-	switch len(oneofs) {
-	case 0:
-	case 1:
-		for k, v := range oneofs[0] {
-			s[k] = v
-		}
-	default:
-		s["allOf"] = oneofs
-	}
 	if mr, ok := proto.GetExtension(md.Options(), validate.E_Message).(*validate.MessageRules); ok {
 		for _, r := range mr.GetCel() {
 			notes = append(notes, celNote(r))
+			if tr, ok := celSchemas[r.GetId()]; ok {
+				oneofs = append(oneofs, tr.schema)
+			}
 		}
+	}
+	switch len(oneofs) {
+	case 0:
+	case 1:
+		merge(s, oneofs[0])
+	default:
+		s["allOf"] = oneofs
 	}
 	for i := 0; i < fields.Len(); i++ {
 		if rules, ok := proto.GetExtension(fields.Get(i).Options(), validate.E_Field).(*validate.FieldRules); ok {
-			for _, r := range rules.GetCel() {
+			for _, r := range append(slices.Clone(rules.GetCel()), rules.GetRepeated().GetItems().GetCel()...) {
 				notes = append(notes, fields.Get(i).JSONName()+": "+celNote(r))
 			}
 		}
@@ -320,6 +346,18 @@ func (g *generator) message(md protoreflect.MessageDescriptor) {
 	if len(notes) > 0 {
 		s["description"] = strings.Join(notes, "\n")
 		s["x-cel"] = notes
+	}
+}
+
+// merge adds the keywords of extra to s; a keyword s has already goes into s's allOf instead.
+func merge(s, extra map[string]any) {
+	for k, v := range extra {
+		if _, taken := s[k]; !taken {
+			s[k] = v
+			continue
+		}
+		all, _ := s["allOf"].([]any)
+		s["allOf"] = append(all, map[string]any{k: v})
 	}
 }
 
@@ -713,4 +751,14 @@ func toFloat(v any) float64 {
 		return n
 	}
 	return 0
+}
+
+// infoDescription is the document's introduction: the mapping, how requests are refused, the
+// formats it uses beyond JSON Schema's.
+func infoDescription(prefix string) string {
+	return "The JSON mapping of the Better Compute control plane: every unary method as POST " + prefix + "<group>/<method> with a protojson body. " +
+		"A request that breaks its schema is refused with INVALID_INPUT naming the field; so is one that breaks a rule of the operation's x-rules " +
+		"(each {field, rule}: what JSON Schema cannot say, such as a rule across fields or on what is stored). No string may contain the NUL character (U+0000). " +
+		"Formats beyond JSON Schema's: int32, int64, uint64 (integers, 64-bit ones also as decimal strings), hostname-or-ip, and " + FormatIPNetwork +
+		" (a CIDR block whose host bits are zero: 10.0.0.0/8, 2001:db8::/32). Generated from the proto descriptors and their protovalidate rules by cmd/openapi-gen; do not edit."
 }

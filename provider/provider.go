@@ -21,12 +21,12 @@ var (
 	// ErrInvalid: the provider refused the request itself; retrying the same request cannot help.
 	ErrInvalid = errors.New("provider: invalid request")
 	// ErrBusy: the resource is processing an earlier action; retry after it settles.
-	ErrBusy = errors.New("provider: resource busy")
+	ErrBusy error = &transientError{"provider: resource busy"}
 	// ErrTransient: 5xx, timeouts, connection failures; retry with backoff.
-	ErrTransient = errors.New("provider: transient failure")
+	ErrTransient error = &transientError{"provider: transient failure"}
 	// ErrDeferred: a low-priority request (see WithLowPriority) was not sent because the
 	// request budget is short and kept for other work; nothing was asked of the provider.
-	ErrDeferred = errors.New("provider: deferred while the request budget is short")
+	ErrDeferred error = &transientError{"provider: deferred while the request budget is short"}
 )
 
 type lowPriorityKey struct{}
@@ -83,6 +83,23 @@ type RateLimitedError struct {
 func (e *RateLimitedError) Error() string {
 	return fmt.Sprintf("provider: rate limited until %s", e.RetryAfter.UTC().Format(time.RFC3339))
 }
+
+// RetryAt is when the budget returns: the reconcile runner retries the item then
+// (reconcile.RetryAtError).
+func (e *RateLimitedError) RetryAt() time.Time { return e.RetryAfter }
+
+// Transient reports true: waiting for the budget is expected, not the resource's failure
+// (reconcile.TransientError).
+func (e *RateLimitedError) Transient() bool { return true }
+
+// transientError is a failure expected to pass on its own (ErrBusy, ErrTransient,
+// ErrDeferred): the reconcile runner retries it with backoff without showing it to the tenant.
+type transientError struct{ msg string }
+
+func (e *transientError) Error() string { return e.msg }
+
+// Transient reports true (reconcile.TransientError).
+func (e *transientError) Transient() bool { return true }
 
 // Retryable reports whether err is worth retrying later with backoff.
 func Retryable(err error) bool {

@@ -21,9 +21,8 @@ import (
 //
 // A nil error with a zero Result means the resource is converged; Result.RequeueAfter asks to
 // run again later (for example to poll the provider until a load balancer is active). An error
-// is retried with backoff: a *provider.RateLimitedError at its RetryAfter, a
-// provider.Retryable error quietly, any other with its message shown as the resource's last
-// error. Terminal states (errored, failed) are the handler's to record; it then returns nil.
+// is retried: a RetryAtError at its time, a TransientError with backoff quietly, any other with
+// backoff and its message shown as the resource's last error (errors.go). Terminal states (errored, failed) are the handler's to record; it then returns nil.
 type Handler interface {
 	Reconcile(ctx context.Context, lease store.Lease) (Result, error)
 }

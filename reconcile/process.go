@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"better-compute.dev/compute/provider"
 	"better-compute.dev/compute/store"
 )
 
@@ -75,11 +74,11 @@ func (r *Runner) record(ctx context.Context, l store.Lease, res Result, herr err
 		return db.Release(ctx, store.ReleaseParams{Lease: l, Now: now})
 	}
 	p := store.RetryParams{Lease: l, Now: now}
-	var rl *provider.RateLimitedError
+	var at RetryAtError
 	switch {
-	case errors.As(herr, &rl):
-		p.After = rl.RetryAfter.Sub(r.localNow())
-	case provider.Retryable(herr):
+	case errors.As(herr, &at):
+		p.After = at.RetryAt().Sub(r.localNow())
+	case Transient(herr):
 		p.After = r.opts.Backoff.Delay(l.Attempts + 1)
 	default:
 		p.After = r.opts.Backoff.Delay(l.Attempts + 1)

@@ -361,7 +361,7 @@ func (r *Runner) now() time.Time {
 	return r.opts.Clock.Now()
 }
 
-// localNow is the time used to turn absolute provider times (RetryAfter) into delays.
+// localNow is the time used to turn absolute provider times (RetryAtError) into delays.
 func (r *Runner) localNow() time.Time {
 	if r.opts.Clock == nil {
 		return time.Now()

@@ -21,9 +21,9 @@ const servicePrefix = "/" + apiPackage + "."
 // authenticateFirst resolves the bearer token of every API call before anything else looks at
 // the request: before its body is read, decoded or validated. An anonymous caller learns only
 // that credentials are required, never the API's rules. The caller travels in the request's
-// context, where the interceptor finds it. Public paths (health, the OpenAPI document, the
+// context, where the authenticating link finds it. Public paths (health, the OpenAPI document, the
 // console, reflection) and the substrate join (authenticated by its join token) pass untouched.
-func authenticateFirst(ic *interceptor, next http.Handler) http.Handler {
+func authenticateFirst(e *edge, next http.Handler) http.Handler {
 	errs := connect.NewErrorWriter()
 	refuse := func(w http.ResponseWriter, r *http.Request, err error) {
 		if errs.IsSupported(r) && !strings.HasPrefix(r.URL.Path, JSONPrefix) {
@@ -50,17 +50,17 @@ func authenticateFirst(ic *interceptor, next http.Handler) http.Handler {
 		ctx, err := func() (ctx context.Context, err error) {
 			defer func() {
 				if p := recover(); p != nil {
-					err = ic.panicked(r.Context(), r.URL.Path, p)
+					err = panicked(r.Context(), e.log, r.URL.Path, p)
 				}
 			}()
-			return authenticate(r.Context(), ic.svc, r.Header.Get("Authorization"))
+			return authenticate(r.Context(), e.svc, r.Header.Get("Authorization"))
 		}()
 		if err != nil {
 			// A client that went away while its token was looked up ended the call itself.
 			answer := endedByClient(r.Context(), toConnect(err))
 			// Counted and logged as every other call's outcome, under a procedure name the server
 			// knows (a caller's made-up path must not become a metric label).
-			ic.observe(r.Context(), knownProcedure(r.URL.Path), start, answer)
+			e.observe(r.Context(), knownProcedure(r.URL.Path), start, answer)
 			if r.Context().Err() != nil {
 				return // nobody is left to read an answer
 			}
@@ -80,6 +80,21 @@ func needsBearer(path string) bool {
 		return false
 	}
 	return strings.HasPrefix(path, servicePrefix)
+}
+
+// authenticating is the link that makes sure a call has a caller. authenticateFirst has resolved
+// the bearer token before the body was read; a handler reached another way (a test mounting the
+// handlers alone) authenticates here, still before its request is validated.
+func authenticating(svc *core.Service) link {
+	return func(ctx context.Context, call callInfo, next func(context.Context) error) error {
+		if _, ok := core.CallerFrom(ctx); !ok {
+			var err error
+			if ctx, err = authenticate(ctx, svc, call.header.Get("Authorization")); err != nil {
+				return err
+			}
+		}
+		return next(ctx)
+	}
 }
 
 // authenticate resolves an Authorization header to the caller, in ctx.

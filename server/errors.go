@@ -4,20 +4,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"google.golang.org/protobuf/types/known/anypb"
 	"strings"
 	"time"
 
+	"buf.build/gen/go/bufbuild/protovalidate/protocolbuffers/go/buf/validate"
 	"buf.build/go/protovalidate"
 	"connectrpc.com/connect"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"better-compute.dev/compute/apierr"
 	"better-compute.dev/compute/requestid"
-	sdk "better-compute.dev/compute/sdk/go"
 )
 
 // connectCode maps a platform reason onto the Connect (and gRPC) code.
@@ -32,6 +32,44 @@ var connectCode = map[apierr.Code]connect.Code{
 	apierr.Internal:        connect.CodeInternal,
 }
 
+// mappingErrors is the link that turns the error of the rest of the call into a Connect error
+// (toConnect), logging an INTERNAL error's hidden cause. On the JSON mapping it also hands the
+// platform error itself to jsonMapping, which writes it as the body.
+func mappingErrors(o *observer) link {
+	return func(ctx context.Context, call callInfo, next func(context.Context) error) error {
+		err := next(ctx)
+		if err == nil {
+			return nil
+		}
+		o.logCause(ctx, call.procedure, err)
+		if pe, ok := platformError(err); ok {
+			answerJSON(ctx, pe)
+		}
+		return toConnect(err)
+	}
+}
+
+// stampingRequestID is the link that names the request in the platform ErrorInfo of any error
+// (withRequestID).
+func stampingRequestID() link {
+	return func(ctx context.Context, _ callInfo, next func(context.Context) error) error {
+		if err := next(ctx); err != nil {
+			return withRequestID(ctx, err)
+		}
+		return nil
+	}
+}
+
+// platformError returns err as the platform error it becomes, and false for an error that is
+// already Connect's (the client ended the call, or a handler translated its own).
+func platformError(err error) (*apierr.Error, bool) {
+	var ce *connect.Error
+	if errors.As(err, &ce) {
+		return nil, false
+	}
+	return apierr.From(err), true
+}
+
 // toConnect turns any error a handler returns into a Connect error carrying
 // google.rpc.ErrorInfo{reason, domain, metadata}. Errors that are not platform errors become
 // INTERNAL with a message that reveals nothing.
@@ -39,11 +77,12 @@ func toConnect(err error) *connect.Error {
 	if err == nil {
 		return nil
 	}
-	var ce *connect.Error
-	if errors.As(err, &ce) {
+	pe, ok := platformError(err)
+	if !ok {
+		var ce *connect.Error
+		errors.As(err, &ce)
 		return ce
 	}
-	pe := apierr.From(err)
 	out := connect.NewError(connectCode[pe.Code], errors.New(pe.Message))
 	md := map[string]string{}
 	if pe.Field != "" {
@@ -61,6 +100,12 @@ func toConnect(err error) *connect.Error {
 			out.AddDetail(d)
 		}
 	}
+	var ir *invalidRequest
+	if errors.As(err, &ir) {
+		if d, derr := connect.NewErrorDetail(ir.violations); derr == nil {
+			out.AddDetail(d)
+		}
+	}
 	return out
 }
 
@@ -68,18 +113,29 @@ func toConnect(err error) *connect.Error {
 // and gRPC, Retry-After on the JSON mapping).
 const RetryAfter = time.Second
 
-// validationError turns protovalidate violations into INVALID_INPUT naming the first field in the
-// seed's camelCase spelling (forwarding[0].entryPort); every violation goes along as
-// buf.validate.Violations for clients that want them all.
-func validationError(err error) *connect.Error {
+// invalidRequest is INVALID_INPUT for a request that broke its schema's rules: the platform error
+// names the first field, and every violation goes along to Connect and gRPC clients as
+// buf.validate.Violations.
+type invalidRequest struct {
+	platform   *apierr.Error
+	violations *validate.Violations
+}
+
+func (e *invalidRequest) Error() string { return e.platform.Error() }
+func (e *invalidRequest) Unwrap() error { return e.platform }
+
+// invalidRequestOf turns protovalidate's verdict on m into INVALID_INPUT naming the first field in
+// the seed's camelCase spelling (forwarding[0].entryPort).
+func invalidRequestOf(m proto.Message, err error) error {
 	var ve *protovalidate.ValidationError
 	if !errors.As(err, &ve) || len(ve.Violations) == 0 {
-		return toConnect(apierr.Invalid("", "the request is not valid: %v", err))
+		return apierr.Invalid("", "the request is not valid: %v", err)
 	}
+	root := m.ProtoReflect().Descriptor()
 	msgs := make([]string, 0, min(len(ve.Violations), maxViolationsInMessage)+1)
 	var first string
 	for i, v := range ve.Violations {
-		path := sdk.ViolationField(v.Proto)
+		path := violationPath(root, v.Proto)
 		if i == 0 {
 			first = path
 		}
@@ -93,11 +149,53 @@ func validationError(err error) *connect.Error {
 		}
 		msgs = append(msgs, fmt.Sprintf("%s: %s", path, v.Proto.GetMessage()))
 	}
-	ce := toConnect(apierr.Invalid(first, "%s", strings.Join(msgs, "; ")))
-	if d, derr := connect.NewErrorDetail(ve.ToProto()); derr == nil {
-		ce.AddDetail(d)
+	return &invalidRequest{platform: apierr.Invalid(first, "%s", strings.Join(msgs, "; ")), violations: ve.ToProto()}
+}
+
+// violationPath names a violation's field in JSON names (forwarding[0].entryPort), walking the
+// request's descriptors from root. A message-level rule has no path of its own: its id starts with
+// the field it is about ("targets.exactly_one" -> targets).
+func violationPath(root protoreflect.MessageDescriptor, v *validate.Violation) string {
+	path := ""
+	md := root
+	for _, el := range v.GetField().GetElements() {
+		name := el.GetFieldName()
+		var fd protoreflect.FieldDescriptor
+		if md != nil {
+			fd = md.Fields().ByNumber(protoreflect.FieldNumber(el.GetFieldNumber()))
+		}
+		md = nil
+		if fd != nil {
+			name = fd.JSONName()
+			if fd.IsMap() {
+				fd = fd.MapValue()
+			}
+			md = fd.Message()
+		}
+		path = join(path, name) + subscript(el)
 	}
-	return ce
+	if path == "" {
+		rule, _, _ := strings.Cut(v.GetRuleId(), ".")
+		return rule
+	}
+	return path
+}
+
+// subscript renders a path element's list index or map key: [0], ["key"], [true].
+func subscript(el *validate.FieldPathElement) string {
+	switch el.WhichSubscript() {
+	case validate.FieldPathElement_Index_case:
+		return fmt.Sprintf("[%d]", el.GetIndex())
+	case validate.FieldPathElement_StringKey_case:
+		return fmt.Sprintf("[%q]", el.GetStringKey())
+	case validate.FieldPathElement_IntKey_case:
+		return fmt.Sprintf("[%d]", el.GetIntKey())
+	case validate.FieldPathElement_UintKey_case:
+		return fmt.Sprintf("[%d]", el.GetUintKey())
+	case validate.FieldPathElement_BoolKey_case:
+		return fmt.Sprintf("[%t]", el.GetBoolKey())
+	}
+	return ""
 }
 
 // missingString tells a string field that was left out from one whose value breaks a rule: an

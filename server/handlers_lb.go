@@ -53,7 +53,7 @@ func reply[T any](msg *T, err error) (*connect.Response[T], error) {
 
 type events struct {
 	svc *core.Service
-	ic  *interceptor
+	ic  *edge
 }
 
 var _ computev1connect.EventServiceHandler = events{}

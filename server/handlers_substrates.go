@@ -31,7 +31,7 @@ func (h substrates) ListSubstrates(ctx context.Context, r *connect.Request[v1.Li
 // validates the request itself and records metrics and hidden causes as the interceptor would.
 type substrateJoin struct {
 	svc *core.Service
-	ic  *interceptor
+	ic  *edge
 }
 
 var _ computev1connect.SubstrateJoinServiceHandler = substrateJoin{}

@@ -2,7 +2,7 @@ package server
 
 import (
 	"bytes"
-	"encoding/base64"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
-	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
 
@@ -20,7 +18,6 @@ import (
 	c "better-compute.dev/compute/gen/go/bettercompute/compute/v1/computev1connect"
 	"better-compute.dev/compute/openapi"
 	"better-compute.dev/compute/requestid"
-	sdk "better-compute.dev/compute/sdk/go"
 )
 
 // JSONPrefix is where the JSON mapping lives: POST /api/compute/<group>/<method>.
@@ -101,7 +98,8 @@ type JSONError struct {
 
 // jsonMapping serves POST /api/compute/<group>/<method> by handing the call to the Connect
 // handler of that procedure as a Connect unary JSON call (so validation, authentication and
-// authorization are the very same), then rewriting a Connect error into a JSONError.
+// authorization are the very same). A failed call's platform error comes back from the chain
+// (mappingErrors) as it is and is written as a JSONError.
 func jsonMapping(connectMux http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		procedure, ok := jsonRoutes[strings.TrimPrefix(r.URL.Path, JSONPrefix)]
@@ -121,7 +119,8 @@ func jsonMapping(connectMux http.Handler) http.Handler {
 			_ = r.Body.Close()
 			r.Body = io.NopCloser(bytes.NewReader(body))
 		}
-		inner := r.Clone(r.Context())
+		answer := &jsonAnswer{}
+		inner := r.Clone(context.WithValue(r.Context(), jsonAnswerKey{}, answer))
 		inner.URL.Path = procedure
 		inner.URL.RawPath = ""
 		inner.RequestURI = ""
@@ -137,18 +136,36 @@ func jsonMapping(connectMux http.Handler) http.Handler {
 		}
 		rec := &errorCapture{ResponseWriter: w}
 		connectMux.ServeHTTP(rec, inner)
-		if rec.status != 0 && rec.status != http.StatusOK {
-			je := translateConnectError(rec.body.Bytes())
-			if je.Code == apierr.InvalidInput && je.Field == "" {
-				// The decoder refused the body: name the field that does not fit.
-				if m := explainJSON(body, inputs[procedure]); m != nil {
-					je.Field, je.Message = m.Field, m.Error()
-				}
-			}
-			je.RequestID = requestid.FromContext(r.Context())
-			writeJSONError(w, je)
+		if rec.status == 0 || rec.status == http.StatusOK {
+			return
 		}
+		var je JSONError
+		if pe := answer.err; pe != nil {
+			je = JSONError{Code: pe.Code, Message: pe.Message, Field: pe.Field, StateReason: pe.StateReason}
+		} else {
+			je = connectLayerError(rec.body.Bytes())
+		}
+		if je.Code == apierr.InvalidInput && je.Field == "" {
+			// The decoder refused the body: name the field that does not fit.
+			if m := explainJSON(body, inputs[procedure]); m != nil {
+				je.Field, je.Message = m.Field, m.Error()
+			}
+		}
+		je.RequestID = requestid.FromContext(r.Context())
+		writeJSONError(w, je)
 	})
+}
+
+// jsonAnswer holds a JSON-mapped call's platform error, put there by the chain (answerJSON).
+type jsonAnswer struct{ err *apierr.Error }
+
+type jsonAnswerKey struct{}
+
+// answerJSON hands a call's platform error to the JSON mapping, when the call came through it.
+func answerJSON(ctx context.Context, pe *apierr.Error) {
+	if a, ok := ctx.Value(jsonAnswerKey{}).(*jsonAnswer); ok {
+		a.err = pe
+	}
 }
 
 // errorCapture passes successful responses through and holds back error bodies for rewriting.
@@ -175,44 +192,19 @@ func (e *errorCapture) Write(b []byte) (int, error) {
 	return e.ResponseWriter.Write(b)
 }
 
-// connectErrorBody is the Connect protocol's unary error body.
-type connectErrorBody struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-	Details []struct {
-		Type  string `json:"type"`
-		Value string `json:"value"`
-	} `json:"details"`
-}
-
-// translateConnectError reads the platform reason back out of a Connect error body. Errors raised
-// by the Connect layer itself (a body that is not JSON, an unknown field) carry no ErrorInfo:
-// they are the caller's bad input.
-func translateConnectError(body []byte) JSONError {
-	var ce connectErrorBody
-	if err := json.Unmarshal(body, &ce); err != nil {
-		return JSONError{Code: apierr.Internal, Message: "internal error"}
+// connectLayerError is the JSONError of an answer no platform error made: the Connect layer
+// refused the call itself (a body that is not JSON, an unknown field, one too large) or the
+// client ended it. Only the Connect code and message of its error body are read.
+func connectLayerError(body []byte) JSONError {
+	var ce struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
 	}
-	for _, d := range ce.Details {
-		if d.Type != "google.rpc.ErrorInfo" {
-			continue
-		}
-		raw, err := base64.RawStdEncoding.DecodeString(strings.TrimRight(d.Value, "="))
-		if err != nil {
-			continue
-		}
-		info := &errdetails.ErrorInfo{}
-		if proto.Unmarshal(raw, info) == nil && info.GetDomain() == apierr.Domain {
-			return JSONError{Code: apierr.Code(info.GetReason()), Message: ce.Message,
-				Field: info.GetMetadata()["field"], StateReason: info.GetMetadata()["stateReason"]}
-		}
-	}
-	// No platform ErrorInfo: the Connect layer answered; the SDK's table gives the reason.
 	var code connect.Code
-	if code.UnmarshalText([]byte(ce.Code)) != nil {
+	if json.Unmarshal(body, &ce) != nil || code.UnmarshalText([]byte(ce.Code)) != nil {
 		return JSONError{Code: apierr.Internal, Message: "internal error"}
 	}
-	reason := apierr.Code(sdk.ReasonForCode(code))
+	reason := reasonOfConnectCode(code)
 	switch {
 	case code == connect.CodeResourceExhausted:
 		// Connect's own limit on the request size.
@@ -223,6 +215,25 @@ func translateConnectError(body []byte) JSONError {
 		return JSONError{Code: reason, Message: "internal error"}
 	}
 	return JSONError{Code: reason, Message: ce.Message}
+}
+
+// reasonOfConnectCode is the platform reason of a Connect code that came without a platform
+// error: connectCode read backwards, where the transport's own codes say the request was refused
+// (too large included: the platform's QUOTA_EXCEEDED always comes with its platform error) or
+// the call was cut short, which nothing says cannot succeed later.
+func reasonOfConnectCode(code connect.Code) apierr.Code {
+	switch code {
+	case connect.CodeOutOfRange, connect.CodeUnimplemented, connect.CodeResourceExhausted:
+		return apierr.InvalidInput
+	case connect.CodeDeadlineExceeded, connect.CodeCanceled, connect.CodeAborted:
+		return apierr.Unavailable
+	}
+	for reason, c := range connectCode {
+		if c == code {
+			return reason
+		}
+	}
+	return apierr.Internal
 }
 
 func writeJSONError(w http.ResponseWriter, e JSONError) {

@@ -135,8 +135,9 @@ func serviceSet(procs []server.Procedure) []string {
 }
 
 // TestReasonFallbackAgrees: the transport code -> platform reason fallback exists once per
-// language (sdk.ReasonForCode, which the JSON mapping uses too, and reasonByCode in
-// sdk/ts/src/errors.ts); the two tables answer alike for every code. Canceled and
+// client language (sdk.ReasonForCode and reasonByCode in sdk/ts/src/errors.ts; the JSON mapping's
+// reasonOfConnectCode agrees with the Go one, errors_internal_test.go); the two tables answer
+// alike for every code. Canceled and
 // DeadlineExceeded differ by design: the TS client cannot tell a server's from its caller's and
 // leaves both to the caller, while Go reads the caller's from the context first.
 func TestReasonFallbackAgrees(t *testing.T) {

@@ -72,9 +72,9 @@ func New(opts Options) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	ic := &interceptor{svc: opts.Service, validator: validator, log: log, metrics: m}
+	ic := newEdge(opts.Service, validator, log, m)
 	ho := []connect.HandlerOption{
-		connect.WithInterceptors(tracing, ic), connect.WithReadMaxBytes(MaxBodyBytes), connect.WithRecover(ic.recovered),
+		connect.WithInterceptors(append([]connect.Interceptor{tracing}, ic.interceptors()...)...), connect.WithReadMaxBytes(MaxBodyBytes),
 		connect.WithCodec(strictJSON{"json"}), connect.WithCodec(strictJSON{"json; charset=utf-8"}),
 		// Most answers are a few hundred bytes to a few KiB: gzip costs them more CPU than it saves
 		// bytes (bench/creates; docs/benchmarks.md, "Creates"). Lists of many items still compress.
@@ -96,9 +96,10 @@ func New(opts Options) (http.Handler, error) {
 	mount(c.NewUsageServiceHandler(usage{svc}, ho...))
 	mount(c.NewMetalServiceHandler(metal{svc}, ho...))
 	mount(c.NewSubstrateServiceHandler(substrates{svc}, ho...))
-	// The join is authenticated by its join token, not a bearer token: no interceptor.
-	mount(c.NewSubstrateJoinServiceHandler(substrateJoin{svc, ic}, connect.WithInterceptors(tracing),
-		connect.WithReadMaxBytes(64<<10), connect.WithRecover(ic.recovered),
+	// The join is authenticated by its join token, not a bearer token: of the chain it takes only
+	// the recovery and its translation into Connect's terms.
+	mount(c.NewSubstrateJoinServiceHandler(substrateJoin{svc, ic}, connect.WithInterceptors(tracing, mappingErrors(ic.observer), recovering(log)),
+		connect.WithReadMaxBytes(64<<10),
 		connect.WithCodec(strictJSON{"json"}), connect.WithCodec(strictJSON{"json; charset=utf-8"})))
 	mount("/", web.Handler()) // the console (package web) answers the GETs that no service claims
 

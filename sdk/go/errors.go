@@ -9,22 +9,34 @@ import (
 	"buf.build/gen/go/bufbuild/protovalidate/protocolbuffers/go/buf/validate"
 	"connectrpc.com/connect"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
+
+	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
 )
 
-// Code is a platform reason, as google.rpc.ErrorInfo.reason carries it (errors.proto lists them).
+// Code is a platform reason, as google.rpc.ErrorInfo.reason carries it: an ErrorReason value's
+// name (errors.proto) without the ERROR_REASON_ prefix.
 type Code string
 
-// The platform reasons a call can fail with.
-const (
-	InvalidInput    Code = "INVALID_INPUT"
-	NotFound        Code = "NOT_FOUND"
-	AccessDenied    Code = "ACCESS_DENIED"
-	QuotaExceeded   Code = "QUOTA_EXCEEDED"
-	InvalidState    Code = "INVALID_STATE"
-	Unauthenticated Code = "UNAUTHENTICATED"
-	Unavailable     Code = "UNAVAILABLE"
-	Internal        Code = "INTERNAL"
+// The platform reasons a call can fail with, named from the generated ErrorReason so that
+// errors.proto stays their one definition.
+var (
+	InvalidInput    = ReasonCode(v1.ErrorReason_ERROR_REASON_INVALID_INPUT)
+	NotFound        = ReasonCode(v1.ErrorReason_ERROR_REASON_NOT_FOUND)
+	AccessDenied    = ReasonCode(v1.ErrorReason_ERROR_REASON_ACCESS_DENIED)
+	QuotaExceeded   = ReasonCode(v1.ErrorReason_ERROR_REASON_QUOTA_EXCEEDED)
+	InvalidState    = ReasonCode(v1.ErrorReason_ERROR_REASON_INVALID_STATE)
+	Unauthenticated = ReasonCode(v1.ErrorReason_ERROR_REASON_UNAUTHENTICATED)
+	Unavailable     = ReasonCode(v1.ErrorReason_ERROR_REASON_UNAVAILABLE)
+	Internal        = ReasonCode(v1.ErrorReason_ERROR_REASON_INTERNAL)
 )
+
+// ReasonCode is the Code of an ErrorReason ("" for ERROR_REASON_UNSPECIFIED, which is never sent).
+func ReasonCode(r v1.ErrorReason) Code {
+	if r == v1.ErrorReason_ERROR_REASON_UNSPECIFIED {
+		return ""
+	}
+	return Code(strings.TrimPrefix(r.String(), "ERROR_REASON_"))
+}
 
 // Domain of the platform's google.rpc.ErrorInfo.
 const Domain = "compute.better-compute.dev"
@@ -66,7 +78,7 @@ func (e *Error) Temporary() bool { return e.Code == Unavailable }
 
 // ReasonForCode is the platform reason of a Connect code when an answer carries no platform
 // ErrorInfo (a proxy answered, the connection failed, or the transport itself refused the
-// request). It is the one such table of the Go code base: the server's JSON mapping uses it too.
+// request).
 func ReasonForCode(code connect.Code) Code {
 	switch code {
 	case connect.CodeInvalidArgument, connect.CodeOutOfRange, connect.CodeUnimplemented:

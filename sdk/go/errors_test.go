@@ -159,3 +159,32 @@ func TestReasonForCode(t *testing.T) {
 		}
 	}
 }
+
+// TestReasonsAreErrorsProtos: the SDK's named reasons are exactly errors.proto's ErrorReason values
+// (without the ERROR_REASON_ prefix and the never-sent UNSPECIFIED), each under its own name.
+func TestReasonsAreErrorsProtos(t *testing.T) {
+	named := map[sdk.Code]string{
+		sdk.InvalidInput:    "INVALID_INPUT",
+		sdk.NotFound:        "NOT_FOUND",
+		sdk.AccessDenied:    "ACCESS_DENIED",
+		sdk.QuotaExceeded:   "QUOTA_EXCEEDED",
+		sdk.InvalidState:    "INVALID_STATE",
+		sdk.Unauthenticated: "UNAUTHENTICATED",
+		sdk.Unavailable:     "UNAVAILABLE",
+		sdk.Internal:        "INTERNAL",
+	}
+	proto := map[sdk.Code]bool{}
+	for number, name := range v1.ErrorReason_name {
+		if number != 0 {
+			proto[sdk.Code(name[len("ERROR_REASON_"):])] = true
+		}
+	}
+	for code, want := range named {
+		if string(code) != want || !proto[code] {
+			t.Errorf("reason %q is named %q (in errors.proto: %t)", want, code, proto[code])
+		}
+	}
+	if len(named) != len(proto) {
+		t.Errorf("errors.proto has %d reasons (%v), the SDK names %d", len(proto), proto, len(named))
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/netip"
 	"regexp"
 	"slices"
 	"sort"
@@ -79,6 +80,14 @@ func formats() []*jsonschema.Format {
 		{Name: "float", Validate: func(any) error { return nil }},
 		{Name: "double", Validate: func(any) error { return nil }},
 		{Name: "ip", Validate: ip},
+		{Name: openapi.FormatIPNetwork, Validate: func(v any) error {
+			if s, ok := v.(string); ok {
+				if p, err := netip.ParsePrefix(s); err != nil || p.Masked() != p {
+					return fmt.Errorf("%q is not a CIDR block with zero host bits", s)
+				}
+			}
+			return nil
+		}},
 		{Name: "hostname-or-ip", Validate: func(v any) error {
 			if s, ok := v.(string); ok && net.ParseIP(s) == nil && !host.MatchString(s) {
 				return fmt.Errorf("%q is neither a hostname nor an IP address", s)
@@ -397,7 +406,7 @@ func TestEveryJSONRouteMatchesTheDocument(t *testing.T) {
 	sn := get(h.ok("subnets/create", tok, map[string]any{"tenantId": tid, "networkId": str(netw, "id"), "name": "a", "region": "nyc3", "ipRange": "10.20.0.0/24"}), "subnet")
 	h.ok("subnets/get", tok, map[string]any{"tenantId": tid, "subnetId": str(sn, "id")})
 	h.ok("subnets/list", tok, map[string]any{"tenantId": tid, "networkId": str(netw, "id")})
-	h.fail("subnets/create", tok, map[string]any{"tenantId": tid, "networkId": str(netw, "id"), "name": "b", "region": "nyc3", "ipRange": "10.20.0.0/99"}, false, http.StatusBadRequest, "INVALID_INPUT")
+	h.fail("subnets/create", tok, map[string]any{"tenantId": tid, "networkId": str(netw, "id"), "name": "b", "region": "nyc3", "ipRange": "10.20.0.0/99"}, true, http.StatusBadRequest, "INVALID_INPUT")
 
 	// Certificates.
 	cert := get(h.ok("certificates/create", tok, map[string]any{"tenantId": tid, "accountId": tn.AccountID, "name": "www", "managed": map[string]any{"dnsNames": []any{"www.example.com"}}}), "certificate")

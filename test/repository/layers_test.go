@@ -17,6 +17,7 @@ var layers = []struct {
 	from, mustNotReach string
 }{
 	{"./reconcile/...", module + "/core"},
+	{"./reconcile", module + "/provider"},
 	{"./provider/...", module + "/reconcile"},
 	{"./provider/...", module + "/store"},
 }

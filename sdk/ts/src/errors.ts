@@ -4,24 +4,20 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { ErrorInfoSchema } from "./error-info.js";
 import { ViolationsSchema, type Violation as ViolationMessage } from "./gen/buf/validate/validate_pb.js";
+import { ErrorReason, ErrorReasonSchema } from "./gen/bettercompute/compute/v1/errors_pb.js";
 
 /** PLATFORM_ERROR_DOMAIN is the ErrorInfo domain of the platform's reasons. */
 export const PLATFORM_ERROR_DOMAIN = "compute.better-compute.dev";
 
-/** PLATFORM_ERROR_CODES lists every reason the platform sends (errors.proto, without the prefix). */
-export const PLATFORM_ERROR_CODES = [
-  "INVALID_INPUT",
-  "NOT_FOUND",
-  "ACCESS_DENIED",
-  "QUOTA_EXCEEDED",
-  "INVALID_STATE",
-  "UNAUTHENTICATED",
-  "INTERNAL",
-  "UNAVAILABLE",
-] as const;
+/** PlatformErrorCode is one of the platform's error reasons: a name of errors.proto's ErrorReason. */
+export type PlatformErrorCode = Exclude<keyof typeof ErrorReason, "UNSPECIFIED">;
 
-/** PlatformErrorCode is one of the platform's error reasons. */
-export type PlatformErrorCode = (typeof PLATFORM_ERROR_CODES)[number];
+/** PLATFORM_ERROR_CODES lists every reason the platform sends, in errors.proto's order. */
+export const PLATFORM_ERROR_CODES: readonly PlatformErrorCode[] = Object.freeze(
+  ErrorReasonSchema.values
+    .filter((v) => v.number !== ErrorReason.UNSPECIFIED)
+    .map((v) => v.localName as PlatformErrorCode),
+);
 
 /** REQUEST_ID_HEADER names the request on every answer of the server. */
 export const REQUEST_ID_HEADER = "x-request-id";

@@ -229,3 +229,18 @@ describe("violations, request ids and transport failures", () => {
     });
   });
 });
+
+describe("the error vocabulary", () => {
+  test("PLATFORM_ERROR_CODES are errors.proto's reasons, and each is read from ErrorInfo", async () => {
+    const { readFile } = await import("node:fs/promises");
+    const { PLATFORM_ERROR_CODES } = await import("../dist/index.js");
+    const proto = await readFile(new URL("../../../proto/bettercompute/compute/v1/errors.proto", import.meta.url), "utf8");
+    const reasons = [...proto.matchAll(/^\s*ERROR_REASON_(\w+)\s*=\s*\d+;/gm)].map((m) => m[1]).filter((r) => r !== "UNSPECIFIED");
+    assert.ok(reasons.length >= 8, `read ${reasons} from errors.proto`);
+    assert.deepEqual([...PLATFORM_ERROR_CODES], reasons);
+    for (const reason of reasons) {
+      const err = new ConnectError("x", Code.Unknown, undefined, [errorInfo(reason)]);
+      assert.equal(toPlatformError(err)?.code, reason);
+    }
+  });
+});

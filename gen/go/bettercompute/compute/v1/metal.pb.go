@@ -838,7 +838,7 @@ type ListNodesRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// At most 128 characters; ^[A-Za-z0-9._:-]{1,128}$.
 	TenantId string `protobuf:"bytes,1,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
-	// Only nodes in this provision state.
+	// Only nodes in this provision state (one of metal.States, kept in step by openapi's tests).
 	State string `protobuf:"bytes,2,opt,name=state,proto3" json:"state,omitempty"`
 	// Optional, 1-1000. Zero (absent) keeps the one-answer list; a page size, or a page token,
 	// asks for one page and a next_page_token when more follow.
@@ -1917,7 +1917,7 @@ const file_bettercompute_compute_v1_metal_proto_rawDesc = "" +
 	"legacyBoot\x12\x1b\n" +
 	"\tsystem_id\x18\t \x01(\tR\bsystemId\x12&\n" +
 	"\x0eauthentication\x18\n" +
-	" \x01(\tR\x0eauthentication\"\xa3\x03\n" +
+	" \x01(\tR\x0eauthentication\"\xa4\x04\n" +
 	"\x10MetalBmcSettings\x12%\n" +
 	"\aaddress\x18\x01 \x01(\tB\v\xbaH\br\x06\x18\xfd\x01\xa8\x01\x01R\aaddress\x12\"\n" +
 	"\x04port\x18\x02 \x01(\x05B\x0e\xbaH\v\xd8\x01\x01\x1a\x06\x18\xff\xff\x03(\x01R\x04port\x120\n" +
@@ -1928,7 +1928,8 @@ const file_bettercompute_compute_v1_metal_proto_rawDesc = "" +
 	"\vca_cert_pem\x18\a \x01(\tB\t\xbaH\x06r\x04\x18\x80\x80\x01R\tcaCertPem\x12\x1f\n" +
 	"\vlegacy_boot\x18\b \x01(\bR\n" +
 	"legacyBoot\x12B\n" +
-	"\tsystem_id\x18\t \x01(\tB%\xbaH\"\xd8\x01\x01r\x1d2\x1b^[A-Za-z0-9._:@~+-]{1,128}$R\bsystemId\"\xf0\x02\n" +
+	"\tsystem_id\x18\t \x01(\tB%\xbaH\"\xd8\x01\x01r\x1d2\x1b^[A-Za-z0-9._:@~+-]{1,128}$R\bsystemId:\x7f\xbaH|\x1az\n" +
+	"\rbmc.system_id\x125systemId names a Redfish system; an IPMI BMC has none\x1a2this.system_id == '' || this.protocol == 'redfish'\"\xf0\x02\n" +
 	"\x0eMetalInventory\x12\x16\n" +
 	"\x06vendor\x18\x01 \x01(\tR\x06vendor\x12\x14\n" +
 	"\x05model\x18\x02 \x01(\tR\x05model\x12\x16\n" +
@@ -1980,10 +1981,12 @@ const file_bettercompute_compute_v1_metal_proto_rawDesc = "" +
 	"\ttenant_id\x18\x01 \x01(\tB\"\xbaH\x1fr\x1d\x18\x80\x012\x18^[A-Za-z0-9._:-]{1,128}$R\btenantId\x12C\n" +
 	"\anode_id\x18\x02 \x01(\tB*\xbaH'r%\x18:2!^mnode_[0-9a-hjkmnp-tv-z]{26,52}$R\x06nodeId\"J\n" +
 	"\x0fGetNodeResponse\x127\n" +
-	"\x04node\x18\x01 \x01(\v2#.bettercompute.compute.v1.MetalNodeR\x04node\"\xdc\x01\n" +
+	"\x04node\x18\x01 \x01(\v2#.bettercompute.compute.v1.MetalNodeR\x04node\"\xc0\x03\n" +
 	"\x10ListNodesRequest\x12?\n" +
-	"\ttenant_id\x18\x01 \x01(\tB\"\xbaH\x1fr\x1d\x18\x80\x012\x18^[A-Za-z0-9._:-]{1,128}$R\btenantId\x125\n" +
-	"\x05state\x18\x02 \x01(\tB\x1f\xbaH\x1c\xd8\x01\x01r\x17\x18 2\x13^[a-z][a-z-]{0,31}$R\x05state\x12'\n" +
+	"\ttenant_id\x18\x01 \x01(\tB\"\xbaH\x1fr\x1d\x18\x80\x012\x18^[A-Za-z0-9._:-]{1,128}$R\btenantId\x12\x98\x02\n" +
+	"\x05state\x18\x02 \x01(\tB\x81\x02\xbaH\xfd\x01\xd8\x01\x01r\xf7\x01\x18 2\x13^[a-z][a-z-]{0,31}$R\benrolledR\n" +
+	"inspectingR\tinspectedR\x0einspect-failedR\rcommissioningR\x05readyR\x11commission-failedR\tdeployingR\bdeployedR\rdeploy-failedR\brescuingR\x06rescueR\rrescue-failedR\n" +
+	"unrescuingR\x0funrescue-failedR\treleasingR\x0erelease-failedR\aretiredR\x05state\x12'\n" +
 	"\tpage_size\x18\x03 \x01(\x05B\n" +
 	"\xbaH\a\x1a\x05\x18\xe8\a(\x00R\bpageSize\x12'\n" +
 	"\n" +

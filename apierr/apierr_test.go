@@ -1,0 +1,50 @@
+package apierr_test
+
+import (
+	"slices"
+	"testing"
+
+	"better-compute.dev/compute/apierr"
+	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
+)
+
+// TestReasonsAreErrorsProtos: the named reasons are exactly errors.proto's ErrorReason values
+// (without the ERROR_REASON_ prefix and the never-sent UNSPECIFIED), each under its own name.
+func TestReasonsAreErrorsProtos(t *testing.T) {
+	named := map[apierr.Code]string{
+		apierr.InvalidInput:    "INVALID_INPUT",
+		apierr.NotFound:        "NOT_FOUND",
+		apierr.AccessDenied:    "ACCESS_DENIED",
+		apierr.QuotaExceeded:   "QUOTA_EXCEEDED",
+		apierr.InvalidState:    "INVALID_STATE",
+		apierr.Unauthenticated: "UNAUTHENTICATED",
+		apierr.Unavailable:     "UNAVAILABLE",
+		apierr.Internal:        "INTERNAL",
+	}
+	var proto []apierr.Code
+	for number, name := range v1.ErrorReason_name {
+		if number != 0 {
+			proto = append(proto, apierr.Code(name[len("ERROR_REASON_"):]))
+		}
+	}
+	for code, want := range named {
+		if string(code) != want {
+			t.Errorf("reason %q is named %q", want, code)
+		}
+		if !slices.Contains(proto, code) {
+			t.Errorf("%s is not a value of errors.proto's ErrorReason", code)
+		}
+	}
+	if len(named) != len(proto) {
+		t.Errorf("errors.proto has %d reasons (%v), apierr names %d", len(proto), proto, len(named))
+	}
+	codes := apierr.Codes()
+	slices.Sort(codes)
+	slices.Sort(proto)
+	if !slices.Equal(codes, proto) {
+		t.Errorf("Codes() = %v, errors.proto has %v", codes, proto)
+	}
+	if apierr.ReasonCode(v1.ErrorReason_ERROR_REASON_UNSPECIFIED) != "" {
+		t.Error("UNSPECIFIED has a code")
+	}
+}
