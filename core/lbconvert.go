@@ -37,6 +37,7 @@ func loadBalancerView(row store.LoadBalancer, lb *v1.LoadBalancer) *v1.LoadBalan
 	lb.ReachedInstanceIds = row.ReachedInstanceIDs
 	lb.CreateTime, lb.UpdateTime = timestamppb.New(row.CreatedAt), timestamppb.New(row.UpdatedAt)
 	lb.ReadyTime, lb.DeleteTime = tsOrNil(row.ReadyAt), tsOrNil(row.DeletedAt)
+	lb.LastDriftTime = tsOrNil(row.LastDriftAt)
 	lb.Etag = loadBalancerEtag(row)
 	return lb
 }

@@ -31,6 +31,7 @@ const (
 	Enroll      Transition = "enroll"      // a metal node was enrolled by its BMC
 	Move        Transition = "move"        // a metal node moved in the provision state table
 	Credentials Transition = "credentials" // a metal node's BMC credentials were replaced
+	Drifted     Transition = "drifted"     // someone else changed it at the provider; it was put back
 )
 
 // Quota resources a create books on its pool.
@@ -52,6 +53,9 @@ const (
 	EventLBError   = "providerLoadBalancer.error"
 	EventLBUpdated = "providerLoadBalancer.updated"
 	EventLBDeleted = "providerLoadBalancer.deleted"
+	// The reconciler found the provider's copy changed by someone else and put it back;
+	// data.parts names the parts that differed (docs/drift.md).
+	EventLBDrifted = "providerLoadBalancer.drifted"
 
 	// The pool's policy named a substrate (first time, or again after a teardown).
 	EventSubstrateCreated = "poolSubstrate.created"
@@ -120,6 +124,7 @@ var (
 		Error:   {Event: EventLBError, Data: []string{"error"}},
 		Delete:  {},
 		Deleted: {Refunds: QuotaLoadBalancers, Stops: MeterLoadBalancerHours, Event: EventLBDeleted},
+		Drifted: {Event: EventLBDrifted, Data: []string{"parts"}},
 	}}
 
 	// Instance books one instances quota on its pool, given back once deleted; it is neither

@@ -52,6 +52,9 @@ var seedRules = []seedRule{
 	{lifecycle.LoadBalancer, lifecycle.Delete, seedLBDelete, "", lifecycle.Rule{}},
 	{lifecycle.LoadBalancer, lifecycle.Deleted, seedLBPage + " " + seedLBDelete, "",
 		lifecycle.Rule{Refunds: "loadBalancers", Stops: "vps.load-balancer.hours", Event: "providerLoadBalancer.deleted"}},
+	// The seed is silent on changes made at the provider behind the API's back.
+	{lifecycle.LoadBalancer, lifecycle.Drifted, "", "docs/drift.md: the repair publishes the parts that differed",
+		lifecycle.Rule{Event: "providerLoadBalancer.drifted", Data: []string{"parts"}}},
 
 	{lifecycle.Instance, lifecycle.Create, "", "the pool's instances quota row (apptest, bc-server dev)", lifecycle.Rule{Books: "instances"}},
 	{lifecycle.Instance, lifecycle.Delete, "", "an instance's delete marks it deleting", lifecycle.Rule{}},

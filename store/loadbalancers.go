@@ -38,18 +38,22 @@ type LoadBalancer struct {
 	UpdatedAt      time.Time
 	ReadyAt        *time.Time
 	DeletedAt      *time.Time
+	// LastDriftAt is when a pass last repaired a change someone else made at the provider
+	// (last_drift_at, migration 0086); nil: never.
+	LastDriftAt *time.Time
 }
 
 const loadBalancerCols = `id, tenant_id, coalesce(project_id, ''), pool_id, account_id, name, description, scope, region,
 	coalesce(subnet_id, ''), spec, spec_version, applied_version, state, address, address_v6, provider_id,
-	create_pending_at, reached_instance_ids, reached_machine_ids, last_error, observed_digest, created_at, updated_at, ready_at, deleted_at`
+	create_pending_at, reached_instance_ids, reached_machine_ids, last_error, observed_digest, created_at, updated_at, ready_at, deleted_at,
+	last_drift_at`
 
 func scanLoadBalancer(r pgx.Row) (LoadBalancer, error) {
 	var l LoadBalancer
 	err := r.Scan(&l.ID, &l.TenantID, &l.ProjectID, &l.PoolID, &l.AccountID, &l.Name, &l.Description, &l.Scope,
 		&l.Region, &l.SubnetID, &l.Spec, &l.SpecVersion, &l.AppliedVersion, &l.State, &l.Address, &l.AddressV6,
 		&l.ProviderID, &l.CreatePendingAt, &l.ReachedInstanceIDs, &l.ReachedMachineIDs, &l.LastError,
-		&l.ObservedDigest, &l.CreatedAt, &l.UpdatedAt, &l.ReadyAt, &l.DeletedAt)
+		&l.ObservedDigest, &l.CreatedAt, &l.UpdatedAt, &l.ReadyAt, &l.DeletedAt, &l.LastDriftAt)
 	return l, err
 }
 
@@ -153,6 +157,7 @@ type LoadBalancerObservation struct {
 	ObservedDigest     []byte // observed_digest (nil: NULL)
 	MarkReady          bool   // set ready_at if it is not set yet
 	MarkDeleted        bool   // set deleted_at
+	MarkDrifted        bool   // set last_drift_at: the pass repaired someone else's change
 }
 
 // RecordLoadBalancerObservation writes a reconciler's result.
@@ -165,6 +170,7 @@ const sqlRecordLoadBalancerObservation = `UPDATE load_balancers SET state = $2, 
 		        last_error = $9, observed_digest = $12, updated_at = now(),
 		        ready_at = CASE WHEN $10 AND ready_at IS NULL THEN now() ELSE ready_at END,
 		        deleted_at = CASE WHEN $11 THEN now() ELSE deleted_at END,
+		        last_drift_at = CASE WHEN $13 THEN now() ELSE last_drift_at END,
 		        create_pending_at = CASE WHEN $3 <> '' THEN NULL ELSE create_pending_at END
 		  WHERE id = $1`
 
@@ -176,7 +182,7 @@ func (o LoadBalancerObservation) args() []any {
 		o.ReachedMachineIDs = []string{}
 	}
 	return []any{o.ID, o.State, o.ProviderID, o.Address, o.AddressV6, o.AppliedVersion, o.ReachedInstanceIDs,
-		o.ReachedMachineIDs, o.LastError, o.MarkReady, o.MarkDeleted, o.ObservedDigest}
+		o.ReachedMachineIDs, o.LastError, o.MarkReady, o.MarkDeleted, o.ObservedDigest, o.MarkDrifted}
 }
 
 // RecordLoadBalancerObservation queues RecordLoadBalancerObservation (without the row back).

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"better-compute.dev/compute/provider"
+	"better-compute.dev/compute/store"
 )
 
 func TestLBDrift(t *testing.T) {
@@ -85,5 +86,61 @@ func TestLBDriftSettings(t *testing.T) {
 	global := provider.LoadBalancerSpec{Scope: provider.ScopeGlobal}
 	if d := lbDrift(global, provider.LoadBalancer{}); d != nil {
 		t.Errorf("a global load balancer without a size unit drifts: %v", d)
+	}
+}
+
+// TestOutOfBand tells a change someone else made at the provider from one of ours: only the
+// first is drift, and it names the parts that differ from what was last applied.
+func TestOutOfBand(t *testing.T) {
+	t.Parallel()
+	want := provider.LoadBalancerSpec{
+		Scope: provider.ScopeRegional, MachineIDs: []string{"1", "2"},
+		Forwarding: []provider.ForwardingRule{{EntryProtocol: "http", EntryPort: 80, TargetProtocol: "http", TargetPort: 8080}},
+	}
+	// converged is the provider's copy as the last converged pass saw it.
+	converged := func() *provider.LoadBalancer {
+		return &provider.LoadBalancer{ID: "p1", Status: provider.LoadBalancerActive, Address: "192.0.2.1",
+			MachineIDs: []string{"1", "2"}, Spec: provider.LoadBalancerSpec{Forwarding: slices.Clone(want.Forwarding)}}
+	}
+	settled := store.LoadBalancer{SpecVersion: 3, AppliedVersion: 3, ReachedMachineIDs: []string{"1", "2"},
+		ObservedDigest: listedDigest(converged())}
+	edited := func(edit func(*provider.LoadBalancer)) *provider.LoadBalancer {
+		lb := converged()
+		edit(lb)
+		return lb
+	}
+	rulesChanged := edited(func(l *provider.LoadBalancer) {
+		l.Spec.Forwarding = []provider.ForwardingRule{{EntryProtocol: "tcp", EntryPort: 22, TargetProtocol: "tcp", TargetPort: 22}}
+	})
+	cases := []struct {
+		reason string
+		row    store.LoadBalancer
+		want   provider.LoadBalancerSpec
+		got    *provider.LoadBalancer
+		drift  []string
+	}{
+		{"nothing changed anywhere", settled, want, converged(), nil},
+		{"someone else replaced the rules and took a droplet out", settled, want, edited(func(l *provider.LoadBalancer) {
+			l.Spec.Forwarding, l.MachineIDs = rulesChanged.Spec.Forwarding, []string{"1"}
+		}), []string{"machines", "forwarding"}},
+		{"someone else turned the redirect on", settled, want,
+			edited(func(l *provider.LoadBalancer) { l.Spec.RedirectHTTPToHTTPS = true }), []string{"redirectHttpToHttps"}},
+		{"our update is not applied yet (spec_version moved): the difference is ours",
+			func() store.LoadBalancer { r := settled; r.SpecVersion++; return r }(), want, rulesChanged, nil},
+		{"our pool gained a machine: we want more than the provider holds, which did not change", settled,
+			func() provider.LoadBalancerSpec { w := want; w.MachineIDs = []string{"1", "2", "3"}; return w }(), converged(), nil},
+		{"our pool gained a machine while the provider's copy changed in nothing we set", settled,
+			func() provider.LoadBalancerSpec { w := want; w.MachineIDs = []string{"1", "2", "3"}; return w }(),
+			edited(func(l *provider.LoadBalancer) { l.AddressV6 = "2001:db8::1" }), nil},
+		{"no converged pass recorded what the provider showed", func() store.LoadBalancer {
+			r := settled
+			r.ObservedDigest = nil
+			return r
+		}(), want, rulesChanged, nil},
+	}
+	for _, c := range cases {
+		if got := outOfBand(c.row, c.want, c.got); !slices.Equal(got, c.drift) {
+			t.Errorf("%s: drift %v, want %v", c.reason, got, c.drift)
+		}
 	}
 }

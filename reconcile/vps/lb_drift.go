@@ -1,12 +1,40 @@
 package vps
 
 import (
+	"bytes"
 	"net/netip"
 	"slices"
 	"strings"
 
 	"better-compute.dev/compute/provider"
+	"better-compute.dev/compute/store"
 )
+
+// outOfBand names the parts of the load balancer someone else changed at the provider (empty:
+// none), which the pass then puts back and publishes as providerLoadBalancer.drifted. A
+// difference from the desired state is someone else's only when all of these hold:
+//   - the tenant's settings did not move since the provider last took them (applied_version
+//     is spec_version): a change of ours not applied yet differs from the provider too, and
+//     the update that follows is the change itself, not a repair;
+//   - a converged pass recorded what the provider showed then (observed_digest) and the
+//     provider now shows something else: its copy changed, not only our wish;
+//   - what it shows differs from what we last sent: the machines we last applied
+//     (reached_machine_ids), not those the pool reaches now, since an instance gaining or
+//     losing a machine moves our desired state without moving spec_version.
+//
+// Only the names of the parts are returned: never their values (a certificate id, a source
+// range), so the event carries nothing a tenant did not already know it has.
+func outOfBand(row store.LoadBalancer, want provider.LoadBalancerSpec, got *provider.LoadBalancer) []string {
+	if got == nil || row.AppliedVersion < row.SpecVersion || row.ObservedDigest == nil ||
+		bytes.Equal(listedDigest(got), row.ObservedDigest) {
+		return nil
+	}
+	applied := want
+	if want.Scope != provider.ScopeGlobal {
+		applied.MachineIDs = row.ReachedMachineIDs
+	}
+	return lbDrift(applied, *got)
+}
 
 // lbDrift names the parts of the desired state the provider does not hold (empty: none). It
 // compares only what the reconciler sets, in a normal form: machines, targets, sources and

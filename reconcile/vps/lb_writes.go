@@ -75,9 +75,11 @@ func (w *writer) forgetLB(read store.LoadBalancer) error {
 
 // observeLB records what the provider holds: its id, addresses, the applied version and what
 // it reaches; with ready it also moves the row to ready, publishing providerLoadBalancer.ready
-// and opening the usage when it was not ready before. It queues the writes behind the lease
-// check and the row's lock (writeLB).
-func observeLB(read, cur store.LoadBalancer, w *store.Writes, obs *provider.LoadBalancer, want desiredLB, applied int64, ready bool, globals []string) error {
+// and opening the usage when it was not ready before. putBack, the parts someone else had
+// changed at the provider and this pass's update put back, sets last_drift_at and publishes
+// providerLoadBalancer.drifted naming them, in the same transaction. It queues the writes
+// behind the lease check and the row's lock (writeLB), the events last (store/lockorder.go).
+func observeLB(read, cur store.LoadBalancer, w *store.Writes, obs *provider.LoadBalancer, want desiredLB, applied int64, ready bool, globals []string, putBack []string) error {
 	o := observation(cur)
 	o.ProviderID = obs.ID
 	if obs.Address != "" {
@@ -94,7 +96,10 @@ func observeLB(read, cur store.LoadBalancer, w *store.Writes, obs *provider.Load
 			o.State, o.MarkReady, o.ObservedDigest = "ready", true, listedDigest(obs)
 		}
 	}
-	if sameObservation(cur, o) {
+	// The repair happened at the provider whatever a request changed meanwhile; a load
+	// balancer being deleted has nothing left to tell its tenant about.
+	o.MarkDrifted = len(putBack) > 0 && !deleting
+	if !o.MarkDrifted && sameObservation(cur, o) {
 		return nil
 	}
 	w.RecordLoadBalancerObservation(o)
@@ -104,11 +109,21 @@ func observeLB(read, cur store.LoadBalancer, w *store.Writes, obs *provider.Load
 			w.Enqueue(contract.VPSKind, id, nil)
 		}
 	}
-	if o.State != "ready" || cur.State == "ready" {
+	subject := lifecycle.Subject{TenantID: cur.TenantID, PoolID: cur.PoolID, ID: cur.ID}
+	if o.State == "ready" && cur.State != "ready" {
+		if err := lifecycle.LoadBalancer.Queue(w, lifecycle.Ready, subject,
+			map[string]any{"address": o.Address, "addressV6": o.AddressV6}); err != nil {
+			return err
+		}
+	}
+	if !o.MarkDrifted {
 		return nil
 	}
-	return lifecycle.LoadBalancer.Queue(w, lifecycle.Ready, lifecycle.Subject{TenantID: cur.TenantID, PoolID: cur.PoolID, ID: cur.ID},
-		map[string]any{"address": o.Address, "addressV6": o.AddressV6})
+	parts := make([]any, 0, len(putBack))
+	for _, p := range putBack {
+		parts = append(parts, p)
+	}
+	return lifecycle.LoadBalancer.Queue(w, lifecycle.Drifted, subject, map[string]any{"parts": parts})
 }
 
 // sameObservation reports whether writing o would change nothing (steady periodic passes then

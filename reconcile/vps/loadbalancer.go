@@ -27,6 +27,8 @@ type lbPass struct {
 	obs     *provider.LoadBalancer // what the provider holds
 	fresh   bool                   // created in this pass
 	applied int64                  // the spec version the provider holds
+	drift   []string               // the parts someone else changed at the provider (outOfBand)
+	putBack []string               // drift, once this pass's Update put them back
 	read    store.LoadBalancerPass // what the pass read first, the row among it
 }
 
@@ -102,7 +104,9 @@ func (l *lbPass) deferred() managed.Observation {
 
 // examine decides what the load balancer the provider holds needs: an errored one puts the
 // row in error, one still new parks the pass, and one whose settings differ is updated (a PUT
-// replaces the whole load balancer: Update sends all of the desired state).
+// replaces the whole load balancer: Update sends all of the desired state). A difference
+// someone else made at the provider (outOfBand) is remembered, to be published once Update
+// has put it back.
 func (l *lbPass) examine(ctx context.Context) (managed.Observation, error) {
 	switch l.obs.Status {
 	case provider.LoadBalancerErrored:
@@ -110,7 +114,12 @@ func (l *lbPass) examine(ctx context.Context) (managed.Observation, error) {
 	case provider.LoadBalancerNew:
 		return managed.End(l.parkLB(ctx))
 	}
-	stale := (!l.fresh && l.row.AppliedVersion < l.row.SpecVersion) || len(lbDrift(l.want.spec, *l.obs)) > 0
+	differs := len(lbDrift(l.want.spec, *l.obs)) > 0
+	l.drift = nil
+	if differs && !l.fresh {
+		l.drift = outOfBand(l.row, l.want.spec, l.obs)
+	}
+	stale := (!l.fresh && l.row.AppliedVersion < l.row.SpecVersion) || differs
 	return managed.Found(!stale), nil
 }
 
@@ -161,7 +170,7 @@ func (l *lbPass) Update(ctx context.Context) (managed.Observation, error) {
 	if updated.Address == "" {
 		updated.Address, updated.AddressV6 = l.obs.Address, l.obs.AddressV6
 	}
-	l.obs, l.applied = updated, l.row.SpecVersion
+	l.obs, l.applied, l.putBack = updated, l.row.SpecVersion, l.drift
 	return managed.Found(true), nil
 }
 
@@ -185,9 +194,9 @@ func (l *lbPass) parkLB(ctx context.Context) (reconcile.Result, error) {
 	return res, nil
 }
 
-// record writes what the provider holds (with ready it moves the row to ready) in two round
-// trips (writeLB), and returns the pass's outcome: due again after after, or done when it is
-// zero.
+// record writes what the provider holds (with ready it moves the row to ready, and a drift
+// this pass put back is recorded with its event) in two round trips (writeLB), and returns the
+// pass's outcome: due again after after, or done when it is zero.
 func (l *lbPass) record(ctx context.Context, ready bool, after time.Duration) (reconcile.Result, error) {
 	// The global load balancers that wait for this one's provider id were read with the row,
 	// before the transaction, not in it: under SERIALIZABLE that join reads load_balancers
@@ -195,7 +204,7 @@ func (l *lbPass) record(ctx context.Context, ready bool, after time.Duration) (r
 	// is not missed: a global waiting on a target comes back by itself (DependencyPoll).
 	globals := l.read.Globals
 	return requeueAfter(writeLB(ctx, l.f, l.row.ID, func(cur store.LoadBalancer, w *store.Writes) error {
-		return observeLB(l.row, cur, w, l.obs, l.want, l.applied, ready, globals)
+		return observeLB(l.row, cur, w, l.obs, l.want, l.applied, ready, globals, l.putBack)
 	}), after)
 }
 

@@ -2,12 +2,15 @@ package vps_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"connectrpc.com/connect"
 	"github.com/digitalocean/godo"
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/oauth2"
@@ -16,6 +19,7 @@ import (
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
 	"better-compute.dev/compute/provider/digitalocean/sim"
 	"better-compute.dev/compute/reconcile/vps"
+	sdk "better-compute.dev/compute/sdk/go"
 	"better-compute.dev/compute/store"
 )
 
@@ -128,11 +132,7 @@ func TestDriftAtProviderRepaired(t *testing.T) {
 	row := e.waitState(t, lb.GetId(), "ready")
 	before, _ := e.providerLB(t, row.ProviderID)
 
-	httpClient := oauth2.NewClient(context.Background(), oauth2.StaticTokenSource(&oauth2.Token{AccessToken: e.token}))
-	client, err := godo.New(httpClient, godo.SetBaseURL(e.sim.URL()+"/"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	client := e.thirdParty(t)
 	changed := &godo.LoadBalancerRequest{
 		Name: before.Name, Region: "nyc3", VPCUUID: before.VPCUUID,
 		ForwardingRules: []godo.ForwardingRule{{EntryProtocol: "tcp", EntryPort: 22, TargetProtocol: "tcp", TargetPort: 22}},
@@ -163,6 +163,135 @@ func TestDriftAtProviderRepaired(t *testing.T) {
 	})
 	if got := e.lbRow(t, lb.GetId()); got.State != "ready" || got.ProviderID != row.ProviderID {
 		t.Errorf("after the repair: state %s provider %s, want ready %s", got.State, got.ProviderID, row.ProviderID)
+	}
+
+	// The repair is published once, naming what someone else changed, and the load balancer
+	// shows when (docs/drift.md).
+	var drifted []store.Event
+	eventually(t, "providerLoadBalancer.drifted published", func() (bool, string) {
+		drifted = e.events(t, lb.GetId(), "providerLoadBalancer.drifted")
+		return len(drifted) > 0, fmt.Sprint(e.eventTypes(t, lb.GetId()))
+	})
+	wantParts := []any{"machines", "forwarding"}
+	if diff := cmp.Diff(map[string]any{"parts": wantParts}, drifted[0].Data); diff != "" {
+		t.Errorf("drifted event data (-want +got):\n%s", diff)
+	}
+	driftAt := e.lbRow(t, lb.GetId()).LastDriftAt
+	if driftAt == nil {
+		t.Fatal("last_drift_at not set by the repair")
+	}
+	e.assertDriftVisible(t, lb.GetId(), *driftAt)
+
+	// Our own update differs from the provider too until it is applied: no drift.
+	if _, err := e.s.App.Service.UpdateLoadBalancer(e.tn.Ctx, &v1.UpdateLoadBalancerRequest{TenantId: e.tn.ID, LoadBalancerId: lb.GetId(),
+		Forwarding: []*v1.ForwardingRule{{EntryProtocol: "http", EntryPort: 80, TargetProtocol: "http", TargetPort: 9090}}}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "our update applied", func() (bool, string) {
+		at, _ := e.providerLB(t, row.ProviderID)
+		got := e.lbRow(t, lb.GetId())
+		return got.State == "ready" && got.AppliedVersion == got.SpecVersion && len(at.ForwardingRules) == 1 &&
+			at.ForwardingRules[0].TargetPort == 9090, fmt.Sprintf("state %s, rules %+v", got.State, at.ForwardingRules)
+	})
+	// A few periodic passes more: none finds anything to put back.
+	passes = e.periodicEpoch(t)
+	eventually(t, "three periodic passes", func() (bool, string) {
+		return e.periodicEpoch(t) >= passes+3, fmt.Sprint(e.periodicEpoch(t))
+	})
+	if n := len(e.events(t, lb.GetId(), "providerLoadBalancer.drifted")); n != 1 {
+		t.Errorf("%d drifted events after our own update, want the one of the repair: %v", n, e.eventTypes(t, lb.GetId()))
+	}
+	if got := e.lbRow(t, lb.GetId()).LastDriftAt; got == nil || !got.Equal(*driftAt) {
+		t.Errorf("last_drift_at %v after our own update, want %v", got, driftAt)
+	}
+}
+
+// A change someone else makes to a TLS load balancer is published without the certificate: the
+// event names the part, never a certificate id, the provider's token or an address.
+func TestDriftEventCarriesNoSecrets(t *testing.T) {
+	e := newEnv(t, "tlsdrift", 10)
+	e.instance(t, "a", "")
+	cert, lb := e.tlsLB(t)
+	row := e.waitState(t, lb.GetId(), "ready")
+	before, _ := e.providerLB(t, row.ProviderID)
+	var certProviderID string
+	for _, f := range before.ForwardingRules {
+		certProviderID = max(certProviderID, f.CertificateID)
+	}
+	changed := &godo.LoadBalancerRequest{
+		Name: before.Name, Region: "nyc3", VPCUUID: before.VPCUUID, DropletIDs: before.DropletIDs,
+		ForwardingRules: []godo.ForwardingRule{{EntryProtocol: "http", EntryPort: 80, TargetProtocol: "http", TargetPort: 8080}},
+	}
+	client := e.thirdParty(t)
+	eventually(t, "someone takes the https rule out at the provider", func() (bool, string) {
+		_, _, err := client.LoadBalancers.Update(context.Background(), row.ProviderID, changed)
+		return err == nil, fmt.Sprint(err)
+	})
+	var drifted []store.Event
+	eventually(t, "providerLoadBalancer.drifted published", func() (bool, string) {
+		drifted = e.events(t, lb.GetId(), "providerLoadBalancer.drifted")
+		return len(drifted) > 0, fmt.Sprint(e.eventTypes(t, lb.GetId()))
+	})
+	if diff := cmp.Diff(map[string]any{"parts": []any{"forwarding"}}, drifted[0].Data); diff != "" {
+		t.Errorf("drifted event data (-want +got):\n%s", diff)
+	}
+	raw, err := json.Marshal(drifted[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, secret := range []string{e.token, cert.GetId(), certProviderID, row.ProviderID, row.Address} {
+		if secret != "" && strings.Contains(string(raw), secret) {
+			t.Errorf("the drifted event carries %q: %s", secret, raw)
+		}
+	}
+}
+
+// thirdParty is a DigitalOcean client on the tenant's provider account that is not the control
+// plane: someone changing the load balancer outside the API.
+func (e *env) thirdParty(t *testing.T) *godo.Client {
+	t.Helper()
+	httpClient := oauth2.NewClient(context.Background(), oauth2.StaticTokenSource(&oauth2.Token{AccessToken: e.token}))
+	client, err := godo.New(httpClient, godo.SetBaseURL(e.sim.URL()+"/"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return client
+}
+
+// events lists a resource's events of one type in order.
+func (e *env) events(t *testing.T, resourceID, eventType string) []store.Event {
+	t.Helper()
+	evs, err := store.ListEvents(e.ctx, e.s.App.DB.Q(), e.tn.ID, 0, 1000, resourceID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return slices.DeleteFunc(evs, func(ev store.Event) bool { return ev.Type != eventType })
+}
+
+// assertDriftVisible reads the load balancer's lastDriftTime through the JSON mapping (get and
+// list) and the Go SDK, and the drifted event through events/list.
+func (e *env) assertDriftVisible(t *testing.T, id string, at time.Time) {
+	t.Helper()
+	want := at.UTC().Format(time.RFC3339Nano)
+	status, got := e.s.PostJSON(t, "/api/compute/loadBalancers/get", e.tn.Token, map[string]any{"tenantId": e.tn.ID, "loadBalancerId": id})
+	if lb, _ := got["loadBalancer"].(map[string]any); status != 200 || lb["lastDriftTime"] != want {
+		t.Errorf("JSON get: %d lastDriftTime %v, want %s", status, lb["lastDriftTime"], want)
+	}
+	status, got = e.s.PostJSON(t, "/api/compute/loadBalancers/list", e.tn.Token, map[string]any{"tenantId": e.tn.ID})
+	lbs, _ := got["loadBalancers"].([]any)
+	if len(lbs) != 1 || lbs[0].(map[string]any)["lastDriftTime"] != want {
+		t.Errorf("JSON list: %d %v, want one load balancer with lastDriftTime %s", status, got, want)
+	}
+	resp, err := sdk.New(e.s.App.URL, e.tn.Token).LoadBalancers.GetLoadBalancer(e.ctx,
+		connect.NewRequest(&v1.GetLoadBalancerRequest{TenantId: e.tn.ID, LoadBalancerId: id}))
+	if err != nil || !resp.Msg.GetLoadBalancer().GetLastDriftTime().AsTime().Equal(at) {
+		t.Errorf("SDK get: %v %v, want lastDriftTime %s", resp, err, want)
+	}
+	status, got = e.s.PostJSON(t, "/api/compute/events/list", e.tn.Token, map[string]any{"tenantId": e.tn.ID,
+		"resourceId": id, "types": []string{"providerLoadBalancer.drifted"}})
+	evs, _ := got["events"].([]any)
+	if status != 200 || len(evs) != 1 {
+		t.Errorf("JSON events/list of drifted events: %d %v, want one", status, got)
 	}
 }
 

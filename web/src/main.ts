@@ -736,6 +736,8 @@ function renderDetailFields(id: string): void {
     ["last error", lb.lastError],
     ["created", fmtTime(lb.createTime)],
     ["ready", fmtTime(lb.readyTime)],
+    // Set when the reconciler put back a change someone made at the provider (docs/drift.md).
+    ["last drift", fmtTime(lb.lastDriftTime)],
   ];
   dl.replaceChildren(...rows.flatMap(([k, v]) => [h("dt", {}, k), h("dd", { "data-key": k }, v || "—")]));
   const reached = $("#reached");

@@ -31,7 +31,11 @@ type Event struct {
 	Cursor int64 `protobuf:"varint,1,opt,name=cursor,proto3" json:"cursor,omitempty"`
 	// The tenant.
 	TenantId string `protobuf:"bytes,2,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
-	// e.g. providerLoadBalancer.created.
+	// e.g. providerLoadBalancer.created. A load balancer's: providerLoadBalancer.created,
+	// .updated (data.changed), .ready (data.address), .error (data.error), .deleted, and
+	// .drifted (data.parts: the parts someone changed at the provider outside this API, which
+	// the reconciler put back; names only, never their values; LoadBalancer.last_drift_time
+	// shows when, docs/drift.md).
 	Type string `protobuf:"bytes,3,opt,name=type,proto3" json:"type,omitempty"`
 	// The resource it is about.
 	ResourceId string `protobuf:"bytes,4,opt,name=resource_id,json=resourceId,proto3" json:"resource_id,omitempty"`

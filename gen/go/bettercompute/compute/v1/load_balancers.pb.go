@@ -684,7 +684,11 @@ type LoadBalancer struct {
 	// Do not let the provider create DNS records for Let's Encrypt certificates.
 	DisableLetsEncryptDnsRecords bool `protobuf:"varint,37,opt,name=disable_lets_encrypt_dns_records,json=disableLetsEncryptDnsRecords,proto3" json:"disable_lets_encrypt_dns_records,omitempty"`
 	// The tenant's labels (create-only), sent to the provider as tags "key:value".
-	Labels        map[string]string `protobuf:"bytes,38,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Labels map[string]string `protobuf:"bytes,38,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// When the reconciler last found the provider's copy changed by someone else (outside this
+	// API) and put it back, publishing providerLoadBalancer.drifted with the parts that differed;
+	// unset: never.
+	LastDriftTime *timestamppb.Timestamp `protobuf:"bytes,29,opt,name=last_drift_time,json=lastDriftTime,proto3" json:"last_drift_time,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -974,6 +978,13 @@ func (x *LoadBalancer) GetDisableLetsEncryptDnsRecords() bool {
 func (x *LoadBalancer) GetLabels() map[string]string {
 	if x != nil {
 		return x.Labels
+	}
+	return nil
+}
+
+func (x *LoadBalancer) GetLastDriftTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LastDriftTime
 	}
 	return nil
 }
@@ -2022,7 +2033,7 @@ const file_bettercompute_compute_v1_load_balancers_proto_rawDesc = "" +
 	"\x06Domain\x12\x1e\n" +
 	"\x04name\x18\x01 \x01(\tB\n" +
 	"\xbaH\ar\x05\x10\x01\x18\xfd\x01R\x04name\x12T\n" +
-	"\x0ecertificate_id\x18\x02 \x01(\tB-\xbaH*\xd8\x01\x01r%\x18:2!^pcert_[0-9a-hjkmnp-tv-z]{26,52}$R\rcertificateId\"\xa8\x0f\n" +
+	"\x0ecertificate_id\x18\x02 \x01(\tB-\xbaH*\xd8\x01\x01r%\x18:2!^pcert_[0-9a-hjkmnp-tv-z]{26,52}$R\rcertificateId\"\xec\x0f\n" +
 	"\fLoadBalancer\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\ttenant_id\x18\x02 \x01(\tR\btenantId\x12\x1d\n" +
@@ -2071,7 +2082,8 @@ const file_bettercompute_compute_v1_load_balancers_proto_rawDesc = "" +
 	"\rnetwork_stack\x18# \x01(\x0e22.bettercompute.compute.v1.LoadBalancerNetworkStackR\fnetworkStack\x12a\n" +
 	"\x11tls_cipher_policy\x18$ \x01(\x0e25.bettercompute.compute.v1.LoadBalancerTlsCipherPolicyR\x0ftlsCipherPolicy\x12F\n" +
 	" disable_lets_encrypt_dns_records\x18% \x01(\bR\x1cdisableLetsEncryptDnsRecords\x12J\n" +
-	"\x06labels\x18& \x03(\v22.bettercompute.compute.v1.LoadBalancer.LabelsEntryR\x06labels\x1a9\n" +
+	"\x06labels\x18& \x03(\v22.bettercompute.compute.v1.LoadBalancer.LabelsEntryR\x06labels\x12B\n" +
+	"\x0flast_drift_time\x18\x1d \x01(\v2\x1a.google.protobuf.TimestampR\rlastDriftTime\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\f\n" +
@@ -2275,47 +2287,48 @@ var file_bettercompute_compute_v1_load_balancers_proto_depIdxs = []int32{
 	1,  // 11: bettercompute.compute.v1.LoadBalancer.network_stack:type_name -> bettercompute.compute.v1.LoadBalancerNetworkStack
 	2,  // 12: bettercompute.compute.v1.LoadBalancer.tls_cipher_policy:type_name -> bettercompute.compute.v1.LoadBalancerTlsCipherPolicy
 	20, // 13: bettercompute.compute.v1.LoadBalancer.labels:type_name -> bettercompute.compute.v1.LoadBalancer.LabelsEntry
-	3,  // 14: bettercompute.compute.v1.CreateLoadBalancerRequest.targets:type_name -> bettercompute.compute.v1.LoadBalancerTargets
-	4,  // 15: bettercompute.compute.v1.CreateLoadBalancerRequest.forwarding:type_name -> bettercompute.compute.v1.ForwardingRule
-	5,  // 16: bettercompute.compute.v1.CreateLoadBalancerRequest.health_check:type_name -> bettercompute.compute.v1.HealthCheck
-	6,  // 17: bettercompute.compute.v1.CreateLoadBalancerRequest.sticky_sessions:type_name -> bettercompute.compute.v1.StickySessions
-	7,  // 18: bettercompute.compute.v1.CreateLoadBalancerRequest.source_ranges:type_name -> bettercompute.compute.v1.SourceRanges
-	8,  // 19: bettercompute.compute.v1.CreateLoadBalancerRequest.domains:type_name -> bettercompute.compute.v1.Domain
-	0,  // 20: bettercompute.compute.v1.CreateLoadBalancerRequest.network:type_name -> bettercompute.compute.v1.LoadBalancerNetwork
-	1,  // 21: bettercompute.compute.v1.CreateLoadBalancerRequest.network_stack:type_name -> bettercompute.compute.v1.LoadBalancerNetworkStack
-	2,  // 22: bettercompute.compute.v1.CreateLoadBalancerRequest.tls_cipher_policy:type_name -> bettercompute.compute.v1.LoadBalancerTlsCipherPolicy
-	21, // 23: bettercompute.compute.v1.CreateLoadBalancerRequest.labels:type_name -> bettercompute.compute.v1.CreateLoadBalancerRequest.LabelsEntry
-	9,  // 24: bettercompute.compute.v1.CreateLoadBalancerResponse.load_balancer:type_name -> bettercompute.compute.v1.LoadBalancer
-	9,  // 25: bettercompute.compute.v1.ListLoadBalancersResponse.load_balancers:type_name -> bettercompute.compute.v1.LoadBalancer
-	9,  // 26: bettercompute.compute.v1.GetLoadBalancerResponse.load_balancer:type_name -> bettercompute.compute.v1.LoadBalancer
-	3,  // 27: bettercompute.compute.v1.UpdateLoadBalancerRequest.targets:type_name -> bettercompute.compute.v1.LoadBalancerTargets
-	4,  // 28: bettercompute.compute.v1.UpdateLoadBalancerRequest.forwarding:type_name -> bettercompute.compute.v1.ForwardingRule
-	5,  // 29: bettercompute.compute.v1.UpdateLoadBalancerRequest.health_check:type_name -> bettercompute.compute.v1.HealthCheck
-	6,  // 30: bettercompute.compute.v1.UpdateLoadBalancerRequest.sticky_sessions:type_name -> bettercompute.compute.v1.StickySessions
-	7,  // 31: bettercompute.compute.v1.UpdateLoadBalancerRequest.source_ranges:type_name -> bettercompute.compute.v1.SourceRanges
-	8,  // 32: bettercompute.compute.v1.UpdateLoadBalancerRequest.domains:type_name -> bettercompute.compute.v1.Domain
-	24, // 33: bettercompute.compute.v1.UpdateLoadBalancerRequest.update_mask:type_name -> google.protobuf.FieldMask
-	0,  // 34: bettercompute.compute.v1.UpdateLoadBalancerRequest.network:type_name -> bettercompute.compute.v1.LoadBalancerNetwork
-	1,  // 35: bettercompute.compute.v1.UpdateLoadBalancerRequest.network_stack:type_name -> bettercompute.compute.v1.LoadBalancerNetworkStack
-	2,  // 36: bettercompute.compute.v1.UpdateLoadBalancerRequest.tls_cipher_policy:type_name -> bettercompute.compute.v1.LoadBalancerTlsCipherPolicy
-	22, // 37: bettercompute.compute.v1.UpdateLoadBalancerRequest.labels:type_name -> bettercompute.compute.v1.UpdateLoadBalancerRequest.LabelsEntry
-	9,  // 38: bettercompute.compute.v1.UpdateLoadBalancerResponse.load_balancer:type_name -> bettercompute.compute.v1.LoadBalancer
-	9,  // 39: bettercompute.compute.v1.DeleteLoadBalancerResponse.load_balancer:type_name -> bettercompute.compute.v1.LoadBalancer
-	10, // 40: bettercompute.compute.v1.LoadBalancerService.CreateLoadBalancer:input_type -> bettercompute.compute.v1.CreateLoadBalancerRequest
-	12, // 41: bettercompute.compute.v1.LoadBalancerService.ListLoadBalancers:input_type -> bettercompute.compute.v1.ListLoadBalancersRequest
-	14, // 42: bettercompute.compute.v1.LoadBalancerService.GetLoadBalancer:input_type -> bettercompute.compute.v1.GetLoadBalancerRequest
-	16, // 43: bettercompute.compute.v1.LoadBalancerService.UpdateLoadBalancer:input_type -> bettercompute.compute.v1.UpdateLoadBalancerRequest
-	18, // 44: bettercompute.compute.v1.LoadBalancerService.DeleteLoadBalancer:input_type -> bettercompute.compute.v1.DeleteLoadBalancerRequest
-	11, // 45: bettercompute.compute.v1.LoadBalancerService.CreateLoadBalancer:output_type -> bettercompute.compute.v1.CreateLoadBalancerResponse
-	13, // 46: bettercompute.compute.v1.LoadBalancerService.ListLoadBalancers:output_type -> bettercompute.compute.v1.ListLoadBalancersResponse
-	15, // 47: bettercompute.compute.v1.LoadBalancerService.GetLoadBalancer:output_type -> bettercompute.compute.v1.GetLoadBalancerResponse
-	17, // 48: bettercompute.compute.v1.LoadBalancerService.UpdateLoadBalancer:output_type -> bettercompute.compute.v1.UpdateLoadBalancerResponse
-	19, // 49: bettercompute.compute.v1.LoadBalancerService.DeleteLoadBalancer:output_type -> bettercompute.compute.v1.DeleteLoadBalancerResponse
-	45, // [45:50] is the sub-list for method output_type
-	40, // [40:45] is the sub-list for method input_type
-	40, // [40:40] is the sub-list for extension type_name
-	40, // [40:40] is the sub-list for extension extendee
-	0,  // [0:40] is the sub-list for field type_name
+	23, // 14: bettercompute.compute.v1.LoadBalancer.last_drift_time:type_name -> google.protobuf.Timestamp
+	3,  // 15: bettercompute.compute.v1.CreateLoadBalancerRequest.targets:type_name -> bettercompute.compute.v1.LoadBalancerTargets
+	4,  // 16: bettercompute.compute.v1.CreateLoadBalancerRequest.forwarding:type_name -> bettercompute.compute.v1.ForwardingRule
+	5,  // 17: bettercompute.compute.v1.CreateLoadBalancerRequest.health_check:type_name -> bettercompute.compute.v1.HealthCheck
+	6,  // 18: bettercompute.compute.v1.CreateLoadBalancerRequest.sticky_sessions:type_name -> bettercompute.compute.v1.StickySessions
+	7,  // 19: bettercompute.compute.v1.CreateLoadBalancerRequest.source_ranges:type_name -> bettercompute.compute.v1.SourceRanges
+	8,  // 20: bettercompute.compute.v1.CreateLoadBalancerRequest.domains:type_name -> bettercompute.compute.v1.Domain
+	0,  // 21: bettercompute.compute.v1.CreateLoadBalancerRequest.network:type_name -> bettercompute.compute.v1.LoadBalancerNetwork
+	1,  // 22: bettercompute.compute.v1.CreateLoadBalancerRequest.network_stack:type_name -> bettercompute.compute.v1.LoadBalancerNetworkStack
+	2,  // 23: bettercompute.compute.v1.CreateLoadBalancerRequest.tls_cipher_policy:type_name -> bettercompute.compute.v1.LoadBalancerTlsCipherPolicy
+	21, // 24: bettercompute.compute.v1.CreateLoadBalancerRequest.labels:type_name -> bettercompute.compute.v1.CreateLoadBalancerRequest.LabelsEntry
+	9,  // 25: bettercompute.compute.v1.CreateLoadBalancerResponse.load_balancer:type_name -> bettercompute.compute.v1.LoadBalancer
+	9,  // 26: bettercompute.compute.v1.ListLoadBalancersResponse.load_balancers:type_name -> bettercompute.compute.v1.LoadBalancer
+	9,  // 27: bettercompute.compute.v1.GetLoadBalancerResponse.load_balancer:type_name -> bettercompute.compute.v1.LoadBalancer
+	3,  // 28: bettercompute.compute.v1.UpdateLoadBalancerRequest.targets:type_name -> bettercompute.compute.v1.LoadBalancerTargets
+	4,  // 29: bettercompute.compute.v1.UpdateLoadBalancerRequest.forwarding:type_name -> bettercompute.compute.v1.ForwardingRule
+	5,  // 30: bettercompute.compute.v1.UpdateLoadBalancerRequest.health_check:type_name -> bettercompute.compute.v1.HealthCheck
+	6,  // 31: bettercompute.compute.v1.UpdateLoadBalancerRequest.sticky_sessions:type_name -> bettercompute.compute.v1.StickySessions
+	7,  // 32: bettercompute.compute.v1.UpdateLoadBalancerRequest.source_ranges:type_name -> bettercompute.compute.v1.SourceRanges
+	8,  // 33: bettercompute.compute.v1.UpdateLoadBalancerRequest.domains:type_name -> bettercompute.compute.v1.Domain
+	24, // 34: bettercompute.compute.v1.UpdateLoadBalancerRequest.update_mask:type_name -> google.protobuf.FieldMask
+	0,  // 35: bettercompute.compute.v1.UpdateLoadBalancerRequest.network:type_name -> bettercompute.compute.v1.LoadBalancerNetwork
+	1,  // 36: bettercompute.compute.v1.UpdateLoadBalancerRequest.network_stack:type_name -> bettercompute.compute.v1.LoadBalancerNetworkStack
+	2,  // 37: bettercompute.compute.v1.UpdateLoadBalancerRequest.tls_cipher_policy:type_name -> bettercompute.compute.v1.LoadBalancerTlsCipherPolicy
+	22, // 38: bettercompute.compute.v1.UpdateLoadBalancerRequest.labels:type_name -> bettercompute.compute.v1.UpdateLoadBalancerRequest.LabelsEntry
+	9,  // 39: bettercompute.compute.v1.UpdateLoadBalancerResponse.load_balancer:type_name -> bettercompute.compute.v1.LoadBalancer
+	9,  // 40: bettercompute.compute.v1.DeleteLoadBalancerResponse.load_balancer:type_name -> bettercompute.compute.v1.LoadBalancer
+	10, // 41: bettercompute.compute.v1.LoadBalancerService.CreateLoadBalancer:input_type -> bettercompute.compute.v1.CreateLoadBalancerRequest
+	12, // 42: bettercompute.compute.v1.LoadBalancerService.ListLoadBalancers:input_type -> bettercompute.compute.v1.ListLoadBalancersRequest
+	14, // 43: bettercompute.compute.v1.LoadBalancerService.GetLoadBalancer:input_type -> bettercompute.compute.v1.GetLoadBalancerRequest
+	16, // 44: bettercompute.compute.v1.LoadBalancerService.UpdateLoadBalancer:input_type -> bettercompute.compute.v1.UpdateLoadBalancerRequest
+	18, // 45: bettercompute.compute.v1.LoadBalancerService.DeleteLoadBalancer:input_type -> bettercompute.compute.v1.DeleteLoadBalancerRequest
+	11, // 46: bettercompute.compute.v1.LoadBalancerService.CreateLoadBalancer:output_type -> bettercompute.compute.v1.CreateLoadBalancerResponse
+	13, // 47: bettercompute.compute.v1.LoadBalancerService.ListLoadBalancers:output_type -> bettercompute.compute.v1.ListLoadBalancersResponse
+	15, // 48: bettercompute.compute.v1.LoadBalancerService.GetLoadBalancer:output_type -> bettercompute.compute.v1.GetLoadBalancerResponse
+	17, // 49: bettercompute.compute.v1.LoadBalancerService.UpdateLoadBalancer:output_type -> bettercompute.compute.v1.UpdateLoadBalancerResponse
+	19, // 50: bettercompute.compute.v1.LoadBalancerService.DeleteLoadBalancer:output_type -> bettercompute.compute.v1.DeleteLoadBalancerResponse
+	46, // [46:51] is the sub-list for method output_type
+	41, // [41:46] is the sub-list for method input_type
+	41, // [41:41] is the sub-list for extension type_name
+	41, // [41:41] is the sub-list for extension extendee
+	0,  // [0:41] is the sub-list for field type_name
 }
 
 func init() { file_bettercompute_compute_v1_load_balancers_proto_init() }

@@ -37,7 +37,11 @@ export type Event = Message<"bettercompute.compute.v1.Event"> & {
   tenantId: string;
 
   /**
-   * e.g. providerLoadBalancer.created.
+   * e.g. providerLoadBalancer.created. A load balancer's: providerLoadBalancer.created,
+   * .updated (data.changed), .ready (data.address), .error (data.error), .deleted, and
+   * .drifted (data.parts: the parts someone changed at the provider outside this API, which
+   * the reconciler put back; names only, never their values; LoadBalancer.last_drift_time
+   * shows when, docs/drift.md).
    *
    * @generated from field: string type = 3;
    */
