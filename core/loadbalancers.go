@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/jackc/pgx/v5"
 	"google.golang.org/protobuf/proto"
 
 	"better-compute.dev/compute/apierr"
@@ -506,7 +505,7 @@ func rehearsed(validateOnly bool) func(*store.Writes, error) (*store.Writes, err
 // lists it in reachedInstanceIds, providerLoadBalancer.updated says the targets changed, and the
 // reconciler is queued to send the provider the smaller set. A load balancer that did not reach
 // the instance yet (it had no machine) has nothing to change.
-func leaveLoadBalancer(ctx context.Context, tx pgx.Tx, id string, in store.Instance) error {
+func leaveLoadBalancer(ctx context.Context, tx store.Tx, id string, in store.Instance) error {
 	row, err := store.GetLoadBalancerForUpdate(ctx, tx, id)
 	if err != nil {
 		return err

@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/jackc/pgx/v5"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"better-compute.dev/compute/apierr"
@@ -66,7 +65,7 @@ const (
 
 // AppendSubstrateNodePoolEvent writes an event of one of a substrate's node pools in the
 // caller's transaction; errMsg is the refusal of a nodePool.error, "" otherwise.
-func AppendSubstrateNodePoolEvent(ctx context.Context, tx pgx.Tx, sub store.Substrate, np store.SubstrateNodePool, typ, errMsg string) error {
+func AppendSubstrateNodePoolEvent(ctx context.Context, tx store.Tx, sub store.Substrate, np store.SubstrateNodePool, typ, errMsg string) error {
 	data := map[string]any{"poolId": sub.PoolID, "clusterId": sub.ClusterID, "nodePool": nodePoolData(np)}
 	if errMsg != "" {
 		data["error"] = errMsg
@@ -84,7 +83,7 @@ func nodePoolData(np store.SubstrateNodePool) map[string]any {
 
 // AppendSubstrateEvent writes an event of a substrate in the caller's transaction, with the
 // pool id and, for every type but created and deleted, the cluster and its node pools.
-func AppendSubstrateEvent(ctx context.Context, tx pgx.Tx, sub store.Substrate, typ string) error {
+func AppendSubstrateEvent(ctx context.Context, tx store.Tx, sub store.Substrate, typ string) error {
 	data := map[string]any{"poolId": sub.PoolID}
 	switch typ {
 	case EventSubstrateReady, EventSubstrateUpdated, EventSubstrateError:
@@ -114,7 +113,7 @@ const joinTokenPrefix = "bcj_"
 // with a fresh join token) when the policy first names one, revives a torn-down one, and
 // queues the kubernetes.substrates reconciler, which reads the pool and converges. A policy
 // without a substrate on a pool that never had one changes nothing.
-func (s *Service) followSubstrate(ctx context.Context, tx pgx.Tx, p store.Pool, policy *v1.PoolPolicy) error {
+func (s *Service) followSubstrate(ctx context.Context, tx store.Tx, p store.Pool, policy *v1.PoolPolicy) error {
 	want := policy.GetSubstrate()
 	live := want != nil && p.State != "archived"
 	if live {
@@ -246,7 +245,7 @@ func (s *Service) JoinNode(ctx context.Context, r *v1.JoinNodeRequest) (*v1.Join
 	got := sha256.Sum256([]byte(r.GetToken()))
 	var out store.SubstrateNode
 	var tenantID string
-	err := store.ExecuteTx(ctx, s.DB, func(tx pgx.Tx) error {
+	err := store.ExecuteTx(ctx, s.DB, func(tx store.Tx) error {
 		sub, err := store.GetSubstrateByPool(ctx, tx, r.GetPoolId())
 		want := make([]byte, sha256.Size)
 		if err == nil {

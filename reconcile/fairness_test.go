@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"better-compute.dev/compute/reconcile"
 	"better-compute.dev/compute/store"
 )
@@ -60,7 +58,7 @@ func TestSharesKeepASlowKindFromTheSlots(t *testing.T) {
 	// in one transaction, every item would share now() as its due time, and the claim's order
 	// among equals would be the engine's to choose.)
 	older := time.Now().Add(-time.Minute)
-	err := store.ExecuteTx(f.ctx, f.db, func(tx pgx.Tx) error {
+	err := store.ExecuteTx(f.ctx, f.db, func(tx store.Tx) error {
 		for _, id := range []string{"a1", "a2", "a3", "a4"} {
 			if err := store.EnqueueGroup(f.ctx, tx, slow, id, "a", &older); err != nil {
 				return err

@@ -123,7 +123,7 @@ type Listed struct {
 // after interval. A list older than the one recorded is dropped (false).
 func (db *DB) RecordProviderList(ctx context.Context, accountID, kind string, began time.Time, interval time.Duration, items []Listed) (bool, error) {
 	recorded := false
-	err := ExecuteTx(ctx, db, func(tx pgx.Tx) error {
+	err := ExecuteTx(ctx, db, func(tx Tx) error {
 		recorded = false
 		var last time.Time
 		if err := tx.QueryRow(ctx, `SELECT began_at FROM provider_lists WHERE account_id = $1 AND kind = $2 FOR UPDATE`,
@@ -279,7 +279,7 @@ func (db *DB) LoadBalancersWaitingOn(ctx context.Context, accountID string, prov
 // EnqueueMany is Enqueue for many resources of one kind (each due at its dueAt), in one round
 // trip: a list that shows many load balancers ready wakes them together. The rows are written
 // in id order, the lock order among work items (lockorder.go).
-func EnqueueMany(ctx context.Context, tx pgx.Tx, kind string, resourceIDs []string, dueAt []time.Time) error {
+func EnqueueMany(ctx context.Context, tx Tx, kind string, resourceIDs []string, dueAt []time.Time) error {
 	order := make([]int, len(resourceIDs))
 	for i := range order {
 		order[i] = i

@@ -284,7 +284,7 @@ var errAwaited = errors.New("store: twin awaited")
 // answered as a replay, not refused. It probes with an insert of the key that would wait at
 // the unique index for the twin's insert, and writes nothing (the probe is rolled back).
 func AwaitIdempotencyTwin(ctx context.Context, db *DB, tenantID, operation, key string) error {
-	err := ExecuteLockedTx(ctx, db, func(tx pgx.Tx) error {
+	err := ExecuteLockedTx(ctx, db, func(tx Tx) error {
 		if _, err := tx.Exec(ctx, `INSERT INTO idempotency_keys (tenant_id, operation, idem_key, request_hash, resource_id, expires_at)
 			VALUES ($1, $2, $3, '', '', now()) ON CONFLICT DO NOTHING`, tenantID, operation, key); err != nil {
 			return fmt.Errorf("store: await idempotency twin: %w", err)

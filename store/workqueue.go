@@ -82,7 +82,7 @@ VALUES ($1, $2, now(), 1, now(), now())`
 // Enqueue asks for kind's reconciler to run on resourceID at dueAt (nil: now), inside tx, the
 // transaction that records the change. An item already queued keeps the earlier due time and
 // its generation grows, so a replica working on it now will run it once more afterwards.
-func Enqueue(ctx context.Context, tx pgx.Tx, kind, resourceID string, dueAt *time.Time) error {
+func Enqueue(ctx context.Context, tx Tx, kind, resourceID string, dueAt *time.Time) error {
 	if _, err := tx.Exec(ctx, sqlEnqueue, kind, resourceID, dueAt); err != nil {
 		return fmt.Errorf("store: enqueue %s/%s: %w", kind, resourceID, TranslateError(err))
 	}
@@ -100,7 +100,7 @@ ON CONFLICT (kind, resource_id) DO UPDATE SET
 
 // EnqueueGroup is Enqueue for work that belongs to a fairness group (the tenant, for metal
 // nodes): claims bound how many items of one group a runner holds at once (ClaimParams).
-func EnqueueGroup(ctx context.Context, tx pgx.Tx, kind, resourceID, group string, dueAt *time.Time) error {
+func EnqueueGroup(ctx context.Context, tx Tx, kind, resourceID, group string, dueAt *time.Time) error {
 	if _, err := tx.Exec(ctx, sqlEnqueueGroup, kind, resourceID, dueAt, group); err != nil {
 		return fmt.Errorf("store: enqueue %s/%s: %w", kind, resourceID, TranslateError(err))
 	}
@@ -407,7 +407,7 @@ const sqlReadLease = `SELECT epoch, lease_holder FROM work_items WHERE kind = $1
 // lock was granted, and none can commit after; under SERIALIZABLE (and on CockroachDB) the read
 // is tracked, and a claim committing between this read and the caller's COMMIT makes one of
 // the two transactions fail.
-func CheckLease(ctx context.Context, tx pgx.Tx, lease Lease) error {
+func CheckLease(ctx context.Context, tx Tx, lease Lease) error {
 	var epoch int64
 	var holder *string
 	b := &pgx.Batch{}

@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"better-compute.dev/compute/store"
 	"better-compute.dev/compute/store/storetest"
 )
@@ -19,7 +17,7 @@ func TestConcurrentClaimersNeverShareAnItem(t *testing.T) {
 	t.Parallel()
 	q := newQueue(t)
 	const items, claimers = 300, 4
-	if err := store.ExecuteTx(q.ctx, q.db, func(tx pgx.Tx) error {
+	if err := store.ExecuteTx(q.ctx, q.db, func(tx store.Tx) error {
 		for i := range items {
 			if err := store.Enqueue(q.ctx, tx, kindA, fmt.Sprintf("r%03d", i), nil); err != nil {
 				return err
@@ -71,7 +69,7 @@ func TestConcurrentClaimersNeverShareAnItem(t *testing.T) {
 func BenchmarkClaimComplete(b *testing.B) {
 	db := storetest.New(b)
 	ctx := context.Background()
-	if err := store.ExecuteTx(ctx, db, func(tx pgx.Tx) error {
+	if err := store.ExecuteTx(ctx, db, func(tx store.Tx) error {
 		_, err := tx.Exec(ctx, `INSERT INTO work_items (kind, resource_id, due_at)
 			SELECT $1, 'r' || g::text, now() - interval '1 second' FROM generate_series(1, $2::int8) AS g`, kindA, b.N)
 		return err

@@ -4,8 +4,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-
 	"better-compute.dev/compute/store"
 )
 
@@ -17,7 +15,7 @@ func TestClaimIsFairByKindAndGroup(t *testing.T) {
 	q := newQueue(t)
 	enqueueGroup := func(kind, id, group string) {
 		t.Helper()
-		if err := store.ExecuteTx(q.ctx, q.db, func(tx pgx.Tx) error {
+		if err := store.ExecuteTx(q.ctx, q.db, func(tx store.Tx) error {
 			return store.EnqueueGroup(q.ctx, tx, kind, id, group, nil)
 		}); err != nil {
 			t.Fatal(err)

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/jackc/pgx/v5"
 
 	"better-compute.dev/compute/store"
 	"better-compute.dev/compute/store/storetest"
@@ -40,7 +39,7 @@ func (q *queue) advance(d time.Duration) { q.now = q.now.Add(d) }
 
 func (q *queue) enqueue(kind, id string, due *time.Time) {
 	q.t.Helper()
-	if err := store.ExecuteTx(q.ctx, q.db, func(tx pgx.Tx) error { return store.Enqueue(q.ctx, tx, kind, id, due) }); err != nil {
+	if err := store.ExecuteTx(q.ctx, q.db, func(tx store.Tx) error { return store.Enqueue(q.ctx, tx, kind, id, due) }); err != nil {
 		q.t.Fatalf("enqueue %s/%s: %v", kind, id, err)
 	}
 }
@@ -236,7 +235,7 @@ func TestFencingAfterTakeover(t *testing.T) {
 			return err
 		}},
 		{reason: "check lease in a result transaction", write: func() error {
-			return store.ExecuteTx(q.ctx, q.db, func(tx pgx.Tx) error {
+			return store.ExecuteTx(q.ctx, q.db, func(tx store.Tx) error {
 				if err := store.CheckLease(q.ctx, tx, a); err != nil {
 					return err
 				}
@@ -253,7 +252,7 @@ func TestFencingAfterTakeover(t *testing.T) {
 	if diff := cmp.Diff(before, q.item(kindA, "r1")); diff != "" {
 		t.Errorf("stale holder changed the row (-before +after):\n%s", diff)
 	}
-	if err := store.ExecuteTx(q.ctx, q.db, func(tx pgx.Tx) error { return store.CheckLease(q.ctx, tx, b) }); err != nil {
+	if err := store.ExecuteTx(q.ctx, q.db, func(tx store.Tx) error { return store.CheckLease(q.ctx, tx, b) }); err != nil {
 		t.Errorf("current holder's CheckLease: %v", err)
 	}
 	if err := q.db.Complete(q.ctx, store.CompleteParams{Lease: b, Now: q.now}); err != nil {
@@ -281,7 +280,7 @@ func TestCompletedThenReenqueuedKeepsEpochGrowing(t *testing.T) {
 	if c.Epoch <= b.Epoch {
 		t.Errorf("epoch after reenqueue = %d, want above %d", c.Epoch, b.Epoch)
 	}
-	err := store.ExecuteTx(q.ctx, q.db, func(tx pgx.Tx) error { return store.CheckLease(q.ctx, tx, a) })
+	err := store.ExecuteTx(q.ctx, q.db, func(tx store.Tx) error { return store.CheckLease(q.ctx, tx, a) })
 	if !errors.Is(err, store.ErrLeaseLost) {
 		t.Errorf("paused holder's CheckLease: err = %v, want ErrLeaseLost", err)
 	}

@@ -65,7 +65,7 @@ type batchSender interface {
 }
 
 // Send runs the collected writes in tx, in order, in one round trip, and checks each answer.
-func (w *Writes) Send(ctx context.Context, tx pgx.Tx) error {
+func (w *Writes) Send(ctx context.Context, tx Tx) error {
 	_, err := w.send(ctx, tx)
 	return err
 }

@@ -11,8 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"better-compute.dev/compute/core"
 	"better-compute.dev/compute/provider"
 	"better-compute.dev/compute/store"
@@ -373,7 +371,7 @@ func (w *lbWatch) enqueue(ctx context.Context, ids []string, due []time.Time) er
 	// request (the list answers it), and it must not wait behind the creates of load
 	// balancers recorded after it, which the request budget holds back. The upserts are blind
 	// writes, so store.ExecuteLockedTx (READ COMMITTED on PostgreSQL) runs them.
-	if err := store.ExecuteLockedTx(ctx, w.r.opts.DB, func(tx pgx.Tx) error {
+	if err := store.ExecuteLockedTx(ctx, w.r.opts.DB, func(tx store.Tx) error {
 		return store.EnqueueMany(ctx, tx, core.ReconcileKind, ids, due)
 	}); err != nil {
 		return err

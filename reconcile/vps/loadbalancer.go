@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"better-compute.dev/compute/provider"
 	"better-compute.dev/compute/reconcile"
 	"better-compute.dev/compute/reconcile/managed"
@@ -135,7 +133,7 @@ func (l *lbPass) Prepare(context.Context, string) (managed.Observation, error) {
 	return managed.Observation{}, nil
 }
 
-func (l *lbPass) MarkCreatePending(ctx context.Context, tx pgx.Tx) error {
+func (l *lbPass) MarkCreatePending(ctx context.Context, tx store.Tx) error {
 	return (&writer{ctx: ctx, tx: tx}).markCreatePending(l.row)
 }
 

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/digitalocean/godo"
-	"github.com/jackc/pgx/v5"
 	"golang.org/x/oauth2"
 
 	"better-compute.dev/compute/app"
@@ -233,7 +232,7 @@ func TestForgottenLoadBalancerStaysQueued(t *testing.T) {
 		t.Fatalf("delete at the provider: %v", err)
 	}
 	// Something queues one pass (as the periodic pass or an instance's machine would).
-	if err := store.ExecuteTx(e.ctx, e.s.App.DB, func(tx pgx.Tx) error {
+	if err := store.ExecuteTx(e.ctx, e.s.App.DB, func(tx store.Tx) error {
 		return store.Enqueue(e.ctx, tx, core.ReconcileKind, lb.GetId(), nil)
 	}); err != nil {
 		t.Fatal(err)
