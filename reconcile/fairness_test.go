@@ -117,7 +117,7 @@ func TestSharesKeepASlowKindFromTheSlots(t *testing.T) {
 	mu.Unlock()
 	// The hung handlers still hold their leases: the fast kind got through beside them.
 	for _, id := range []string{"a1", "b1"} {
-		if w, err := f.db.WorkItem(f.ctx, slow, id); err != nil || w.Holder != "r1" {
+		if w, err := store.GetWorkItem(f.ctx, f.db, slow, id); err != nil || w.Holder != "r1" {
 			t.Errorf("slow item %s: holder %q, err %v; want still held by r1", id, w.Holder, err)
 		}
 	}

@@ -71,7 +71,7 @@ func (f *fixture) enqueue(ids ...string) {
 
 func (f *fixture) item(id string) store.WorkItem {
 	f.t.Helper()
-	w, err := f.db.WorkItem(f.ctx, kind, id)
+	w, err := store.GetWorkItem(f.ctx, f.db, kind, id)
 	if err != nil {
 		f.t.Fatal(err)
 	}

@@ -51,7 +51,7 @@ ON CONFLICT (key) DO UPDATE SET
 RETURNING granted, tokens, blocked_until`
 
 // TakeBudget leases up to p.Want requests from the token's shared bucket in one round trip.
-func (db *DB) TakeBudget(ctx context.Context, p BudgetParams) (BudgetLease, error) {
+func TakeBudget(ctx context.Context, db *DB, p BudgetParams) (BudgetLease, error) {
 	var l BudgetLease
 	var granted int64
 	err := db.pool.QueryRow(ctx, sqlTakeBudget, p.Key, p.Capacity, p.PerSecond, p.Want, p.Reserve).
@@ -65,7 +65,7 @@ func (db *DB) TakeBudget(ctx context.Context, p BudgetParams) (BudgetLease, erro
 
 // BlockBudget records that the provider refused the token's requests until until, so every
 // replica stops drawing on it, not only the one that was told.
-func (db *DB) BlockBudget(ctx context.Context, key string, until time.Time) error {
+func BlockBudget(ctx context.Context, db *DB, key string, until time.Time) error {
 	_, err := db.pool.Exec(ctx, `UPDATE provider_budgets SET blocked_until = greatest(blocked_until, $2) WHERE key = $1`, key, until)
 	if err != nil {
 		return fmt.Errorf("store: block provider budget: %w", TranslateError(err))
@@ -89,7 +89,7 @@ RETURNING claimed_at`
 // ClaimProviderList claims the account's list of kind for hold (the list's timeout). It
 // reports the claim time, which the list must be recorded under, and false when another
 // replica listed within the interval or is listing now.
-func (db *DB) ClaimProviderList(ctx context.Context, accountID, kind string, hold time.Duration) (time.Time, bool, error) {
+func ClaimProviderList(ctx context.Context, db *DB, accountID, kind string, hold time.Duration) (time.Time, bool, error) {
 	var began time.Time
 	err := db.pool.QueryRow(ctx, sqlClaimProviderList, accountID, kind, hold.Seconds()).Scan(&began)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -103,7 +103,7 @@ func (db *DB) ClaimProviderList(ctx context.Context, accountID, kind string, hol
 
 // ReleaseProviderList gives up a claim whose list was not read (deferred, or failed): another
 // claim may be taken after retry.
-func (db *DB) ReleaseProviderList(ctx context.Context, accountID, kind string, began time.Time, retry time.Duration) error {
+func ReleaseProviderList(ctx context.Context, db *DB, accountID, kind string, began time.Time, retry time.Duration) error {
 	_, err := db.pool.Exec(ctx, `UPDATE provider_lists SET next_at = now() + $4::float8 * interval '1 second'
 		WHERE account_id = $1 AND kind = $2 AND claimed_at = $3`, accountID, kind, began, retry.Seconds())
 	if err != nil {
@@ -121,7 +121,7 @@ type Listed struct {
 // RecordProviderList records the list claimed at began: what it showed replaces what an
 // earlier list showed (only the rows that differ are written), and the next claim is allowed
 // after interval. A list older than the one recorded is dropped (false).
-func (db *DB) RecordProviderList(ctx context.Context, accountID, kind string, began time.Time, interval time.Duration, items []Listed) (bool, error) {
+func RecordProviderList(ctx context.Context, db *DB, accountID, kind string, began time.Time, interval time.Duration, items []Listed) (bool, error) {
 	recorded := false
 	err := ExecuteTx(ctx, db, func(tx Tx) error {
 		recorded = false
@@ -200,7 +200,7 @@ type ListedObservation struct {
 }
 
 // ProviderObservation reads what the last recorded list showed of providerID, in one round trip.
-func (db *DB) ProviderObservation(ctx context.Context, accountID, kind, providerID string) (ListedObservation, error) {
+func ProviderObservation(ctx context.Context, db *DB, accountID, kind, providerID string) (ListedObservation, error) {
 	var o ListedObservation
 	var age float64
 	err := db.pool.QueryRow(ctx, `SELECT l.began_at, extract(epoch FROM now() - l.began_at)::float8, o.body
@@ -230,7 +230,7 @@ type ListedLoadBalancer struct {
 
 // ListedLoadBalancers reads, for the given load balancer rows of the account, what the last
 // recorded list (kind) showed of their provider load balancers, in one round trip.
-func (db *DB) ListedLoadBalancers(ctx context.Context, accountID, kind string, rowIDs []string) ([]ListedLoadBalancer, error) {
+func ListedLoadBalancers(ctx context.Context, db *DB, accountID, kind string, rowIDs []string) ([]ListedLoadBalancer, error) {
 	rows, err := db.pool.Query(ctx, `SELECT lb.id, l.began_at > lb.updated_at, o.body, lb.created_at
 		FROM load_balancers lb
 		JOIN provider_lists l ON l.account_id = lb.account_id AND l.kind = $2
@@ -258,7 +258,7 @@ type WaitingLoadBalancer struct {
 
 // LoadBalancersWaitingOn returns the account's rows, pending or updating, whose provider load
 // balancer is one of providerIDs and that were last written before began.
-func (db *DB) LoadBalancersWaitingOn(ctx context.Context, accountID string, providerIDs []string, began time.Time) ([]WaitingLoadBalancer, error) {
+func LoadBalancersWaitingOn(ctx context.Context, db *DB, accountID string, providerIDs []string, began time.Time) ([]WaitingLoadBalancer, error) {
 	rows, err := db.pool.Query(ctx, `SELECT id, created_at FROM load_balancers
 		WHERE account_id = $1 AND provider_id = ANY($2::text[]) AND state IN ('pending', 'updating') AND updated_at < $3`,
 		accountID, providerIDs, began)

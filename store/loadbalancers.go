@@ -329,7 +329,7 @@ type LoadBalancerPass struct {
 // reaches and the globals that target it in one round trip (four statements of one batch,
 // outside any transaction), for a reconciler pass that would otherwise read them one after the
 // other.
-func (db *DB) ReadLoadBalancerPass(ctx context.Context, id string) (LoadBalancerPass, error) {
+func ReadLoadBalancerPass(ctx context.Context, db *DB, id string) (LoadBalancerPass, error) {
 	var p LoadBalancerPass
 	var r Reads
 	readOne(&r, scanLoadBalancer, &p.LoadBalancer, &p.Found, `SELECT `+loadBalancerCols+` FROM load_balancers WHERE id = $1`, id)

@@ -185,7 +185,7 @@ RETURNING w.kind, w.resource_id, w.epoch, w.generation, w.attempts, w.lease_hold
 // room and each group's bound, skipping rows another claimer has locked, and grows each one's
 // epoch. It runs as one statement (its own
 // transaction): a lease must be visible to other replicas as soon as it is granted.
-func (db *DB) Claim(ctx context.Context, p ClaimParams) ([]Lease, error) {
+func Claim(ctx context.Context, db *DB, p ClaimParams) ([]Lease, error) {
 	if p.Holder == "" || len(p.Kinds) == 0 || p.Limit <= 0 || p.LeaseTTL <= 0 {
 		return nil, fmt.Errorf("store: claim needs a holder, kinds, a positive limit and lease TTL")
 	}
@@ -251,7 +251,7 @@ RETURNING lease_expires_at, generation`
 // Renew pushes the lease's expiry to now + LeaseTTL and returns the updated lease (its
 // Generation tells whether the item was enqueued again meanwhile). ErrLeaseLost: another
 // holder claimed it, or it was already released.
-func (db *DB) Renew(ctx context.Context, p RenewParams) (Lease, error) {
+func Renew(ctx context.Context, db *DB, p RenewParams) (Lease, error) {
 	l := p.Lease
 	if p.LeaseTTL <= 0 {
 		return l, fmt.Errorf("store: renew needs a positive lease TTL")
@@ -281,7 +281,7 @@ const sqlComplete = `UPDATE work_items SET
 // Complete records success: the item goes idle, unless it was enqueued again while the lease
 // was held (its generation moved), in which case it is released and due at once.
 // ErrLeaseLost: another holder claimed it; nothing was written.
-func (db *DB) Complete(ctx context.Context, p CompleteParams) error {
+func Complete(ctx context.Context, db *DB, p CompleteParams) error {
 	l := p.Lease
 	return fencedExec(ctx, db, "complete", l, sqlComplete, l.Generation, nowArg(p.Now))
 }
@@ -305,7 +305,7 @@ const sqlRequeue = `UPDATE work_items SET
 // Requeue records success and keeps the item due After from now (for example to poll a
 // provider until a load balancer is active, or the next run of a periodic pass); an enqueue
 // that arrived meanwhile keeps its earlier due time. ErrLeaseLost: nothing was written.
-func (db *DB) Requeue(ctx context.Context, p RequeueParams) error {
+func Requeue(ctx context.Context, db *DB, p RequeueParams) error {
 	l := p.Lease
 	return fencedExec(ctx, db, "requeue", l, sqlRequeue, l.Generation, nowArg(p.Now), max(p.After, 0).Microseconds())
 }
@@ -331,7 +331,7 @@ const sqlRetry = `UPDATE work_items SET
 
 // Retry records a failed attempt: attempts grows, the error is kept, and the item is released
 // and due After from now. ErrLeaseLost: another holder claimed it; nothing was written.
-func (db *DB) Retry(ctx context.Context, p RetryParams) error {
+func Retry(ctx context.Context, db *DB, p RetryParams) error {
 	l := p.Lease
 	var msg *string
 	if p.Error != "" {
@@ -355,7 +355,7 @@ const sqlRelease = `UPDATE work_items SET
 // Release frees the lease and leaves the item due as it was, without counting an attempt: a
 // replica shutting down hands its unfinished work to the others at once rather than after the
 // lease expires. ErrLeaseLost: nothing was written.
-func (db *DB) Release(ctx context.Context, p ReleaseParams) error {
+func Release(ctx context.Context, db *DB, p ReleaseParams) error {
 	l := p.Lease
 	return fencedExec(ctx, db, "release", l, sqlRelease, nowArg(p.Now))
 }
@@ -435,7 +435,7 @@ const sqlLastError = `SELECT coalesce(last_error, '') FROM work_items WHERE kind
 
 // LastError returns the last recorded failure of kind's reconciler on resourceID, or "" when
 // its last attempt succeeded or it never ran.
-func (db *DB) LastError(ctx context.Context, kind, resourceID string) (string, error) {
+func LastError(ctx context.Context, db *DB, kind, resourceID string) (string, error) {
 	var msg string
 	err := db.pool.QueryRow(ctx, sqlLastError, kind, resourceID).Scan(&msg)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -451,8 +451,8 @@ const sqlWorkItem = `SELECT kind, resource_id, due_at, coalesce(lease_holder, ''
 	generation, attempts, coalesce(last_error, ''), created_at, updated_at
 FROM work_items WHERE kind = $1 AND resource_id = $2`
 
-// WorkItem returns the stored row of (kind, resourceID); ErrNotFound when there is none.
-func (db *DB) WorkItem(ctx context.Context, kind, resourceID string) (WorkItem, error) {
+// GetWorkItem returns the stored row of (kind, resourceID); ErrNotFound when there is none.
+func GetWorkItem(ctx context.Context, db *DB, kind, resourceID string) (WorkItem, error) {
 	var w WorkItem
 	err := db.pool.QueryRow(ctx, sqlWorkItem, kind, resourceID).Scan(&w.Kind, &w.ResourceID, &w.DueAt,
 		&w.Holder, &w.LeaseExpiresAt, &w.Epoch, &w.Generation, &w.Attempts, &w.LastError, &w.CreatedAt, &w.UpdatedAt)
@@ -467,7 +467,7 @@ WHERE kind = ANY($1::text[]) AND due_at IS NOT NULL AND due_at <= coalesce($2::t
 
 // CountDue counts items of kinds that are due at now (held ones included): zero means the
 // queue of those kinds is drained.
-func (db *DB) CountDue(ctx context.Context, kinds []string, now time.Time) (int, error) {
+func CountDue(ctx context.Context, db *DB, kinds []string, now time.Time) (int, error) {
 	var n int
 	if err := db.pool.QueryRow(ctx, sqlCountDue, kinds, nowArg(now)).Scan(&n); err != nil {
 		return 0, fmt.Errorf("store: count due: %w", TranslateError(err))
@@ -495,7 +495,7 @@ ON CONFLICT (kind, resource_id) DO UPDATE SET
 // an existing one keeps its schedule, pulled in to at most one Interval away (the interval
 // may have been shortened by a deploy). Every replica calls it at start; the row's lease makes
 // one replica run each pass.
-func (db *DB) EnsurePeriodic(ctx context.Context, p PeriodicParams) error {
+func EnsurePeriodic(ctx context.Context, db *DB, p PeriodicParams) error {
 	if p.Interval <= 0 {
 		return fmt.Errorf("store: periodic %s needs a positive interval", p.Kind)
 	}

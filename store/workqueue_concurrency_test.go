@@ -37,7 +37,7 @@ func TestConcurrentClaimersNeverShareAnItem(t *testing.T) {
 			defer wg.Done()
 			holder := fmt.Sprintf("h%d", c)
 			for {
-				leases, err := q.db.Claim(q.ctx, store.ClaimParams{Holder: holder, Kinds: []string{kindA}, Limit: 7, LeaseTTL: time.Hour, Now: q.now})
+				leases, err := store.Claim(q.ctx, q.db, store.ClaimParams{Holder: holder, Kinds: []string{kindA}, Limit: 7, LeaseTTL: time.Hour, Now: q.now})
 				mu.Lock()
 				if err != nil {
 					problems = append(problems, err.Error())
@@ -79,7 +79,7 @@ func BenchmarkClaimComplete(b *testing.B) {
 	b.ResetTimer()
 	done := 0
 	for done < b.N {
-		leases, err := db.Claim(ctx, store.ClaimParams{Holder: "bench", Kinds: []string{kindA}, Limit: 16, LeaseTTL: ttl})
+		leases, err := store.Claim(ctx, db, store.ClaimParams{Holder: "bench", Kinds: []string{kindA}, Limit: 16, LeaseTTL: ttl})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -87,7 +87,7 @@ func BenchmarkClaimComplete(b *testing.B) {
 			b.Fatalf("queue empty after %d of %d", done, b.N)
 		}
 		for _, l := range leases {
-			if err := db.Complete(ctx, store.CompleteParams{Lease: l}); err != nil {
+			if err := store.Complete(ctx, db, store.CompleteParams{Lease: l}); err != nil {
 				b.Fatal(err)
 			}
 		}

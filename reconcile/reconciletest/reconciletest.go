@@ -71,7 +71,7 @@ func WaitDrained(t testing.TB, ctx context.Context, db *store.DB, kinds []string
 		if now != nil {
 			at = now()
 		}
-		n, err := db.CountDue(ctx, kinds, at)
+		n, err := store.CountDue(ctx, db, kinds, at)
 		if err != nil {
 			t.Fatalf("reconciletest: count due: %v", err)
 		}

@@ -157,7 +157,7 @@ func TestCertificatePendingHoldsProviderCall(t *testing.T) {
 	// While the certificate is pending at the provider the load balancer's passes run and
 	// ask nothing.
 	eventually(t, "a pass on the load balancer", func() (bool, string) {
-		w, err := e.s.App.DB.WorkItem(e.ctx, core.ReconcileKind, lb.GetId())
+		w, err := store.GetWorkItem(e.ctx, e.s.App.DB, core.ReconcileKind, lb.GetId())
 		return err == nil && w.Epoch >= 2, fmt.Sprintf("%+v %v", w, err)
 	})
 	certRow, err := store.GetCertificate(e.ctx, e.s.App.DB.Q(), cert.GetId())

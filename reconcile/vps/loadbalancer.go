@@ -32,7 +32,7 @@ var _ managed.Resource = (*lbPass)(nil)
 
 // loadLoadBalancer reads the row with its account and pool's instances in one round trip.
 func (r *Reconciler) loadLoadBalancer(ctx context.Context, f *managed.Fence) (managed.Resource, error) {
-	read, err := r.opts.DB.ReadLoadBalancerPass(ctx, f.Lease.ResourceID)
+	read, err := store.ReadLoadBalancerPass(ctx, r.opts.DB, f.Lease.ResourceID)
 	if err != nil {
 		return nil, fmt.Errorf("vps: %w", err)
 	}

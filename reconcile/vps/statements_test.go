@@ -126,7 +126,7 @@ func TestStatementsPerLoadBalancerPass(t *testing.T) {
 	// The account's watcher lists and wakes the parked load balancer; wait for that, then for
 	// the watcher to go idle (nothing parked), so that the next counts are the pass's alone.
 	eventually(t, "the watcher wakes the load balancer", func() (bool, string) {
-		item, err := db.WorkItem(ctx, core.ReconcileKind, lb.GetId())
+		item, err := store.GetWorkItem(ctx, db, core.ReconcileKind, lb.GetId())
 		return err == nil && item.DueAt != nil && !item.DueAt.After(time.Now()), fmt.Sprintf("%+v %v", item, err)
 	})
 	time.Sleep(poll + poll/4)

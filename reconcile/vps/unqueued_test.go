@@ -159,7 +159,7 @@ func TestNoResourceLeftWithoutWork(t *testing.T) {
 			}
 			for _, lb := range lbs {
 				if lb.State != "ready" {
-					w, _ := db.WorkItem(e.ctx, core.ReconcileKind, lb.ID)
+					w, _ := store.GetWorkItem(e.ctx, db, core.ReconcileKind, lb.ID)
 					return false, fmt.Sprintf("%s is %s (%q), item due %v", lb.ID, lb.State, lb.LastError, w.DueAt)
 				}
 			}
@@ -239,7 +239,7 @@ func TestForgottenLoadBalancerStaysQueued(t *testing.T) {
 	}
 	eventually(t, "made again at the provider", func() (bool, string) {
 		got := e.lbRow(t, lb.GetId())
-		w, _ := e.s.App.DB.WorkItem(e.ctx, core.ReconcileKind, lb.GetId())
+		w, _ := store.GetWorkItem(e.ctx, e.s.App.DB, core.ReconcileKind, lb.GetId())
 		return got.State == "ready" && got.ProviderID != "" && got.ProviderID != row.ProviderID,
 			fmt.Sprintf("state %s provider %q (was %q), item due %v", got.State, got.ProviderID, row.ProviderID, w.DueAt)
 	})
@@ -267,7 +267,7 @@ func TestPeriodicPassQueuesLostWork(t *testing.T) {
 			core.ReconcileKind, cert.GetId())
 		return err == nil && tag.RowsAffected() == 1, fmt.Sprint(err)
 	})
-	lost, err := db.WorkItem(e.ctx, core.ReconcileKind, cert.GetId())
+	lost, err := store.GetWorkItem(e.ctx, db, core.ReconcileKind, cert.GetId())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +275,7 @@ func TestPeriodicPassQueuesLostWork(t *testing.T) {
 		row, err := store.GetCertificate(e.ctx, db.Q(), cert.GetId())
 		return err == nil && row.State == "ready", fmt.Sprintf("%+v %v", row, err)
 	})
-	after, err := db.WorkItem(e.ctx, core.ReconcileKind, cert.GetId())
+	after, err := store.GetWorkItem(e.ctx, db, core.ReconcileKind, cert.GetId())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -132,7 +132,7 @@ func TestNoSequentialScansOfGrowingTables(t *testing.T) {
 		})
 	}
 	rec.during("claim", func() {
-		if _, err := s.App.DB.Claim(ctx, store.ClaimParams{Holder: "explain", Kinds: []string{core.ReconcileKind}, Limit: 10, LeaseTTL: time.Minute}); err != nil {
+		if _, err := store.Claim(ctx, s.App.DB, store.ClaimParams{Holder: "explain", Kinds: []string{core.ReconcileKind}, Limit: 10, LeaseTTL: time.Minute}); err != nil {
 			t.Fatal(err)
 		}
 	})
