@@ -1,9 +1,3 @@
-// Package store is the database seam of the control plane: the connection pool, the embedded
-// schema migrations, serializable transactions with retries, the translation of driver errors
-// into sentinels, and the lease-based work queue the reconcilers share.
-//
-// Every statement must run on CockroachDB (production) and PostgreSQL (tests): no advisory
-// locks, no LISTEN/NOTIFY, no sequences for ordering, no PL/pgSQL.
 package store
 
 import (

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -525,4 +527,36 @@ func truncateUTF8(s string, n int) string {
 		s = s[:len(s)-1]
 	}
 	return s
+}
+
+// Enqueue queues Enqueue's upsert.
+func (w *Writes) Enqueue(kind, resourceID string, dueAt *time.Time) {
+	w.add("enqueue "+kind+"/"+resourceID, nil, sqlEnqueue, kind, resourceID, dueAt)
+}
+
+// EnqueueNew queues the first work item of a resource the same transaction creates: a plain
+// insert, because no item can exist yet for a fresh id, and an insert that cannot conflict
+// skips the upsert's speculative insertion (two WAL records fewer per create). An item that
+// did exist would fail the transaction on work_items_pkey rather than be merged.
+func (w *Writes) EnqueueNew(kind, resourceID string) {
+	w.add("enqueue new "+kind+"/"+resourceID, nil, sqlEnqueueNew, kind, resourceID)
+}
+
+// EnqueueMany is Enqueue for many resources of one kind (each due at its dueAt), in one round
+// trip: a list that shows many load balancers ready wakes them together. The rows are written
+// in id order, the lock order among work items (lockorder.go).
+func EnqueueMany(ctx context.Context, tx Tx, kind string, resourceIDs []string, dueAt []time.Time) error {
+	order := make([]int, len(resourceIDs))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return strings.Compare(resourceIDs[a], resourceIDs[b]) })
+	b := &pgx.Batch{}
+	for _, i := range order {
+		b.Queue(sqlEnqueue, kind, resourceIDs[i], dueAt[i])
+	}
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("store: enqueue %d of %s: %w", len(resourceIDs), kind, TranslateError(err))
+	}
+	return nil
 }

@@ -2,19 +2,16 @@ package store
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"better-compute.dev/compute/requestid"
 )
 
-// Event is a row of the events outbox.
+// Event is a tenant's event: what a change recorded, numbered per tenant once sequenced.
 type Event struct {
 	TenantID   string
 	Seq        int64
@@ -158,141 +155,15 @@ func EventHead(ctx context.Context, q Querier, tenantID string) (int64, error) {
 	return head, nil
 }
 
-// IdempotencyRecord is a row of idempotency_keys.
-type IdempotencyRecord struct {
-	TenantID    string
-	Operation   string
-	Key         string
-	RequestHash []byte
-	ResourceID  string
-	// Expired: the record outlived IdempotencyTTL (read by Reads.Idempotency, which
-	// also sees expired records so that the create replaces them).
-	Expired bool
-}
-
-// IdempotencyTTL is how long a key is remembered (Stripe keeps them at least 24 hours).
-const IdempotencyTTL = 24 * time.Hour
-
-// HashRequest digests a canonical request encoding.
-func HashRequest(canonical []byte) []byte {
-	h := sha256.Sum256(canonical)
-	return h[:]
-}
-
-// GetIdempotency returns the live record of a key, or ErrNotFound.
-func GetIdempotency(ctx context.Context, q Querier, tenantID, operation, key string) (IdempotencyRecord, error) {
-	return one(ctx, q, func(r pgx.Row) (IdempotencyRecord, error) {
-		var rec IdempotencyRecord
-		err := r.Scan(&rec.TenantID, &rec.Operation, &rec.Key, &rec.RequestHash, &rec.ResourceID)
-		return rec, err
-	}, `SELECT tenant_id, operation, idem_key, request_hash, resource_id FROM idempotency_keys
-	     WHERE tenant_id = $1 AND operation = $2 AND idem_key = $3 AND expires_at > now()`, tenantID, operation, key)
-}
-
-// PutIdempotency records a key in the transaction that made the resource, in one statement: an
-// expired record of the same key is replaced; a live one is ErrConflict on idempotency_keys_pkey
-// (a concurrent twin won the race).
-func PutIdempotency(ctx context.Context, q Querier, rec IdempotencyRecord) error {
-	tag, err := q.Exec(ctx, sqlPutIdempotency,
-		rec.TenantID, rec.Operation, rec.Key, rec.RequestHash, rec.ResourceID, IdempotencyTTL.String())
+// AppendEvent queues AppendEvent's insert.
+func (w *Writes) AppendEvent(e Event) error {
+	data, err := eventData(e)
 	if err != nil {
-		return fmt.Errorf("store: idempotency record: %w", TranslateError(err))
+		return err
 	}
-	return idempotencyInserted(tag)
-}
-
-const sqlPutIdempotency = `INSERT INTO idempotency_keys (tenant_id, operation, idem_key, request_hash, resource_id, expires_at)
-	 VALUES ($1, $2, $3, $4, $5, now() + $6::INTERVAL)
-	 ON CONFLICT (tenant_id, operation, idem_key) DO UPDATE
-	   SET request_hash = excluded.request_hash, resource_id = excluded.resource_id,
-	       expires_at = excluded.expires_at, created_at = now()
-	 WHERE idempotency_keys.expires_at <= now()`
-
-// idempotencyInserted turns "no row written" (a live record of the key exists) into the conflict
-// a unique violation would have been.
-func idempotencyInserted(tag pgconn.CommandTag) error {
-	if tag.RowsAffected() == 0 {
-		return &ConstraintError{Kind: ErrConflict, Constraint: "idempotency_keys_pkey", Table: "idempotency_keys", Err: ErrConflict}
+	w.add("append event", nil, sqlAppendEvent, e.TenantID, e.ID, e.Type, e.ResourceID, data, e.RequestID)
+	if e.RequestID == "" {
+		w.eventsWithoutRequest = append(w.eventsWithoutRequest, w.batch.QueuedQueries[len(w.batch.QueuedQueries)-1])
 	}
 	return nil
-}
-
-// UsageRecord is a row of usage_records: an interval of metered use.
-type UsageRecord struct {
-	ID         string
-	TenantID   string
-	Meter      string
-	ResourceID string
-	StartedAt  time.Time
-	EndedAt    *time.Time
-}
-
-// StartUsage opens a metering interval (once per meter and resource).
-func StartUsage(ctx context.Context, q Querier, u UsageRecord) error {
-	_, err := exec(ctx, q, sqlStartUsage, u.ID, u.TenantID, u.Meter, u.ResourceID)
-	return err
-}
-
-const sqlStartUsage = `INSERT INTO usage_records (id, tenant_id, meter, resource_id, started_at) VALUES ($1, $2, $3, $4, now())
-		 ON CONFLICT (meter, resource_id) DO NOTHING`
-
-// StartUsage queues StartUsage.
-func (w *Writes) StartUsage(u UsageRecord) {
-	w.add("start usage "+u.Meter+"/"+u.ResourceID, nil, sqlStartUsage, u.ID, u.TenantID, u.Meter, u.ResourceID)
-}
-
-// StopUsage queues StopUsage.
-func (w *Writes) StopUsage(meter, resourceID string) {
-	w.add("stop usage "+meter+"/"+resourceID, nil, sqlStopUsage, meter, resourceID)
-}
-
-// StopUsage closes a metering interval if one is open.
-func StopUsage(ctx context.Context, q Querier, meter, resourceID string) error {
-	_, err := exec(ctx, q, sqlStopUsage, meter, resourceID)
-	return err
-}
-
-const sqlStopUsage = `UPDATE usage_records SET ended_at = now() WHERE meter = $1 AND resource_id = $2 AND ended_at IS NULL`
-
-// UsageListLimit is the most intervals one usage list answers without paging.
-const UsageListLimit = 10000
-
-// ListUsage returns a tenant's intervals overlapping [from, to): at most UsageListLimit.
-func ListUsage(ctx context.Context, q Querier, tenantID, meter string, from, to time.Time) ([]UsageRecord, error) {
-	return ListUsagePage(ctx, q, tenantID, meter, from, to, Page{Limit: UsageListLimit})
-}
-
-// ListUsagePage returns a tenant's intervals overlapping [from, to) by (started_at, id), from after p.
-func ListUsagePage(ctx context.Context, q Querier, tenantID, meter string, from, to time.Time, p Page) ([]UsageRecord, error) {
-	return collect(ctx, q, func(r pgx.Row) (UsageRecord, error) {
-		var u UsageRecord
-		err := r.Scan(&u.ID, &u.TenantID, &u.Meter, &u.ResourceID, &u.StartedAt, &u.EndedAt)
-		return u, err
-	}, `SELECT id, tenant_id, meter, resource_id, started_at, ended_at FROM usage_records
-	     WHERE tenant_id = $1 AND ($2 = '' OR meter = $2) AND started_at < $4 AND (ended_at IS NULL OR ended_at > $3)
-	       AND ($5 = '' OR (started_at, id) > ($6::TIMESTAMPTZ, $5::TEXT))
-	     ORDER BY started_at, id LIMIT $7`, tenantID, meter, from, to, p.afterID(), p.afterTime(), p.limit())
-}
-
-// errAwaited ends AwaitIdempotencyTwin's transaction, which must write nothing.
-var errAwaited = errors.New("store: twin awaited")
-
-// AwaitIdempotencyTwin returns once no transaction is writing the record of (tenantID,
-// operation, key) any more: a twin of a create still in flight has committed or rolled back.
-// A create refused from what its reads saw (a quota unit they saw taken) calls it before it
-// looks the key up, so that a twin which got the unit and is still committing is found and
-// answered as a replay, not refused. It probes with an insert of the key that would wait at
-// the unique index for the twin's insert, and writes nothing (the probe is rolled back).
-func AwaitIdempotencyTwin(ctx context.Context, db *DB, tenantID, operation, key string) error {
-	err := ExecuteLockedTx(ctx, db, func(tx Tx) error {
-		if _, err := tx.Exec(ctx, `INSERT INTO idempotency_keys (tenant_id, operation, idem_key, request_hash, resource_id, expires_at)
-			VALUES ($1, $2, $3, '', '', now()) ON CONFLICT DO NOTHING`, tenantID, operation, key); err != nil {
-			return fmt.Errorf("store: await idempotency twin: %w", err)
-		}
-		return errAwaited
-	})
-	if errors.Is(err, errAwaited) {
-		return nil
-	}
-	return err
 }
