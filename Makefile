@@ -29,6 +29,7 @@ test-ts: sdk/ts/node_modules
 	bash sdk/ts/test/run.sh
 
 ## generate: regenerate gen/go and sdk/ts/src/gen from proto/, then openapi/compute.json from them
+## and docs/api/reference.md from that
 generate: tools sdk/ts/node_modules
 	./scripts/protodeps.sh
 	buf lint
@@ -36,14 +37,19 @@ generate: tools sdk/ts/node_modules
 	buf generate
 	$(MAKE) openapi
 
-## openapi: regenerate openapi/compute.json (the JSON mapping's OpenAPI description)
+## openapi: regenerate openapi/compute.json (the JSON mapping's OpenAPI description) and the API
+## reference rendered from it (docs/api/reference.md)
 openapi:
 	go run ./cmd/openapi-gen -o openapi/compute.json
+	go run ./cmd/apidoc-gen -in openapi/compute.json -o docs/api/reference.md
+
+# GENERATED are the checked-in outputs of make generate.
+GENERATED := gen sdk/ts/src/gen openapi docs/api/reference.md
 
 ## check-generated: fail when checked-in generated code is stale
 check-generated: generate
-	@git diff --exit-code --stat -- gen sdk/ts/src/gen openapi || { echo "generated code is stale: run make generate and commit"; exit 1; }
-	@test -z "$$(git status --porcelain -- gen sdk/ts/src/gen openapi)" || { git status --porcelain -- gen sdk/ts/src/gen openapi; echo "generated code is stale: run make generate and commit"; exit 1; }
+	@git diff --exit-code --stat -- $(GENERATED) || { echo "generated code is stale: run make generate and commit"; exit 1; }
+	@test -z "$$(git status --porcelain -- $(GENERATED))" || { git status --porcelain -- $(GENERATED); echo "generated code is stale: run make generate and commit"; exit 1; }
 
 ## lint: gofmt (any file it would change fails), go vet and staticcheck on the three modules, and
 ## buf breaking against the schemas this commit started from. The base is the merge base with main
@@ -60,7 +66,7 @@ lint: tools
 	./scripts/buf-breaking.sh
 
 tools:
-	@command -v buf >/dev/null && buf --version | grep -q $(BUF_VERSION:v%=%) || go install github.com/bufbuild/buf/cmd/buf@$(BUF_VERSION)
+	@command -v buf >/dev/null && buf --version | grep -q $(BUF_VERSION:v%=%) || ./scripts/install-buf.sh $(BUF_VERSION) $(GOBIN)
 	@command -v protoc-gen-go >/dev/null || go install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
 	@command -v protoc-gen-connect-go >/dev/null || go install connectrpc.com/connect/cmd/protoc-gen-connect-go@$(PROTOC_GEN_CONNECT_GO_VERSION)
 	@command -v staticcheck >/dev/null && staticcheck -version | grep -q '($(STATICCHECK_VERSION:v%=%))' || go install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
@@ -68,7 +74,10 @@ tools:
 ## helm: the chart tests (deploy/) run helm lint and helm template
 .PHONY: helm
 helm:
-	@command -v helm >/dev/null || go install helm.sh/helm/v4/cmd/helm@$(HELM_VERSION)
+	@# .ci/run builds helm beside the tests: a second make helm waits on that build's lock instead of
+	@# compiling helm again.
+	@command -v helm >/dev/null || { mkdir -p $(HOME)/.cache/better-compute && \
+	  flock $(HOME)/.cache/better-compute/helm.lock sh -c 'command -v helm >/dev/null || go install helm.sh/helm/v4/cmd/helm@$(HELM_VERSION)'; }
 
 sdk/ts/node_modules: sdk/ts/package.json sdk/ts/package-lock.json
 	cd sdk/ts && npm ci --no-audit --no-fund

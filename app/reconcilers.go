@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"better-compute.dev/compute/core"
+	"better-compute.dev/compute/contract"
 	"better-compute.dev/compute/provider/digitalocean"
 	"better-compute.dev/compute/reconcile"
 	metalrec "better-compute.dev/compute/reconcile/metal"
@@ -61,9 +61,9 @@ func (a *App) newRunner(rc ReconcileConfig) (*reconcile.Runner, error) {
 	}
 	runner, err := reconcile.New(reconcile.Options{
 		DB: a.DB, Holder: a.Config.Replica, Handlers: map[string]reconcile.Handler{
-			core.ReconcileKind: rec,
-			metalrec.Kind:      metalrec.New(a.DB, a.Service.Keyring, a.metalRunner(), a.Config.Logger),
-			substrates.Kind:    subs,
+			contract.VPSKind: rec,
+			metalrec.Kind:    metalrec.New(a.DB, a.Service.Keyring, a.metalRunner(), a.Config.Logger),
+			substrates.Kind:  subs,
 		},
 		// Metal waits on tenant-named BMCs that may hang: it gets a bounded share, per tenant too.
 		Shares:      map[string]reconcile.Share{metalrec.Kind: metalrec.DefaultShare(rc.Concurrency)},

@@ -50,10 +50,9 @@ var _ Authorizer = (*Embedded)(nil)
 // NewEmbedded starts the OpenFGA engine in process, reuses or creates its store
 // and writes the embedded model when it differs from the store's latest one.
 //
-// Start-up, measured on a 2-core machine under load from other test runs: memory
-// datastore 4 to 30 ms; postgres on a fresh schema (create, migrate, store,
-// model) 150 to 900 ms; postgres on an already migrated schema 30 to 400 ms.
-// Replicas on one schema start one after the other (a lease row, see lockSchema).
+// A fresh schema costs the most (OpenFGA's migrations run); an already migrated one
+// is reused. Replicas on one schema start one after the other (a lease row, see
+// lockSchema). Start-up times: docs/benchmarks.md.
 func NewEmbedded(ctx context.Context, opts EmbeddedOptions) (*Embedded, error) {
 	var (
 		ds   storage.OpenFGADatastore

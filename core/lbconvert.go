@@ -10,41 +10,19 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"better-compute.dev/compute/apierr"
+	"better-compute.dev/compute/contract"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
 	"better-compute.dev/compute/store"
 )
-
-// marshalSpec stores the tenant's settings (targets, forwarding, ...) as protojson.
-func marshalSpec(spec *v1.LoadBalancer) ([]byte, error) {
-	b, err := protojson.Marshal(spec)
-	if err != nil {
-		return nil, apierr.InternalErr(err)
-	}
-	return b, nil
-}
 
 // storedJSON reads what a replica stored. Storage keeps the public v1 messages as protojson: v1 only
 // grows (buf breaking guards it), so a row a newer replica wrote differs only by fields this one does
 // not know, which it must skip rather than fail on (a rolled-back replica reads rows a newer one wrote).
 var storedJSON = protojson.UnmarshalOptions{DiscardUnknown: true}
 
-// unmarshalSpec reads the settings back.
-func unmarshalSpec(b []byte) (*v1.LoadBalancer, error) {
-	spec := &v1.LoadBalancer{}
-	if err := storedJSON.Unmarshal(b, spec); err != nil {
-		return nil, apierr.InternalErr(err)
-	}
-	return spec, nil
-}
-
-// LoadBalancerSpec returns the settings of a row (for the reconciler).
-func LoadBalancerSpec(row store.LoadBalancer) (*v1.LoadBalancer, error) {
-	return unmarshalSpec(row.Spec)
-}
-
 // loadBalancerProto is the tenant's view of a row.
 func loadBalancerProto(row store.LoadBalancer) (*v1.LoadBalancer, error) {
-	lb, err := unmarshalSpec(row.Spec)
+	lb, err := contract.DecodeLoadBalancerSpec(row.Spec)
 	if err != nil {
 		return nil, err
 	}

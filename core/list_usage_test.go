@@ -11,6 +11,7 @@ import (
 	"better-compute.dev/compute/app/apptest"
 	"better-compute.dev/compute/core"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
+	"better-compute.dev/compute/lifecycle"
 	"better-compute.dev/compute/store"
 )
 
@@ -103,7 +104,7 @@ func TestUsage(t *testing.T) {
 			end = &row.end
 		}
 		if _, err := q.Exec(ctx, `INSERT INTO usage_records (id, tenant_id, meter, resource_id, started_at, ended_at) VALUES ($1, $2, $3, $4, $5, $6)`,
-			row.id, tn.ID, core.MeterLoadBalancerHours, "plb_"+row.id, row.start, end); err != nil {
+			row.id, tn.ID, lifecycle.MeterLoadBalancerHours, "plb_"+row.id, row.start, end); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -113,7 +114,7 @@ func TestUsage(t *testing.T) {
 		t.Fatalf("%v %v", recs, err)
 	}
 	// a: 2h..10h = 8h; b: 5h..12h (still running, clipped to the window) = 7h.
-	if recs[0].GetQuantity() != 8 || recs[1].GetQuantity() != 7 || totals[core.MeterLoadBalancerHours] != 15 || recs[1].GetEndTime() != nil {
+	if recs[0].GetQuantity() != 8 || recs[1].GetQuantity() != 7 || totals[lifecycle.MeterLoadBalancerHours] != 15 || recs[1].GetEndTime() != nil {
 		t.Fatalf("records %v totals %v", recs, totals)
 	}
 	other := s.NewTenant(t, "globex", "editor")

@@ -10,23 +10,11 @@ import (
 
 	"better-compute.dev/compute/apierr"
 	"better-compute.dev/compute/authz"
+	"better-compute.dev/compute/contract"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
 	"better-compute.dev/compute/ids"
 	"better-compute.dev/compute/lifecycle"
 	"better-compute.dev/compute/store"
-)
-
-// Event types of load balancers, its meter and its quota: the rules they belong to are
-// lifecycle.LoadBalancer's.
-const (
-	EventLBCreated = lifecycle.EventLBCreated
-	EventLBReady   = lifecycle.EventLBReady
-	EventLBError   = lifecycle.EventLBError
-	EventLBUpdated = lifecycle.EventLBUpdated
-	EventLBDeleted = lifecycle.EventLBDeleted
-
-	MeterLoadBalancerHours = lifecycle.MeterLoadBalancerHours
-	QuotaLoadBalancers     = lifecycle.QuotaLoadBalancers
 )
 
 const opCreateLoadBalancer = "loadBalancers.create"
@@ -236,7 +224,7 @@ func (s *Service) decideLoadBalancerCreate(ctx context.Context, c Caller, r *v1.
 		SourceRanges: r.GetSourceRanges(), RedirectHttpToHttps: r.GetRedirectHttpToHttps(), Domains: r.GetDomains(),
 		DeletionProtection: r.GetDeletionProtection(),
 	}
-	spec, err := marshalSpec(plan.spec)
+	spec, err := contract.EncodeLoadBalancerSpec(plan.spec)
 	if err != nil {
 		return nil, err
 	}
@@ -255,7 +243,7 @@ func (s *Service) decideLoadBalancerCreate(ctx context.Context, c Caller, r *v1.
 	}); err != nil {
 		return nil, err
 	}
-	w.EnqueueNew(ReconcileKind, lb.ID)
+	w.EnqueueNew(contract.VPSKind, lb.ID)
 	// Last, so that the quota row is locked from this statement to COMMIT only.
 	lifecycle.LoadBalancer.Take(&w, &plan.booking)
 	return &w, nil
@@ -353,7 +341,7 @@ func decideLoadBalancerUpdate(r *v1.UpdateLoadBalancerRequest, row store.LoadBal
 	if err := checkEtag(row, r.GetEtag()); err != nil {
 		return nil, err
 	}
-	cur, err := unmarshalSpec(row.Spec)
+	cur, err := contract.DecodeLoadBalancerSpec(row.Spec)
 	if err != nil {
 		return nil, err
 	}
@@ -404,7 +392,7 @@ func decideLoadBalancerUpdate(r *v1.UpdateLoadBalancerRequest, row store.LoadBal
 	if len(changed) == 0 {
 		return nil, nil
 	}
-	spec, err := marshalSpec(next)
+	spec, err := contract.EncodeLoadBalancerSpec(next)
 	if err != nil {
 		return nil, err
 	}
@@ -418,7 +406,7 @@ func decideLoadBalancerUpdate(r *v1.UpdateLoadBalancerRequest, row store.LoadBal
 	if err := lifecycle.LoadBalancer.Queue(&w, lifecycle.Update, lbSubject(row), map[string]any{"changed": toAny(changed)}); err != nil {
 		return nil, err
 	}
-	w.Enqueue(ReconcileKind, row.ID, nil)
+	w.Enqueue(contract.VPSKind, row.ID, nil)
 	return &w, nil
 }
 
@@ -453,7 +441,7 @@ func (s *Service) DeleteLoadBalancer(ctx context.Context, r *v1.DeleteLoadBalanc
 			if err := checkEtag(row, r.GetEtag()); err != nil {
 				return nil, err
 			}
-			spec, err := unmarshalSpec(row.Spec)
+			spec, err := contract.DecodeLoadBalancerSpec(row.Spec)
 			if err != nil {
 				return nil, err
 			}
@@ -468,7 +456,7 @@ func (s *Service) DeleteLoadBalancer(ctx context.Context, r *v1.DeleteLoadBalanc
 			if err := lifecycle.LoadBalancer.Queue(&w, lifecycle.Delete, lbSubject(row), nil); err != nil {
 				return nil, err
 			}
-			w.Enqueue(ReconcileKind, row.ID, nil)
+			w.Enqueue(contract.VPSKind, row.ID, nil)
 			return rehearsed(r.GetValidateOnly())(&w, nil)
 		})
 	if err != nil {
@@ -525,7 +513,7 @@ func leaveLoadBalancer(ctx context.Context, tx store.Tx, id string, in store.Ins
 	if err := lifecycle.LoadBalancer.Apply(ctx, tx, lifecycle.Update, lbSubject(row), map[string]any{"changed": []any{"targets"}, "removedInstanceId": in.ID}); err != nil {
 		return err
 	}
-	return store.Enqueue(ctx, tx, ReconcileKind, id, nil)
+	return store.Enqueue(ctx, tx, contract.VPSKind, id, nil)
 }
 
 // authorizeLoadBalancer checks perm on a load balancer named by id; another tenant's load balancer

@@ -10,6 +10,7 @@ import (
 
 	"better-compute.dev/compute/apierr"
 	"better-compute.dev/compute/authz"
+	"better-compute.dev/compute/contract"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
 	"better-compute.dev/compute/ids"
 	"better-compute.dev/compute/lifecycle"
@@ -17,19 +18,6 @@ import (
 	"better-compute.dev/compute/netguard"
 	"better-compute.dev/compute/seal"
 	"better-compute.dev/compute/store"
-)
-
-// MetalReconcileKind is the work-queue kind of the metal reconciler (reconcile/metal); its
-// resource ids are node ids and its fairness group is the node's tenant (store.EnqueueGroup), so
-// a runner's per-tenant bound keeps one tenant's hung BMCs from holding every metal slot.
-const MetalReconcileKind = "metal.nodes"
-
-// Event types of metal nodes. No event carries a credential: their data names states, verbs
-// and the BMC's address only.
-const (
-	EventMetalEnrolled           = lifecycle.EventMetalEnrolled
-	EventMetalMoved              = lifecycle.EventMetalMoved
-	EventMetalCredentialsUpdated = lifecycle.EventMetalCredentialsUpdated
 )
 
 // Default BMC ports, filled in at enrollment so one machine cannot be enrolled twice under two
@@ -116,7 +104,7 @@ func (s *Service) EnrollNode(ctx context.Context, r *v1.EnrollNodeRequest) (*v1.
 		}); err != nil {
 			return err
 		}
-		return store.EnqueueGroup(ctx, tx, MetalReconcileKind, row.ID, row.TenantID, nil)
+		return store.EnqueueGroup(ctx, tx, contract.MetalKind, row.ID, row.TenantID, nil)
 	})
 	if err != nil {
 		return nil, metalStoreErr(err)
@@ -250,7 +238,7 @@ func (s *Service) MoveNode(ctx context.Context, tenantID, nodeID string, verb me
 		}); err != nil {
 			return err
 		}
-		return store.EnqueueGroup(ctx, tx, MetalReconcileKind, out.ID, out.TenantID, nil)
+		return store.EnqueueGroup(ctx, tx, contract.MetalKind, out.ID, out.TenantID, nil)
 	})
 	if err != nil {
 		return nil, metalStoreErr(err)
@@ -291,7 +279,7 @@ func (s *Service) UpdateNodeCredentials(ctx context.Context, r *v1.UpdateNodeCre
 		if err := appendMetalEvent(ctx, tx, out, lifecycle.Credentials, map[string]any{"state": out.State}); err != nil {
 			return err
 		}
-		return store.EnqueueGroup(ctx, tx, MetalReconcileKind, out.ID, out.TenantID, nil)
+		return store.EnqueueGroup(ctx, tx, contract.MetalKind, out.ID, out.TenantID, nil)
 	})
 	if err != nil {
 		return nil, metalStoreErr(err)

@@ -11,8 +11,10 @@ import (
 	"google.golang.org/protobuf/testing/protocmp"
 
 	"better-compute.dev/compute/apierr"
+	"better-compute.dev/compute/contract"
 	"better-compute.dev/compute/core"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
+	"better-compute.dev/compute/lifecycle"
 	"better-compute.dev/compute/metal"
 	"better-compute.dev/compute/store"
 )
@@ -75,7 +77,7 @@ func TestMetalStateTableThroughAPI(t *testing.T) {
 				if diff := cmp.Diff(wantAllowed, append([]string{}, got.GetAllowedVerbs()...)); diff != "" {
 					t.Errorf("%s: allowed verbs (-want +got):\n%s", name, diff)
 				}
-				w, err := store.GetWorkItem(ctx, e.db, core.MetalReconcileKind, node.GetId())
+				w, err := store.GetWorkItem(ctx, e.db, contract.MetalKind, node.GetId())
 				if err != nil || w.DueAt == nil {
 					t.Errorf("%s: no due work item: %+v, %v", name, w, err)
 				}
@@ -84,7 +86,7 @@ func TestMetalStateTableThroughAPI(t *testing.T) {
 					t.Fatal(err)
 				}
 				last := evs[len(evs)-1]
-				if last.Type != core.EventMetalMoved || last.Data["verb"] != string(verb) || last.Data["from"] != string(from) || last.Data["to"] != string(tr.To) {
+				if last.Type != lifecycle.EventMetalMoved || last.Data["verb"] != string(verb) || last.Data["from"] != string(from) || last.Data["to"] != string(tr.To) {
 					t.Errorf("%s: last event %+v", name, last)
 				}
 			}
@@ -179,7 +181,7 @@ func TestMetalConcurrentVerbs(t *testing.T) {
 			}
 			moves := 0
 			for _, ev := range evs {
-				if ev.Type == core.EventMetalMoved {
+				if ev.Type == lifecycle.EventMetalMoved {
 					moves++
 				}
 			}
@@ -285,7 +287,7 @@ func TestMetalEnroll(t *testing.T) {
 	if _, err := e.ring.OpenSecret(string(row.BMCPasswordSealed), []byte("mnode_other")); err == nil {
 		t.Error("sealed password opens for another node id")
 	}
-	if w, err := store.GetWorkItem(ctx, e.db, core.MetalReconcileKind, n.GetId()); err != nil || w.DueAt == nil {
+	if w, err := store.GetWorkItem(ctx, e.db, contract.MetalKind, n.GetId()); err != nil || w.DueAt == nil {
 		t.Errorf("enroll queued no probe: %+v, %v", w, err)
 	}
 

@@ -14,7 +14,7 @@ import (
 // than PrincipalCacheTTL ago, or a read of the credential version (raised by every revocation in
 // its own transaction, store.RevokeToken) that began less than PrincipalCacheTTL ago found it
 // unchanged. A revoked token is therefore refused by every replica at most PrincipalCacheTTL
-// after the revocation committed (README "Caching"); when the version cannot be read, entries
+// after the revocation committed (docs/architecture.md, "Caching"); when the version cannot be read, entries
 // fall back to living PrincipalCacheTTL. Roles are not cached here: OpenFGA decides them
 // (authz's decision cache).
 const PrincipalCacheTTL = time.Second

@@ -10,6 +10,7 @@ import (
 
 	"better-compute.dev/compute/apierr"
 	"better-compute.dev/compute/authz"
+	"better-compute.dev/compute/contract"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
 	"better-compute.dev/compute/ids"
 	"better-compute.dev/compute/lifecycle"
@@ -98,7 +99,7 @@ func (s *Service) CreateSubnet(ctx context.Context, r *v1.CreateSubnetRequest) (
 		if err != nil {
 			return err
 		}
-		return store.Enqueue(ctx, tx, ReconcileKind, out.ID, nil)
+		return store.Enqueue(ctx, tx, contract.VPSKind, out.ID, nil)
 	})
 	if err != nil {
 		return nil, storeErr(err, "subnet")
@@ -157,7 +158,7 @@ func (s *Service) DeleteSubnet(ctx context.Context, r *v1.DeleteSubnetRequest) (
 		if out, err = store.GetSubnet(ctx, tx, r.GetSubnetId()); err != nil {
 			return err
 		}
-		return store.Enqueue(ctx, tx, ReconcileKind, out.ID, nil)
+		return store.Enqueue(ctx, tx, contract.VPSKind, out.ID, nil)
 	})
 	if err != nil {
 		return nil, storeErr(err, "subnet")
@@ -194,7 +195,7 @@ func (s *Service) CreateCertificate(ctx context.Context, r *v1.CreateCertificate
 		if row, err = store.InsertCertificate(ctx, tx, row); err != nil {
 			return err
 		}
-		return store.Enqueue(ctx, tx, ReconcileKind, row.ID, nil)
+		return store.Enqueue(ctx, tx, contract.VPSKind, row.ID, nil)
 	})
 	if err != nil {
 		return nil, storeErr(err, "certificate")
@@ -254,7 +255,7 @@ func (s *Service) DeleteCertificate(ctx context.Context, r *v1.DeleteCertificate
 		if out, err = store.GetCertificate(ctx, tx, r.GetCertificateId()); err != nil {
 			return err
 		}
-		return store.Enqueue(ctx, tx, ReconcileKind, out.ID, nil)
+		return store.Enqueue(ctx, tx, contract.VPSKind, out.ID, nil)
 	})
 	if err != nil {
 		return nil, storeErr(err, "certificate")
@@ -358,7 +359,7 @@ func (s *Service) CreateInstance(ctx context.Context, r *v1.CreateInstanceReques
 		if err != nil {
 			return err
 		}
-		return store.Enqueue(ctx, tx, ReconcileKind, out.ID, nil)
+		return store.Enqueue(ctx, tx, contract.VPSKind, out.ID, nil)
 	})
 	if err != nil {
 		return nil, storeErr(err, "instance")
@@ -438,7 +439,7 @@ func (s *Service) DeleteInstance(ctx context.Context, r *v1.DeleteInstanceReques
 		if out, err = store.GetInstance(ctx, tx, in.ID); err != nil {
 			return err
 		}
-		return store.Enqueue(ctx, tx, ReconcileKind, in.ID, nil)
+		return store.Enqueue(ctx, tx, contract.VPSKind, in.ID, nil)
 	})
 	if err != nil {
 		return nil, storeErr(err, "instance")

@@ -20,14 +20,6 @@ import (
 	"better-compute.dev/compute/store"
 )
 
-// ReconcileKind is the work-queue kind of the vps.provider-resources reconciler; its resource ids
-// carry their type prefix (plb_, inst_, snet_, pcert_).
-const ReconcileKind = "vps.provider-resources"
-
-// WorkKinds are the work kinds provider-side resources are queued under, for the work-queue
-// invariant's queries (store/unqueued.go).
-var WorkKinds = store.WorkKinds{VPS: ReconcileKind, Substrate: SubstrateKind}
-
 // Service is the use-case layer the Connect handlers call.
 type Service struct {
 	DB      *store.DB

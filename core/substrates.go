@@ -7,7 +7,6 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"errors"
-	"fmt"
 	"slices"
 	"strconv"
 
@@ -15,6 +14,7 @@ import (
 
 	"better-compute.dev/compute/apierr"
 	"better-compute.dev/compute/authz"
+	"better-compute.dev/compute/contract"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
 	"better-compute.dev/compute/ids"
 	"better-compute.dev/compute/lifecycle"
@@ -22,88 +22,8 @@ import (
 	"better-compute.dev/compute/store"
 )
 
-// SubstrateKind is the work-queue kind of the kubernetes.substrates reconciler; its resource
-// ids are pool ids.
-const SubstrateKind = "kubernetes.substrates"
-
 // SubstrateNodePrefix is the id prefix of a node that joined a substrate's pool.
 const SubstrateNodePrefix = "snode_"
-
-// Event types of substrates. The resource id is the substrate id (psub_...); every event's
-// data names the pool (poolId), and ready, updated and error also carry the cluster (clusterId,
-// clusterOrigin) and its node pools, so a tenant can follow a pool's cluster from the events
-// alone.
-const (
-	// The pool's policy named a substrate (first time, or again after a teardown).
-	EventSubstrateCreated = lifecycle.EventSubstrateCreated
-	// The cluster is running, its node pools match the flavors and bcd's DaemonSet is applied.
-	EventSubstrateReady = lifecycle.EventSubstrateReady
-	// The substrate is in error (data.error says why).
-	EventSubstrateError = lifecycle.EventSubstrateError
-	// While ready, the cluster or its node pools changed (a resize, a flavor added or removed).
-	EventSubstrateUpdated = lifecycle.EventSubstrateUpdated
-	// The teardown finished: what the substrate made is gone.
-	EventSubstrateDeleted = lifecycle.EventSubstrateDeleted
-)
-
-// Event types of a substrate's node pools (one bc-<pool>-<flavor> per flavor). The resource id
-// is the substrate's, so following the substrate follows its node pools too; data carries the
-// pool id, the cluster id and the node pool (name, flavor, size, count, id, ready).
-const (
-	// The node pool was made on the cluster (or found there by name) and recorded.
-	EventSubstrateNodePoolCreated = lifecycle.EventSubstrateNodePoolCreated
-	// Every node of the node pool is running (after it was made or resized).
-	EventSubstrateNodePoolReady = lifecycle.EventSubstrateNodePoolReady
-	// The provider refused to make or resize the node pool (data.error says why); the
-	// substrate is in error with the same reason.
-	EventSubstrateNodePoolError = lifecycle.EventSubstrateNodePoolError
-	// The node pool's count, size or provider id changed (a resize, or made again at a new size).
-	EventSubstrateNodePoolUpdated = lifecycle.EventSubstrateNodePoolUpdated
-	// The node pool is gone: no flavor wants it any more, or the substrate was torn down.
-	EventSubstrateNodePoolDeleted = lifecycle.EventSubstrateNodePoolDeleted
-)
-
-// AppendSubstrateNodePoolEvent writes an event of one of a substrate's node pools in the
-// caller's transaction; errMsg is the refusal of a nodePool.error, "" otherwise.
-func AppendSubstrateNodePoolEvent(ctx context.Context, tx store.Tx, sub store.Substrate, np store.SubstrateNodePool, typ, errMsg string) error {
-	data := map[string]any{"poolId": sub.PoolID, "clusterId": sub.ClusterID, "nodePool": nodePoolData(np)}
-	if errMsg != "" {
-		data["error"] = errMsg
-	}
-	t, ok := lifecycle.SubstrateNodePool.TransitionOf(typ)
-	if !ok {
-		return fmt.Errorf("core: %s is no event of a substrate's node pool", typ)
-	}
-	return lifecycle.SubstrateNodePool.Apply(ctx, tx, t, lifecycle.Subject{TenantID: sub.TenantID, PoolID: sub.PoolID, ID: sub.ID}, data)
-}
-
-func nodePoolData(np store.SubstrateNodePool) map[string]any {
-	return map[string]any{"name": np.Name, "flavor": np.Flavor, "size": np.Size, "count": float64(np.Count), "id": np.ProviderID, "ready": np.Ready}
-}
-
-// AppendSubstrateEvent writes an event of a substrate in the caller's transaction, with the
-// pool id and, for every type but created and deleted, the cluster and its node pools.
-func AppendSubstrateEvent(ctx context.Context, tx store.Tx, sub store.Substrate, typ string) error {
-	data := map[string]any{"poolId": sub.PoolID}
-	switch typ {
-	case EventSubstrateReady, EventSubstrateUpdated, EventSubstrateError:
-		data["clusterId"] = sub.ClusterID
-		data["clusterOrigin"] = clusterOrigin(sub)
-		pools := make([]any, 0, len(sub.NodePools))
-		for _, np := range sub.NodePools {
-			pools = append(pools, nodePoolData(np))
-		}
-		data["nodePools"] = pools
-	}
-	if typ == EventSubstrateError {
-		data["error"] = sub.LastError
-	}
-	t, ok := lifecycle.Substrate.TransitionOf(typ)
-	if !ok {
-		return fmt.Errorf("core: %s is no event of a substrate's lifecycle", typ)
-	}
-	return lifecycle.Substrate.Apply(ctx, tx, t, lifecycle.Subject{TenantID: sub.TenantID, PoolID: sub.PoolID, ID: sub.ID}, data)
-}
 
 // joinTokenPrefix marks join tokens, so one found in a log or a paste is recognisable.
 const joinTokenPrefix = "bcj_"
@@ -138,7 +58,7 @@ func (s *Service) followSubstrate(ctx context.Context, tx store.Tx, p store.Pool
 		if err != nil {
 			return err
 		}
-		if err := AppendSubstrateEvent(ctx, tx, row, EventSubstrateCreated); err != nil {
+		if err := contract.AppendSubstrateEvent(ctx, tx, row, lifecycle.EventSubstrateCreated); err != nil {
 			return err
 		}
 	case err != nil:
@@ -152,11 +72,11 @@ func (s *Service) followSubstrate(ctx context.Context, tx store.Tx, p store.Pool
 		if err != nil {
 			return err
 		}
-		if err := AppendSubstrateEvent(ctx, tx, row, EventSubstrateCreated); err != nil {
+		if err := contract.AppendSubstrateEvent(ctx, tx, row, lifecycle.EventSubstrateCreated); err != nil {
 			return err
 		}
 	}
-	return store.Enqueue(ctx, tx, SubstrateKind, p.ID, nil)
+	return store.Enqueue(ctx, tx, contract.SubstrateKind, p.ID, nil)
 }
 
 // newJoinToken makes a join token for a substrate and returns its SHA-256 and the token sealed
@@ -268,7 +188,7 @@ func (s *Service) JoinNode(ctx context.Context, r *v1.JoinNodeRequest) (*v1.Join
 		if err != nil {
 			return err
 		}
-		return store.Enqueue(ctx, tx, SubstrateKind, sub.PoolID, nil)
+		return store.Enqueue(ctx, tx, contract.SubstrateKind, sub.PoolID, nil)
 	})
 	if err != nil {
 		return nil, storeErr(err, "substrate node")
@@ -282,7 +202,7 @@ func substrateProto(sub store.Substrate, nodes []store.SubstrateNode) *v1.Substr
 		ClusterId: sub.ClusterID, LastError: sub.LastError,
 		CreateTime: timestamppb.New(sub.CreatedAt), UpdateTime: timestamppb.New(sub.UpdatedAt),
 	}
-	out.ClusterOrigin = clusterOrigin(sub)
+	out.ClusterOrigin = contract.ClusterOrigin(sub)
 	for _, np := range sub.NodePools {
 		out.NodePools = append(out.NodePools, &v1.SubstrateNodePool{
 			Name: np.Name, Flavor: np.Flavor, Size: np.Size, Count: int32(np.Count), ProviderId: np.ProviderID,
@@ -302,16 +222,4 @@ func substrateProto(sub store.Substrate, nodes []store.SubstrateNode) *v1.Substr
 
 func substrateNodeProto(n store.SubstrateNode) *v1.SubstrateNode {
 	return &v1.SubstrateNode{Id: n.ID, Name: n.Name, ProviderNodeId: n.ProviderNodeID, NodePool: n.NodePool, JoinTime: timestamppb.New(n.JoinedAt)}
-}
-
-// clusterOrigin is created (the reconciler made the cluster) or adopted; empty until the
-// cluster is known.
-func clusterOrigin(sub store.Substrate) string {
-	switch {
-	case sub.ClusterID == "":
-		return ""
-	case sub.ClusterCreated:
-		return "created"
-	}
-	return "adopted"
 }

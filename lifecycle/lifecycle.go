@@ -64,13 +64,23 @@ const (
 	// The teardown finished: what the substrate made is gone.
 	EventSubstrateDeleted = "poolSubstrate.deleted"
 
-	// A substrate's node pool (one bc-<pool>-<flavor> per flavor); the resource is the substrate.
+	// A substrate's node pool (one bc-<pool>-<flavor> per flavor); the resource is the
+	// substrate, so following the substrate follows its node pools too.
+	//
+	// The node pool was made on the cluster (or found there by name) and recorded.
 	EventSubstrateNodePoolCreated = "poolSubstrate.nodePool.created"
-	EventSubstrateNodePoolReady   = "poolSubstrate.nodePool.ready"
-	EventSubstrateNodePoolError   = "poolSubstrate.nodePool.error"
+	// Every node of the node pool is running (after it was made or resized).
+	EventSubstrateNodePoolReady = "poolSubstrate.nodePool.ready"
+	// The provider refused to make or resize the node pool (data.error says why); the
+	// substrate is in error with the same reason.
+	EventSubstrateNodePoolError = "poolSubstrate.nodePool.error"
+	// The node pool's count, size or provider id changed (a resize, or made again at a new size).
 	EventSubstrateNodePoolUpdated = "poolSubstrate.nodePool.updated"
+	// The node pool is gone: no flavor wants it any more, or the substrate was torn down.
 	EventSubstrateNodePoolDeleted = "poolSubstrate.nodePool.deleted"
 
+	// A metal node's events; none carries a credential: their data names states, verbs and
+	// the BMC's address only.
 	EventMetalEnrolled           = "metalNode.enrolled"
 	EventMetalMoved              = "metalNode.moved"
 	EventMetalCredentialsUpdated = "metalNode.credentialsUpdated"

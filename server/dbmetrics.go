@@ -7,7 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"better-compute.dev/compute/authz"
-	"better-compute.dev/compute/core"
+	"better-compute.dev/compute/contract"
 	"better-compute.dev/compute/observe"
 	"better-compute.dev/compute/store"
 )
@@ -98,7 +98,7 @@ func (c *dbCollector) Collect(ch chan<- prometheus.Metric) {
 	} else {
 		up = 0
 	}
-	if counts, err := store.CountUnqueued(ctx, c.db.Q(), core.WorkKinds); err == nil {
+	if counts, err := store.CountUnqueued(ctx, c.db.Q(), contract.WorkKinds); err == nil {
 		for _, k := range store.UnqueuedKinds {
 			gauge(c.unqueued, float64(counts[k]), string(k))
 		}

@@ -77,7 +77,7 @@ func New(opts Options) (http.Handler, error) {
 		connect.WithInterceptors(tracing, ic), connect.WithReadMaxBytes(MaxBodyBytes), connect.WithRecover(ic.recovered),
 		connect.WithCodec(strictJSON{"json"}), connect.WithCodec(strictJSON{"json; charset=utf-8"}),
 		// Most answers are a few hundred bytes to a few KiB: gzip costs them more CPU than it saves
-		// bytes (it was 6% of a create's CPU in bench/creates). Lists of many items still compress.
+		// bytes (bench/creates; docs/benchmarks.md, "Creates"). Lists of many items still compress.
 		connect.WithCompressMinBytes(compressMinBytes),
 	}
 	svc := opts.Service

@@ -2,7 +2,7 @@ package store
 
 // Why event cursors never skip a late commit, on PostgreSQL and on CockroachDB.
 //
-// The promise (README, "events"): a tenant's cursors follow commit order, so a reader that has
+// The promise (docs/api.md, "Events"): a tenant's cursors follow commit order, so a reader that has
 // been handed cursor c never later finds an event of that tenant numbered c or below that it did
 // not see. The readers are ListEvents (one tenant) and ReadEventRanges, the read of a replica's
 // shared watch reader (core/watchhub: many tenants, one round trip per poll interval).

@@ -54,7 +54,7 @@ func TestInsertedRowAsRead(t *testing.T) {
 // TestTwinCreateFailsOnTheLiveName: a concurrent twin of a create (same name, same key) sends the
 // same fused writes (the load balancer first, then the key's record). Its statement waits at
 // the first unique index it meets for the first create's COMMIT and then fails on it:
-// load_balancers_live_name, the constraint README names and core.CreateLoadBalancer answers as
+// load_balancers_live_name, the constraint docs/architecture.md names and core.CreateLoadBalancer answers as
 // a replay once it has looked the key up.
 func TestTwinCreateFailsOnTheLiveName(t *testing.T) {
 	t.Parallel()

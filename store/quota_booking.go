@@ -134,10 +134,9 @@ func (r *Reads) BookQuota(poolID, tenantID, resource string, out *QuotaBooking) 
 // saw it free (PostgreSQL); it does nothing when they took it. Queue it last, so that the quota
 // row's lock is held for the shortest time: from this statement to COMMIT. It is a statement of
 // its own, never fused with the inserts before it (store/fuse.go does not take it): fused, its
-// lock would also be held while they and their foreign-key checks run, which measured a busy
-// tenant's creates slower (bench/creates, 8 clients of one tenant: 0.38-0.51 x the bare quota
-// transaction fused, 0.56-0.63 apart). A unit gone by then fails the transaction with
-// ErrQuotaRefused.
+// lock would also be held while they and their foreign-key checks run, and a busy tenant's
+// creates would queue on it longer (bench/creates; docs/benchmarks.md, "Creates"). A unit gone
+// by then fails the transaction with ErrQuotaRefused.
 func (w *Writes) TakeQuota(b *QuotaBooking) {
 	if b.take == nil || !b.Booked {
 		return

@@ -69,8 +69,8 @@ func ExecuteTxOptions(ctx context.Context, db *DB, opts pgx.TxOptions, fn func(t
 //
 // Why at all: PostgreSQL's SERIALIZABLE tracks reads per index page, and a few hundred work
 // items and load balancers fit on a handful of pages, so concurrent passes over different rows
-// failed each other's COMMIT (bench/converge measured one to two reruns per load balancer with
-// three replicas); READ COMMITTED takes row locks only, which is what these writes rely on.
+// failed each other's COMMIT (bench/converge; docs/benchmarks.md, "Converge"); READ COMMITTED
+// takes row locks only, which is what these writes rely on.
 func ExecuteLockedTx(ctx context.Context, db *DB, fn func(tx Tx) error) error {
 	return ExecuteTxOptions(ctx, db, db.lockedTxOptions(), fn)
 }

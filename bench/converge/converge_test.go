@@ -22,7 +22,7 @@ import (
 	"time"
 
 	"better-compute.dev/compute/app/apptest"
-	"better-compute.dev/compute/core"
+	"better-compute.dev/compute/contract"
 	"better-compute.dev/compute/provider/digitalocean"
 	"better-compute.dev/compute/provider/digitalocean/sim"
 	"better-compute.dev/compute/reconcile"
@@ -143,7 +143,7 @@ func startReplicas(b *testing.B, s *apptest.Stack, replicas, ratePerMinute int, 
 			b.Fatal(err)
 		}
 		runner, err := reconcile.New(reconcile.Options{
-			DB: db, Holder: "bench-" + strconv.Itoa(r), Handlers: map[string]reconcile.Handler{core.ReconcileKind: rec},
+			DB: db, Holder: "bench-" + strconv.Itoa(r), Handlers: map[string]reconcile.Handler{contract.VPSKind: rec},
 			Concurrency: 8, PollInterval: 20 * time.Millisecond,
 			Backoff: reconcile.Exponential{Initial: 100 * time.Millisecond, Max: 2 * time.Second, Jitter: 0.2},
 			Logger:  benchLogger(),

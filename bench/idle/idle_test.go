@@ -21,7 +21,7 @@ import (
 
 	"better-compute.dev/compute/app"
 	"better-compute.dev/compute/app/apptest"
-	"better-compute.dev/compute/core"
+	"better-compute.dev/compute/contract"
 	"better-compute.dev/compute/provider/digitalocean/sim"
 	"better-compute.dev/compute/store"
 	"better-compute.dev/compute/store/storetest"
@@ -115,7 +115,7 @@ func count(xacts func() int64, window time.Duration) int64 {
 func lbPasses(b *testing.B, db *store.DB) int64 {
 	var sum int64
 	if err := db.Q().QueryRow(context.Background(),
-		`SELECT coalesce(sum(epoch), 0) FROM work_items WHERE kind = $1 AND resource_id LIKE 'plb_%'`, core.ReconcileKind).Scan(&sum); err != nil {
+		`SELECT coalesce(sum(epoch), 0) FROM work_items WHERE kind = $1 AND resource_id LIKE 'plb_%'`, contract.VPSKind).Scan(&sum); err != nil {
 		b.Fatal(err)
 	}
 	return sum
@@ -142,7 +142,7 @@ func waitSettled(b *testing.B, db *store.DB, tenantID string, n int, interval ti
 	// A periodic pass that queues every load balancer never leaves the queue empty: wait at
 	// most a few intervals for it.
 	for quiet := time.Now().Add(5 * interval); time.Now().Before(quiet); time.Sleep(200 * time.Millisecond) {
-		due, err := store.CountDue(ctx, db, []string{core.ReconcileKind}, time.Time{})
+		due, err := store.CountDue(ctx, db, []string{contract.VPSKind}, time.Time{})
 		if err != nil {
 			b.Fatal(err)
 		}

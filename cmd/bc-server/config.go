@@ -27,7 +27,7 @@ type Config struct {
 	LogLevel slog.Level
 }
 
-// envVar documents one BC_* variable; usage and the README table list the same set.
+// envVar documents one BC_* variable; usage and the table of docs/operations.md list the same set.
 type envVar struct{ name, def, meaning string }
 
 // envVars is every variable parseConfig reads.

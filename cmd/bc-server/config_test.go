@@ -146,7 +146,7 @@ func TestParseConfigFields(t *testing.T) {
 }
 
 // TestEveryVariableDocumented: the variables parseConfig reads are the ones usage lists, and
-// the README's table has a row for each.
+// the configuration table of docs/operations.md has a row for each.
 func TestEveryVariableDocumented(t *testing.T) {
 	t.Parallel()
 	var read []string
@@ -161,13 +161,13 @@ func TestEveryVariableDocumented(t *testing.T) {
 	if !slices.Equal(read, listed) {
 		t.Errorf("read %v, listed %v", read, listed)
 	}
-	readme, err := os.ReadFile("../../README.md")
+	table, err := os.ReadFile("../../docs/operations.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range listed {
-		if !regexp.MustCompile("(?m)^\\| `" + name + "` \\|").Match(readme) {
-			t.Errorf("README has no table row for %s", name)
+		if !regexp.MustCompile("(?m)^\\| `" + name + "` \\|").Match(table) {
+			t.Errorf("docs/operations.md has no table row for %s", name)
 		}
 	}
 }

@@ -37,7 +37,8 @@ const DefaultStepTimeout = 2 * time.Minute
 
 // DefaultPowerSettle bounds how long a run waits, after each power change the BMC accepted,
 // for the BMC to report the requested state (Runner.PowerSettle, BC_METAL_POWER_SETTLE). Real
-// BMCs apply a change 1 to 11 s after accepting it; until then they report the old state.
+// BMCs apply a change seconds after accepting it (docs/benchmarks.md, "BMC power changes");
+// until then they report the old state.
 const DefaultPowerSettle = time.Minute
 
 // DefaultPowerPoll is how often a run reads the power while it waits for a change to settle.

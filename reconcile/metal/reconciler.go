@@ -22,6 +22,7 @@ import (
 	"strings"
 	"time"
 
+	"better-compute.dev/compute/contract"
 	"better-compute.dev/compute/metal"
 	"better-compute.dev/compute/provider/bmc"
 	"better-compute.dev/compute/reconcile"
@@ -29,9 +30,9 @@ import (
 	"better-compute.dev/compute/store"
 )
 
-// Kind is the work-queue kind this reconciler handles; the API (core.MetalReconcileKind) queues
-// it with the node id as resource id.
-const Kind = "metal.nodes"
+// Kind is the work-queue kind this reconciler handles; the API queues it with the node id as
+// resource id.
+const Kind = contract.MetalKind
 
 // DefaultMaxAttempts is how many consecutive retryable failures a workflow may have before the
 // node fails, unless the state's deadline comes first. With the runner's default backoff (1 s

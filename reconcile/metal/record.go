@@ -17,7 +17,7 @@ import (
 )
 
 // EventMoved is the event a reconciler outcome publishes when it moves a node (the API
-// publishes the same type, core.EventMetalMoved, for verbs). Its data names the states, the
+// publishes the same type, lifecycle.EventMetalMoved, for verbs). Its data names the states, the
 // outcome and the scrubbed reason: never a credential.
 const EventMoved = lifecycle.EventMetalMoved
 

@@ -10,8 +10,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"better-compute.dev/compute/core"
+	"better-compute.dev/compute/contract"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
+	"better-compute.dev/compute/lifecycle"
 	"better-compute.dev/compute/metal"
 	"better-compute.dev/compute/provider/bmc/redfishsim"
 	metalrec "better-compute.dev/compute/reconcile/metal"
@@ -21,9 +22,9 @@ import (
 
 func TestKindAndEventMatchTheAPI(t *testing.T) {
 	t.Parallel()
-	if metalrec.Kind != core.MetalReconcileKind || metalrec.EventMoved != core.EventMetalMoved {
+	if metalrec.Kind != contract.MetalKind || metalrec.EventMoved != lifecycle.EventMetalMoved {
 		t.Fatalf("kind %q / event %q differ from the API's %q / %q",
-			metalrec.Kind, metalrec.EventMoved, core.MetalReconcileKind, core.EventMetalMoved)
+			metalrec.Kind, metalrec.EventMoved, contract.MetalKind, lifecycle.EventMetalMoved)
 	}
 }
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"better-compute.dev/compute/core"
+	"better-compute.dev/compute/contract"
 	"better-compute.dev/compute/reconcile"
 	"better-compute.dev/compute/store"
 )
@@ -103,7 +103,7 @@ func AssertQueued(t testing.TB, ctx context.Context, db *store.DB) {
 // kind), for a test that checks it continuously.
 func Unqueued(t testing.TB, ctx context.Context, db *store.DB) []store.Unqueued {
 	t.Helper()
-	found, err := store.FindAllUnqueued(ctx, db.Q(), core.WorkKinds, 100)
+	found, err := store.FindAllUnqueued(ctx, db.Q(), contract.WorkKinds, 100)
 	if err != nil {
 		t.Fatalf("reconciletest: %v", err)
 	}

@@ -8,8 +8,9 @@ import (
 
 	"google.golang.org/protobuf/encoding/protojson"
 
-	"better-compute.dev/compute/core"
+	"better-compute.dev/compute/contract"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
+	"better-compute.dev/compute/lifecycle"
 	"better-compute.dev/compute/provider"
 	"better-compute.dev/compute/reconcile"
 	"better-compute.dev/compute/reconcile/managed"
@@ -127,17 +128,17 @@ func (p *pass) save(ctx context.Context, extra func(tx store.Tx) error) error {
 			if on.ClusterID == "" { // torn down: the node pool was on the cluster last recorded
 				on.ClusterID = p.saved.ClusterID
 			}
-			if err := core.AppendSubstrateNodePoolEvent(ctx, tx, on, ev.pool, ev.typ, ""); err != nil {
+			if err := contract.AppendSubstrateNodePoolEvent(ctx, tx, on, ev.pool, ev.typ, ""); err != nil {
 				return err
 			}
 		}
-		if p.failedPool != nil && typ == core.EventSubstrateError {
-			if err := core.AppendSubstrateNodePoolEvent(ctx, tx, p.sub, *p.failedPool, core.EventSubstrateNodePoolError, p.sub.LastError); err != nil {
+		if p.failedPool != nil && typ == lifecycle.EventSubstrateError {
+			if err := contract.AppendSubstrateNodePoolEvent(ctx, tx, p.sub, *p.failedPool, lifecycle.EventSubstrateNodePoolError, p.sub.LastError); err != nil {
 				return err
 			}
 		}
 		if typ != "" {
-			if err := core.AppendSubstrateEvent(ctx, tx, p.sub, typ); err != nil {
+			if err := contract.AppendSubstrateEvent(ctx, tx, p.sub, typ); err != nil {
 				return err
 			}
 		}
@@ -161,19 +162,19 @@ func eventOf(prev, cur store.Substrate) string {
 	switch {
 	case cur.State == prev.State && cur.State == "ready":
 		if cur.ClusterID != prev.ClusterID || !slices.EqualFunc(cur.NodePools, prev.NodePools, sameNodePool) {
-			return core.EventSubstrateUpdated
+			return lifecycle.EventSubstrateUpdated
 		}
 	case cur.State == prev.State && cur.State == "error":
 		if cur.LastError != prev.LastError {
-			return core.EventSubstrateError
+			return lifecycle.EventSubstrateError
 		}
 	case cur.State == prev.State:
 	case cur.State == "ready":
-		return core.EventSubstrateReady
+		return lifecycle.EventSubstrateReady
 	case cur.State == "error":
-		return core.EventSubstrateError
+		return lifecycle.EventSubstrateError
 	case cur.State == "deleted":
-		return core.EventSubstrateDeleted
+		return lifecycle.EventSubstrateDeleted
 	}
 	return ""
 }
@@ -198,17 +199,17 @@ func nodePoolEvents(prev, cur store.Substrate) []nodePoolEvent {
 		i := slices.IndexFunc(prev.NodePools, func(o store.SubstrateNodePool) bool { return o.Name == np.Name })
 		switch {
 		case i < 0:
-			out = append(out, nodePoolEvent{core.EventSubstrateNodePoolCreated, np})
+			out = append(out, nodePoolEvent{lifecycle.EventSubstrateNodePoolCreated, np})
 		case !sameNodePool(prev.NodePools[i], np):
-			out = append(out, nodePoolEvent{core.EventSubstrateNodePoolUpdated, np})
+			out = append(out, nodePoolEvent{lifecycle.EventSubstrateNodePoolUpdated, np})
 		}
 		if np.Ready && (i < 0 || !prev.NodePools[i].Ready) {
-			out = append(out, nodePoolEvent{core.EventSubstrateNodePoolReady, np})
+			out = append(out, nodePoolEvent{lifecycle.EventSubstrateNodePoolReady, np})
 		}
 	}
 	for _, np := range prev.NodePools {
 		if !slices.ContainsFunc(cur.NodePools, func(o store.SubstrateNodePool) bool { return o.Name == np.Name }) {
-			out = append(out, nodePoolEvent{core.EventSubstrateNodePoolDeleted, np})
+			out = append(out, nodePoolEvent{lifecycle.EventSubstrateNodePoolDeleted, np})
 		}
 	}
 	return out

@@ -11,9 +11,9 @@ import (
 	"connectrpc.com/connect"
 	"github.com/digitalocean/godo"
 
-	"better-compute.dev/compute/core"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
 	"better-compute.dev/compute/gen/go/bettercompute/compute/v1/computev1connect"
+	"better-compute.dev/compute/lifecycle"
 	"better-compute.dev/compute/provider/digitalocean/sim"
 	"better-compute.dev/compute/store"
 )
@@ -48,13 +48,13 @@ func TestEventsFollowTheCluster(t *testing.T) {
 	// cluster is ready, updated (with the cluster) on the resize and ready once its new node
 	// runs, deleted before the cluster's teardown is.
 	want := []string{
-		core.EventSubstrateCreated,
-		core.EventSubstrateNodePoolCreated, core.EventSubstrateNodePoolReady, // small
-		core.EventSubstrateNodePoolCreated, core.EventSubstrateNodePoolReady, // big
-		core.EventSubstrateReady,
-		core.EventSubstrateNodePoolUpdated, core.EventSubstrateUpdated, core.EventSubstrateNodePoolReady, // small resized to 3
-		core.EventSubstrateNodePoolDeleted, core.EventSubstrateNodePoolDeleted,
-		core.EventSubstrateDeleted,
+		lifecycle.EventSubstrateCreated,
+		lifecycle.EventSubstrateNodePoolCreated, lifecycle.EventSubstrateNodePoolReady, // small
+		lifecycle.EventSubstrateNodePoolCreated, lifecycle.EventSubstrateNodePoolReady, // big
+		lifecycle.EventSubstrateReady,
+		lifecycle.EventSubstrateNodePoolUpdated, lifecycle.EventSubstrateUpdated, lifecycle.EventSubstrateNodePoolReady, // small resized to 3
+		lifecycle.EventSubstrateNodePoolDeleted, lifecycle.EventSubstrateNodePoolDeleted,
+		lifecycle.EventSubstrateDeleted,
 	}
 	smallPool, bigPool := "bc-"+strings.ReplaceAll(e.tn.PoolID, "_", "-")+"-small", "bc-"+strings.ReplaceAll(e.tn.PoolID, "_", "-")+"-big"
 	wantPools := []string{"", smallPool, smallPool, bigPool, bigPool, "", smallPool, "", smallPool, smallPool, bigPool, ""}
@@ -80,13 +80,13 @@ func TestEventsFollowTheCluster(t *testing.T) {
 		if np != nil && data["clusterId"] != sub.ClusterID {
 			t.Errorf("node pool event %v: data.clusterId is not the substrate's cluster %s", ev, sub.ClusterID)
 		}
-		if ev["type"] == core.EventSubstrateNodePoolReady && np["ready"] != true {
+		if ev["type"] == lifecycle.EventSubstrateNodePoolReady && np["ready"] != true {
 			t.Errorf("node pool ready event %v: nodePool.ready is not true", ev)
 		}
 		switch ev["type"] {
-		case core.EventSubstrateReady:
+		case lifecycle.EventSubstrateReady:
 			ready = data
-		case core.EventSubstrateUpdated:
+		case lifecycle.EventSubstrateUpdated:
 			updated = data
 		}
 	}
@@ -167,11 +167,11 @@ func TestNodePoolErrorEvent(t *testing.T) {
 	var failed map[string]any
 	for _, ev := range evs {
 		types = append(types, ev.Type)
-		if ev.Type == core.EventSubstrateNodePoolError {
+		if ev.Type == lifecycle.EventSubstrateNodePoolError {
 			failed = ev.Data
 		}
 	}
-	if !slices.Equal(types, []string{core.EventSubstrateCreated, core.EventSubstrateNodePoolError, core.EventSubstrateError}) {
+	if !slices.Equal(types, []string{lifecycle.EventSubstrateCreated, lifecycle.EventSubstrateNodePoolError, lifecycle.EventSubstrateError}) {
 		t.Fatalf("events %v: want created, the node pool's error, then the substrate's", types)
 	}
 	np, _ := failed["nodePool"].(map[string]any)

@@ -28,7 +28,7 @@ import (
 	"log/slog"
 	"time"
 
-	"better-compute.dev/compute/core"
+	"better-compute.dev/compute/contract"
 	"better-compute.dev/compute/provider"
 	"better-compute.dev/compute/reconcile"
 	"better-compute.dev/compute/reconcile/managed"
@@ -37,7 +37,7 @@ import (
 )
 
 // Kind is the work-queue kind this reconciler serves (register it with reconcile.Options.Handlers).
-const Kind = core.SubstrateKind
+const Kind = contract.SubstrateKind
 
 // Defaults of Options.
 const (

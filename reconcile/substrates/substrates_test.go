@@ -9,8 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"better-compute.dev/compute/core"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
+	"better-compute.dev/compute/lifecycle"
 	"better-compute.dev/compute/provider/digitalocean/sim"
 	"better-compute.dev/compute/reconcile/managed"
 	"better-compute.dev/compute/reconcile/substrates"
@@ -311,7 +311,7 @@ func TestAdoptForeignNamespace(t *testing.T) {
 		t.Errorf("the tenant's namespace changed: %+v %v", got, err)
 	}
 
-	if got := substrateEvents(t, e, sub.ID); !slices.Equal(got, []string{core.EventSubstrateCreated, core.EventSubstrateError}) {
+	if got := substrateEvents(t, e, sub.ID); !slices.Equal(got, []string{lifecycle.EventSubstrateCreated, lifecycle.EventSubstrateError}) {
 		t.Errorf("events %v: want created then error", got)
 	}
 
@@ -323,7 +323,7 @@ func TestAdoptForeignNamespace(t *testing.T) {
 	if sub := e.substrate(t); sub.State != "ready" || len(sub.Objects) != 6 || len(sub.Conflicts) != 0 {
 		t.Errorf("after the name was freed: %s (%q) objects %v conflicts %v, want ready with 6 objects", sub.State, sub.LastError, sub.Objects, sub.Conflicts)
 	}
-	if got := substrateEvents(t, e, sub.ID); !slices.Equal(got, []string{core.EventSubstrateCreated, core.EventSubstrateError, core.EventSubstrateReady}) {
+	if got := substrateEvents(t, e, sub.ID); !slices.Equal(got, []string{lifecycle.EventSubstrateCreated, lifecycle.EventSubstrateError, lifecycle.EventSubstrateReady}) {
 		t.Errorf("events %v: want created, error, then ready", got)
 	}
 }

@@ -4,7 +4,7 @@ import (
 	"slices"
 	"testing"
 
-	"better-compute.dev/compute/core"
+	"better-compute.dev/compute/contract"
 	"better-compute.dev/compute/store"
 )
 
@@ -28,21 +28,21 @@ func TestUnqueuedClustersAndNodePools(t *testing.T) {
 	}
 	found := func(k store.UnqueuedKind) []string {
 		t.Helper()
-		got, err := store.FindUnqueued(e.ctx, db.Q(), core.WorkKinds, k, 100)
+		got, err := store.FindUnqueued(e.ctx, db.Q(), contract.WorkKinds, k, 100)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var ids []string
 		for _, u := range got {
-			if u.WorkID != e.tn.PoolID || u.WorkKind != core.SubstrateKind {
-				t.Errorf("%s %s would be queued as %s/%s, want %s/%s", k, u.ResourceID, u.WorkKind, u.WorkID, core.SubstrateKind, e.tn.PoolID)
+			if u.WorkID != e.tn.PoolID || u.WorkKind != contract.SubstrateKind {
+				t.Errorf("%s %s would be queued as %s/%s, want %s/%s", k, u.ResourceID, u.WorkKind, u.WorkID, contract.SubstrateKind, e.tn.PoolID)
 			}
 			ids = append(ids, u.ResourceID)
 		}
 		return ids
 	}
 	// A ready substrate keeps its resync item: idle it by hand, as a lost item would be.
-	exec(`UPDATE work_items SET due_at = NULL WHERE kind = $1 AND resource_id = $2`, core.SubstrateKind, e.tn.PoolID)
+	exec(`UPDATE work_items SET due_at = NULL WHERE kind = $1 AND resource_id = $2`, contract.SubstrateKind, e.tn.PoolID)
 	cases := []struct {
 		name        string
 		state       string

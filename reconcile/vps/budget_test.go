@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"better-compute.dev/compute/app"
-	"better-compute.dev/compute/core"
+	"better-compute.dev/compute/contract"
 	"better-compute.dev/compute/provider/digitalocean"
 	"better-compute.dev/compute/provider/digitalocean/sim"
 	"better-compute.dev/compute/reconcile"
@@ -70,7 +70,7 @@ func TestRequestsPerConvergedLoadBalancerThreeReplicas(t *testing.T) {
 			t.Fatal(err)
 		}
 		runner, err := reconcile.New(reconcile.Options{
-			DB: db, Holder: "replica-" + strconv.Itoa(r), Handlers: map[string]reconcile.Handler{core.ReconcileKind: rec},
+			DB: db, Holder: "replica-" + strconv.Itoa(r), Handlers: map[string]reconcile.Handler{contract.VPSKind: rec},
 			Concurrency: 8, PollInterval: 20 * time.Millisecond,
 			Backoff: reconcile.Exponential{Initial: 50 * time.Millisecond, Max: 500 * time.Millisecond, Jitter: 0.2},
 			Logger:  quiet,

@@ -12,8 +12,8 @@ import (
 
 	"better-compute.dev/compute/app"
 	"better-compute.dev/compute/app/apptest"
-	"better-compute.dev/compute/core"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
+	"better-compute.dev/compute/lifecycle"
 	"better-compute.dev/compute/provider/digitalocean/sim"
 	"better-compute.dev/compute/reconcile/reconciletest"
 	"better-compute.dev/compute/store"
@@ -260,7 +260,7 @@ func pool() *v1.LoadBalancerTargets {
 // usage returns the load balancer's metering intervals.
 func (e *env) usage(t *testing.T, id string) []store.UsageRecord {
 	t.Helper()
-	all, err := store.ListUsage(e.ctx, e.s.App.DB.Q(), e.tn.ID, core.MeterLoadBalancerHours, time.Unix(0, 0), time.Now().Add(time.Hour))
+	all, err := store.ListUsage(e.ctx, e.s.App.DB.Q(), e.tn.ID, lifecycle.MeterLoadBalancerHours, time.Unix(0, 0), time.Now().Add(time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}

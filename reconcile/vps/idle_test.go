@@ -10,7 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"better-compute.dev/compute/app"
-	"better-compute.dev/compute/core"
+	"better-compute.dev/compute/contract"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
 	"better-compute.dev/compute/provider/digitalocean/sim"
 	"better-compute.dev/compute/reconcile/vps"
@@ -91,7 +91,7 @@ func TestCertificateReadyQueuesWaitingLoadBalancer(t *testing.T) {
 	in := e.instance(t, "a", "")
 	cert, lb := e.tlsLB(t)
 	eventually(t, "the load balancer's first pass waits for the certificate", func() (bool, string) {
-		w, err := store.GetWorkItem(e.ctx, e.s.App.DB, core.ReconcileKind, lb.GetId())
+		w, err := store.GetWorkItem(e.ctx, e.s.App.DB, contract.VPSKind, lb.GetId())
 		if err != nil || w.DueAt == nil {
 			return false, fmt.Sprintf("%+v %v", w, err)
 		}
@@ -132,7 +132,7 @@ func TestSettledFleetIsNotQueued(t *testing.T) {
 	waitPeriodicPasses(t, e, 2)
 	epochs := map[string]int64{}
 	for _, id := range ids {
-		w, err := store.GetWorkItem(e.ctx, e.s.App.DB, core.ReconcileKind, id)
+		w, err := store.GetWorkItem(e.ctx, e.s.App.DB, contract.VPSKind, id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -141,7 +141,7 @@ func TestSettledFleetIsNotQueued(t *testing.T) {
 	lists := e.sim.Requests()["GET /v2/load_balancers"]
 	waitPeriodicPasses(t, e, 3)
 	for _, id := range ids {
-		w, err := store.GetWorkItem(e.ctx, e.s.App.DB, core.ReconcileKind, id)
+		w, err := store.GetWorkItem(e.ctx, e.s.App.DB, contract.VPSKind, id)
 		if err != nil {
 			t.Fatal(err)
 		}

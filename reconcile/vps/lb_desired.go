@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"better-compute.dev/compute/core"
+	"better-compute.dev/compute/contract"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
 	"better-compute.dev/compute/provider"
 	"better-compute.dev/compute/reconcile/managed"
@@ -30,7 +30,7 @@ type desiredLB struct {
 // poolInstances are store.PoolInstances of the row's tenant, pool, region and subnet, read with
 // the row (store.DB.ReadLoadBalancerPass); they count only when the settings target the pool.
 func (r *Reconciler) desiredLoadBalancer(ctx context.Context, p provider.Provider, row store.LoadBalancer, poolInstances []store.Instance) (desiredLB, error) {
-	settings, err := core.LoadBalancerSpec(row)
+	settings, err := contract.LoadBalancerSpec(row)
 	if err != nil {
 		return desiredLB{}, fmt.Errorf("vps: load balancer %s settings: %w", row.ID, err)
 	}

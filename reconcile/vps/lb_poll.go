@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"better-compute.dev/compute/core"
+	"better-compute.dev/compute/contract"
 	"better-compute.dev/compute/provider"
 	"better-compute.dev/compute/store"
 )
@@ -372,7 +372,7 @@ func (w *lbWatch) enqueue(ctx context.Context, ids []string, due []time.Time) er
 	// balancers recorded after it, which the request budget holds back. The upserts are blind
 	// writes, so store.ExecuteLockedTx (READ COMMITTED on PostgreSQL) runs them.
 	if err := store.ExecuteLockedTx(ctx, w.r.opts.DB, func(tx store.Tx) error {
-		return store.EnqueueMany(ctx, tx, core.ReconcileKind, ids, due)
+		return store.EnqueueMany(ctx, tx, contract.VPSKind, ids, due)
 	}); err != nil {
 		return err
 	}

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"slices"
 
-	"better-compute.dev/compute/core"
+	"better-compute.dev/compute/contract"
 	"better-compute.dev/compute/lifecycle"
 	"better-compute.dev/compute/provider"
 	"better-compute.dev/compute/redact"
@@ -101,7 +101,7 @@ func observeLB(read, cur store.LoadBalancer, w *store.Writes, obs *provider.Load
 	if cur.ProviderID == "" && cur.Scope == string(provider.ScopeRegional) {
 		// Global load balancers that target this one waited for its provider id.
 		for _, id := range globals {
-			w.Enqueue(core.ReconcileKind, id, nil)
+			w.Enqueue(contract.VPSKind, id, nil)
 		}
 	}
 	if o.State != "ready" || cur.State == "ready" {

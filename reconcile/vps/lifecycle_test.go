@@ -7,8 +7,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"better-compute.dev/compute/core"
+	"better-compute.dev/compute/contract"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
+	"better-compute.dev/compute/lifecycle"
 	"better-compute.dev/compute/reconcile/managed"
 	"better-compute.dev/compute/store"
 )
@@ -54,10 +55,10 @@ func TestLoadBalancerLifecycle(t *testing.T) {
 		{"the health check interval is applied", at.HealthCheck.CheckIntervalSeconds, 300},
 		{"sticky sessions are cookies", at.StickySessions.Type, "cookies"},
 		{"source ranges are the firewall", at.Firewall.Allow, []string{"cidr:10.0.0.0/8", "ip:192.0.2.7"}},
-		{"the events are created then ready", e.eventTypes(t, lb.GetId()), []string{core.EventLBCreated, core.EventLBReady}},
+		{"the events are created then ready", e.eventTypes(t, lb.GetId()), []string{lifecycle.EventLBCreated, lifecycle.EventLBReady}},
 		{"usage opens at ready", len(e.usage(t, lb.GetId())), 1},
 		{"no error shows", row.LastError, ""},
-		{"the quota is booked", e.quotaUsed(t, core.QuotaLoadBalancers), int64(1)},
+		{"the quota is booked", e.quotaUsed(t, lifecycle.QuotaLoadBalancers), int64(1)},
 	}
 	for _, c := range checks {
 		if diff := cmp.Diff(c.want, c.got); diff != "" {
@@ -79,10 +80,10 @@ func TestLoadBalancerLifecycle(t *testing.T) {
 	if u := e.usage(t, lb.GetId()); len(u) != 1 || u[0].EndedAt == nil {
 		t.Errorf("usage must close at delete: %+v", u)
 	}
-	if got := e.quotaUsed(t, core.QuotaLoadBalancers); got != 0 {
+	if got := e.quotaUsed(t, lifecycle.QuotaLoadBalancers); got != 0 {
 		t.Errorf("quota used after delete = %d, want 0 (refunded)", got)
 	}
-	want := []string{core.EventLBCreated, core.EventLBReady, core.EventLBDeleted}
+	want := []string{lifecycle.EventLBCreated, lifecycle.EventLBReady, lifecycle.EventLBDeleted}
 	if diff := cmp.Diff(want, e.eventTypes(t, lb.GetId())); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
@@ -157,7 +158,7 @@ func TestCertificatePendingHoldsProviderCall(t *testing.T) {
 	// While the certificate is pending at the provider the load balancer's passes run and
 	// ask nothing.
 	eventually(t, "a pass on the load balancer", func() (bool, string) {
-		w, err := store.GetWorkItem(e.ctx, e.s.App.DB, core.ReconcileKind, lb.GetId())
+		w, err := store.GetWorkItem(e.ctx, e.s.App.DB, contract.VPSKind, lb.GetId())
 		return err == nil && w.Epoch >= 2, fmt.Sprintf("%+v %v", w, err)
 	})
 	certRow, err := store.GetCertificate(e.ctx, e.s.App.DB.Q(), cert.GetId())
@@ -187,7 +188,7 @@ func TestCertificatePendingHoldsProviderCall(t *testing.T) {
 	if diff := cmp.Diff(machines(in), droplets(at)); diff != "" {
 		t.Errorf("droplets (-want +got):\n%s", diff)
 	}
-	if slices.Contains(e.eventTypes(t, lb.GetId()), core.EventLBError) {
+	if slices.Contains(e.eventTypes(t, lb.GetId()), lifecycle.EventLBError) {
 		t.Errorf("no error may be published: %v", e.eventTypes(t, lb.GetId()))
 	}
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/oauth2"
 
-	"better-compute.dev/compute/core"
+	"better-compute.dev/compute/contract"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
 	"better-compute.dev/compute/provider/digitalocean/sim"
 	"better-compute.dev/compute/reconcile/vps"
@@ -137,7 +137,7 @@ func TestDriftAtProviderRepaired(t *testing.T) {
 		Name: before.Name, Region: "nyc3", VPCUUID: before.VPCUUID,
 		ForwardingRules: []godo.ForwardingRule{{EntryProtocol: "tcp", EntryPort: 22, TargetProtocol: "tcp", TargetPort: 22}},
 	}
-	item, err := store.GetWorkItem(e.ctx, e.s.App.DB, core.ReconcileKind, lb.GetId())
+	item, err := store.GetWorkItem(e.ctx, e.s.App.DB, contract.VPSKind, lb.GetId())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +150,7 @@ func TestDriftAtProviderRepaired(t *testing.T) {
 	// most two are granted until then).
 	passes := e.periodicEpoch(t)
 	eventually(t, "the periodic pass queues the changed load balancer", func() (bool, string) {
-		w, err := store.GetWorkItem(e.ctx, e.s.App.DB, core.ReconcileKind, lb.GetId())
+		w, err := store.GetWorkItem(e.ctx, e.s.App.DB, contract.VPSKind, lb.GetId())
 		return err == nil && w.Generation > item.Generation, fmt.Sprintf("%+v %v", w, err)
 	})
 	if after := e.periodicEpoch(t); after > passes+2 {

@@ -11,7 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"better-compute.dev/compute/core"
+	"better-compute.dev/compute/contract"
+	"better-compute.dev/compute/lifecycle"
 	"better-compute.dev/compute/provider/digitalocean"
 	"better-compute.dev/compute/provider/digitalocean/sim"
 	"better-compute.dev/compute/reconcile"
@@ -96,7 +97,7 @@ func TestStatementsPerLoadBalancerPass(t *testing.T) {
 		t.Fatal(err)
 	}
 	runner, err := reconcile.New(reconcile.Options{
-		DB: db, Holder: "counted", Handlers: map[string]reconcile.Handler{core.ReconcileKind: rec}, Concurrency: 8, Logger: quiet,
+		DB: db, Holder: "counted", Handlers: map[string]reconcile.Handler{contract.VPSKind: rec}, Concurrency: 8, Logger: quiet,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -126,7 +127,7 @@ func TestStatementsPerLoadBalancerPass(t *testing.T) {
 	// The account's watcher lists and wakes the parked load balancer; wait for that, then for
 	// the watcher to go idle (nothing parked), so that the next counts are the pass's alone.
 	eventually(t, "the watcher wakes the load balancer", func() (bool, string) {
-		item, err := store.GetWorkItem(ctx, db, core.ReconcileKind, lb.GetId())
+		item, err := store.GetWorkItem(ctx, db, contract.VPSKind, lb.GetId())
 		return err == nil && item.DueAt != nil && !item.DueAt.After(time.Now()), fmt.Sprintf("%+v %v", item, err)
 	})
 	time.Sleep(poll + poll/4)
@@ -137,7 +138,7 @@ func TestStatementsPerLoadBalancerPass(t *testing.T) {
 	if row := e.lbRow(t, lb.GetId()); row.State != "ready" {
 		t.Fatalf("after the ready pass: state %s", row.State)
 	}
-	if got := e.eventTypes(t, lb.GetId()); len(got) != 2 || got[1] != core.EventLBReady {
+	if got := e.eventTypes(t, lb.GetId()); len(got) != 2 || got[1] != lifecycle.EventLBReady {
 		t.Errorf("events %v, want created then ready", got)
 	}
 	// The bounds: create 14 round trips (claim; the load balancer, its account, its pool's

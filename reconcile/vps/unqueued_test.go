@@ -13,7 +13,7 @@ import (
 
 	"better-compute.dev/compute/app"
 	"better-compute.dev/compute/app/apptest"
-	"better-compute.dev/compute/core"
+	"better-compute.dev/compute/contract"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
 	"better-compute.dev/compute/provider/digitalocean/sim"
 	"better-compute.dev/compute/reconcile/reconciletest"
@@ -73,7 +73,7 @@ func TestNoResourceLeftWithoutWork(t *testing.T) {
 	go func() {
 		defer close(watched)
 		for {
-			found, err := store.FindAllUnqueued(e.ctx, db.Q(), core.WorkKinds, 100)
+			found, err := store.FindAllUnqueued(e.ctx, db.Q(), contract.WorkKinds, 100)
 			mu.Lock()
 			checks++
 			if err != nil {
@@ -159,7 +159,7 @@ func TestNoResourceLeftWithoutWork(t *testing.T) {
 			}
 			for _, lb := range lbs {
 				if lb.State != "ready" {
-					w, _ := store.GetWorkItem(e.ctx, db, core.ReconcileKind, lb.ID)
+					w, _ := store.GetWorkItem(e.ctx, db, contract.VPSKind, lb.ID)
 					return false, fmt.Sprintf("%s is %s (%q), item due %v", lb.ID, lb.State, lb.LastError, w.DueAt)
 				}
 			}
@@ -233,13 +233,13 @@ func TestForgottenLoadBalancerStaysQueued(t *testing.T) {
 	}
 	// Something queues one pass (as the periodic pass or an instance's machine would).
 	if err := store.ExecuteTx(e.ctx, e.s.App.DB, func(tx store.Tx) error {
-		return store.Enqueue(e.ctx, tx, core.ReconcileKind, lb.GetId(), nil)
+		return store.Enqueue(e.ctx, tx, contract.VPSKind, lb.GetId(), nil)
 	}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "made again at the provider", func() (bool, string) {
 		got := e.lbRow(t, lb.GetId())
-		w, _ := store.GetWorkItem(e.ctx, e.s.App.DB, core.ReconcileKind, lb.GetId())
+		w, _ := store.GetWorkItem(e.ctx, e.s.App.DB, contract.VPSKind, lb.GetId())
 		return got.State == "ready" && got.ProviderID != "" && got.ProviderID != row.ProviderID,
 			fmt.Sprintf("state %s provider %q (was %q), item due %v", got.State, got.ProviderID, row.ProviderID, w.DueAt)
 	})
@@ -264,10 +264,10 @@ func TestPeriodicPassQueuesLostWork(t *testing.T) {
 		tag, err := db.Pool().Exec(e.ctx, `UPDATE work_items SET due_at = NULL
 			WHERE kind = $1 AND resource_id = $2 AND lease_holder IS NULL
 			  AND EXISTS (SELECT 1 FROM certificates WHERE id = $2 AND state = 'pending' AND provider_id <> '')`,
-			core.ReconcileKind, cert.GetId())
+			contract.VPSKind, cert.GetId())
 		return err == nil && tag.RowsAffected() == 1, fmt.Sprint(err)
 	})
-	lost, err := store.GetWorkItem(e.ctx, db, core.ReconcileKind, cert.GetId())
+	lost, err := store.GetWorkItem(e.ctx, db, contract.VPSKind, cert.GetId())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +275,7 @@ func TestPeriodicPassQueuesLostWork(t *testing.T) {
 		row, err := store.GetCertificate(e.ctx, db.Q(), cert.GetId())
 		return err == nil && row.State == "ready", fmt.Sprintf("%+v %v", row, err)
 	})
-	after, err := store.GetWorkItem(e.ctx, db, core.ReconcileKind, cert.GetId())
+	after, err := store.GetWorkItem(e.ctx, db, contract.VPSKind, cert.GetId())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -330,7 +330,7 @@ func TestUnqueuedQueries(t *testing.T) {
 	for _, c := range cases {
 		t.Run(string(c.kind), func(t *testing.T) {
 			found := func() []string {
-				got, err := store.FindUnqueued(e.ctx, db.Q(), core.WorkKinds, c.kind, 100)
+				got, err := store.FindUnqueued(e.ctx, db.Q(), contract.WorkKinds, c.kind, 100)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -343,11 +343,11 @@ func TestUnqueuedQueries(t *testing.T) {
 			if got := found(); len(got) != 0 {
 				t.Fatalf("queued by its create, yet reported: %v", got)
 			}
-			exec(`UPDATE work_items SET due_at = NULL WHERE kind = $1 AND resource_id = $2`, core.ReconcileKind, c.id)
+			exec(`UPDATE work_items SET due_at = NULL WHERE kind = $1 AND resource_id = $2`, contract.VPSKind, c.id)
 			if got := found(); !slices.Equal(got, []string{c.id}) {
 				t.Errorf("idle and pending: reported %v, want [%s]", got, c.id)
 			}
-			counts, err := store.CountUnqueued(e.ctx, db.Q(), core.WorkKinds)
+			counts, err := store.CountUnqueued(e.ctx, db.Q(), contract.WorkKinds)
 			if err != nil || counts[c.kind] != 1 {
 				t.Errorf("count %v %v, want 1 of %s", counts, err, c.kind)
 			}

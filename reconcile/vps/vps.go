@@ -2,7 +2,7 @@
 // instances, subnets and certificates the tenants recorded onto their provider accounts through
 // provider.Provider (ProviderImpl).
 //
-// One Handler serves the work kind core.ReconcileKind and dispatches on the resource id's type
+// One Handler serves the work kind contract.VPSKind and dispatches on the resource id's type
 // prefix (plb_, inst_, snet_, pcert_) to the kind's managed.Resource; managed.Loop runs the pass.
 // Every pass reads the rows, talks to the provider outside any transaction, and writes what it
 // learned only through the pass's managed.Fence, so a replica whose lease was taken over writes
@@ -27,7 +27,7 @@ import (
 	"sync"
 	"time"
 
-	"better-compute.dev/compute/core"
+	"better-compute.dev/compute/contract"
 	"better-compute.dev/compute/ids"
 	"better-compute.dev/compute/observe"
 	"better-compute.dev/compute/provider"
@@ -38,7 +38,7 @@ import (
 )
 
 // PeriodicKind is the work kind of the periodic safety net (Periodic).
-const PeriodicKind = core.ReconcileKind + ".periodic"
+const PeriodicKind = contract.VPSKind + ".periodic"
 
 // Defaults of Options.
 const (
@@ -127,7 +127,7 @@ func New(opts Options) (*Reconciler, error) {
 	}, nil
 }
 
-// Reconcile implements reconcile.Handler for core.ReconcileKind: it dispatches on the id's
+// Reconcile implements reconcile.Handler for contract.VPSKind: it dispatches on the id's
 // type prefix. An id of an unknown type is a programming error, reported as the item's last
 // error.
 func (r *Reconciler) Reconcile(ctx context.Context, lease store.Lease) (reconcile.Result, error) {
@@ -224,7 +224,7 @@ func (r *Reconciler) lbsOutOfStep(ctx context.Context, accountID string) ([]stri
 // break the work-queue invariant. Each one is a path that lost an item: it is logged and
 // counted (bc_resources_requeued_total), so the path gets found and fixed.
 func (r *Reconciler) requeueUnqueued(ctx context.Context, lease store.Lease) error {
-	found, err := store.FindAllUnqueued(ctx, r.opts.DB.Q(), core.WorkKinds, periodicBatch)
+	found, err := store.FindAllUnqueued(ctx, r.opts.DB.Q(), contract.WorkKinds, periodicBatch)
 	if err != nil {
 		return fmt.Errorf("vps: periodic pass: %w", err)
 	}

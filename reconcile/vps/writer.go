@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"better-compute.dev/compute/core"
+	"better-compute.dev/compute/contract"
 	"better-compute.dev/compute/lifecycle"
 	"better-compute.dev/compute/reconcile"
 	"better-compute.dev/compute/reconcile/managed"
@@ -35,10 +35,10 @@ func write(ctx context.Context, f *managed.Fence, fn func(w *writer) error) erro
 // writeLB is a load balancer's fenced write (managed.Fence.Write): the lease checked, the row
 // locked and read, then decide's writes sent as one batch before COMMIT. decide sees the row as
 // it stands (cur) and may run more than once (serialization retries): it must only queue
-// writes. An error from decide (errRowChanged) writes nothing. Sending the writes with COMMIT
-// as well (store.ExecuteTwoTrips, two round trips in all) measured more serialization reruns
-// on PostgreSQL (1.0 / 2.1 per load balancer with 1 / 3 replicas against 0.75 / 1.2) and a
-// slower convergence at load 6-9, so the lease check, the lock and COMMIT keep their own.
+// writes. An error from decide (errRowChanged) writes nothing. The lease check, the lock and
+// COMMIT keep round trips of their own: sending the writes with COMMIT as well
+// (store.ExecuteTwoTrips) made more serialization reruns on PostgreSQL and a slower
+// convergence (docs/benchmarks.md, "Converge").
 func writeLB(ctx context.Context, f *managed.Fence, id string, decide func(cur store.LoadBalancer, w *store.Writes) error) error {
 	return f.Write(ctx, func(ctx context.Context, tx store.Tx) error {
 		cur, err := store.GetLoadBalancerForUpdate(ctx, tx, id)
@@ -55,7 +55,7 @@ func writeLB(ctx context.Context, f *managed.Fence, id string, decide func(cur s
 
 // enqueue queues the reconciler on another resource in the same transaction.
 func (w *writer) enqueue(id string) error {
-	return store.Enqueue(w.ctx, w.tx, core.ReconcileKind, id, nil)
+	return store.Enqueue(w.ctx, w.tx, contract.VPSKind, id, nil)
 }
 
 // enqueueAll queues every id.

@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"better-compute.dev/compute/app/apptest"
-	"better-compute.dev/compute/core"
+	"better-compute.dev/compute/contract"
 	"better-compute.dev/compute/reconcile"
 	"better-compute.dev/compute/store"
 	"better-compute.dev/compute/store/storetest"
@@ -132,7 +132,7 @@ func TestNoSequentialScansOfGrowingTables(t *testing.T) {
 		})
 	}
 	rec.during("claim", func() {
-		if _, err := store.Claim(ctx, s.App.DB, store.ClaimParams{Holder: "explain", Kinds: []string{core.ReconcileKind}, Limit: 10, LeaseTTL: time.Minute}); err != nil {
+		if _, err := store.Claim(ctx, s.App.DB, store.ClaimParams{Holder: "explain", Kinds: []string{contract.VPSKind}, Limit: 10, LeaseTTL: time.Minute}); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -145,10 +145,10 @@ func TestNoSequentialScansOfGrowingTables(t *testing.T) {
 		if _, err := store.LoadBalancersOutOfStep(ctx, q, tn.AccountID, "load_balancers", time.Minute); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := store.FindAllUnqueued(ctx, q, core.WorkKinds, 100); err != nil {
+		if _, err := store.FindAllUnqueued(ctx, q, contract.WorkKinds, 100); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := store.CountUnqueued(ctx, q, core.WorkKinds); err != nil {
+		if _, err := store.CountUnqueued(ctx, q, contract.WorkKinds); err != nil {
 			t.Fatal(err)
 		}
 	})
