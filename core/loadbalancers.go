@@ -21,7 +21,7 @@ const opCreateLoadBalancer = "loadBalancers.create"
 
 // CreateLoadBalancer records a load balancer, pending, books one loadBalancers quota on the pool,
 // publishes providerLoadBalancer.created and queues the reconciler, in two round trips
-// (store.ExecuteLockedTwoTrips; the argument for its isolation is in store/booking.go):
+// (store.ExecuteLockedTwoTrips; the argument for its isolation is in store/quota_booking.go):
 //
 //  1. BEGIN, the quota booking (CockroachDB: the unit taken, the quota row's lock first; on
 //     PostgreSQL: whether a unit is free), the idempotency key (an expired record is dropped, a

@@ -73,7 +73,7 @@ const sequenceBatch = 1000
 // after it sees every event committed before it started) and on the counter row, and numbers
 // after it, so seqs become visible in seq order. Inbox rows are locked in (tenant, created_at,
 // id) order and counter rows in tenant order, the same in every numbering statement, so two of
-// them never wait on each other in a cycle (event_ordering.go gives the whole argument).
+// them never wait on each other in a cycle (events_ordering.go gives the whole argument).
 const sqlSequenceEvents = `
 WITH picked AS (
     SELECT tenant_id, id FROM event_inbox WHERE tenant_id = ANY($1::TEXT[])

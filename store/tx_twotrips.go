@@ -30,7 +30,7 @@ func ExecuteTwoTrips(ctx context.Context, db *DB, reads func(r *Reads), decide f
 // update or delete that reads its row FOR UPDATE first. On PostgreSQL it runs at READ COMMITTED
 // and every read of Reads that decides locks its rows FOR SHARE (Reads.locked); on CockroachDB
 // it is SERIALIZABLE like every other transaction. The argument for why a create keeps the
-// seed's rules on both engines is in booking.go, for an update and a delete in lockorder.go; a
+// seed's rules on both engines is in quota_booking.go, for an update and a delete in lockorder.go; a
 // transaction of another shape must not use it.
 func ExecuteLockedTwoTrips(ctx context.Context, db *DB, reads func(r *Reads), decide func() (*Writes, error)) error {
 	return retrying(ctx, func(ctx context.Context) error { return runTwoTripsOnce(ctx, db, !db.cockroach, reads, decide) })

@@ -21,7 +21,7 @@ import (
 // locks are best-effort on CockroachDB, so the epoch is what keeps a paused holder whose lease
 // was taken over from writing anything.
 //
-// The queue keeps one invariant (store/unqueued.go): every provider-side resource that is not
+// The queue keeps one invariant (store/workqueue_unqueued.go): every provider-side resource that is not
 // resting has a due item. An item goes idle only through Complete when nobody queued it during
 // the pass, so a pass that leaves its resource unsettled must requeue it or queue it in its
 // fenced write.

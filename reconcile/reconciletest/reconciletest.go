@@ -90,7 +90,7 @@ func WaitDrained(t testing.TB, ctx context.Context, db *store.DB, kinds []string
 }
 
 // AssertQueued fails the test when a provider-side resource that is not resting has no due work
-// item (the work-queue invariant, store/unqueued.go), naming each one. Call it at the end of
+// item (the work-queue invariant, store/workqueue_unqueued.go), naming each one. Call it at the end of
 // every test that runs reconcilers; apptest stacks running theirs call it at cleanup.
 func AssertQueued(t testing.TB, ctx context.Context, db *store.DB) {
 	t.Helper()

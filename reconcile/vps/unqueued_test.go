@@ -23,7 +23,7 @@ import (
 // TestNoResourceLeftWithoutWork drives many load balancers (half of them in subnets) with https
 // and http2 rules on managed certificates, with instances, over three accounts of one tenant and
 // a second tenant's account on the same provider token, through two replicas' reconcilers while
-// the provider refuses droplet creates for a while, and checks the work-queue invariant (store/unqueued.go) all along: no
+// the provider refuses droplet creates for a while, and checks the work-queue invariant (store/workqueue_unqueued.go) all along: no
 // resource that is not resting is ever without a due work item. Everything converges, and
 // converges again after the provider lost some of the load balancers while they were updated.
 func TestNoResourceLeftWithoutWork(t *testing.T) {
