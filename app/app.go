@@ -131,7 +131,7 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 	}
 	dbCtx := ctx
 	if tp != nil {
-		dbCtx = store.WithTracer(ctx, observe.NewPgxTracer(tp))
+		dbCtx = store.WithTracer(ctx, observe.NewDatabaseTracer(tp))
 	}
 	db, err := store.Open(dbCtx, cfg.DatabaseURL)
 	if err != nil {

@@ -17,7 +17,7 @@ import (
 const pruneKind = "work.prune"
 
 // reservationSweepKind is the periodic pass that refunds quota reservations whose replica (of the
-// previous version, which booked ahead) died between booking and commit (store/reservations.go).
+// previous version, which booked ahead) died between booking and commit (store/quota_reservations.go).
 const reservationSweepKind = "quota.reservations.sweep"
 
 // runReconcilers runs this replica's share of the reconcile work until ctx ends: the

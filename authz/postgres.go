@@ -11,12 +11,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/openfga/openfga/pkg/storage"
 	"github.com/openfga/openfga/pkg/storage/migrate"
 	"github.com/openfga/openfga/pkg/storage/postgres"
 	"github.com/openfga/openfga/pkg/storage/sqlcommon"
+
+	"better-compute.dev/compute/store"
 )
 
 // schemaPattern keeps the schema name a plain identifier, safe to quote.
@@ -36,8 +36,8 @@ const bootstrapLease = 2 * time.Minute
 
 // lockSchema creates the schema and its lock table if needed and takes the bootstrap lease as
 // holder.
-func lockSchema(ctx context.Context, conn *pgx.Conn, schema, holder string) error {
-	q := pgx.Identifier{schema}.Sanitize()
+func lockSchema(ctx context.Context, conn store.Conn, schema, holder string) error {
+	q := store.QuoteIdentifier(schema)
 	for _, ddl := range []string{
 		"CREATE SCHEMA IF NOT EXISTS " + q,
 		"CREATE TABLE IF NOT EXISTS " + q + ".bc_bootstrap_lock (name TEXT PRIMARY KEY, holder TEXT NOT NULL, expires_at TIMESTAMPTZ NOT NULL)",
@@ -55,7 +55,7 @@ func lockSchema(ctx context.Context, conn *pgx.Conn, schema, holder string) erro
 		switch {
 		case err == nil && got == holder:
 			return nil
-		case err != nil && !errors.Is(err, pgx.ErrNoRows):
+		case err != nil && !errors.Is(store.TranslateError(err), store.ErrNotFound):
 			return fmt.Errorf("%w: take bootstrap lock: %w", ErrUnavailable, err)
 		}
 		select {
@@ -68,7 +68,7 @@ func lockSchema(ctx context.Context, conn *pgx.Conn, schema, holder string) erro
 
 // execDDL runs an IF NOT EXISTS statement, retrying the catalog races two replicas running it at
 // once can lose on PostgreSQL (a unique violation in the system catalogs).
-func execDDL(ctx context.Context, conn *pgx.Conn, ddl string) error {
+func execDDL(ctx context.Context, conn store.Conn, ddl string) error {
 	var err error
 	for range 5 {
 		if _, err = conn.Exec(ctx, ddl); err == nil {
@@ -97,7 +97,7 @@ func openPostgres(ctx context.Context, databaseURL, schema string) (ds storage.O
 		return nil, nil, err
 	}
 
-	conn, err := pgx.Connect(ctx, databaseURL)
+	conn, err := store.Connect(ctx, databaseURL)
 	if err != nil {
 		// The URL may hold a password: never echo it.
 		return nil, nil, fmt.Errorf("%w: connect to database: %w", ErrUnavailable, err)
@@ -106,7 +106,7 @@ func openPostgres(ctx context.Context, databaseURL, schema string) (ds storage.O
 	unlock = func() error {
 		uctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		_, uerr := conn.Exec(uctx, "DELETE FROM "+pgx.Identifier{schema}.Sanitize()+".bc_bootstrap_lock WHERE name = 'bootstrap' AND holder = $1", holder)
+		_, uerr := conn.Exec(uctx, "DELETE FROM "+store.QuoteIdentifier(schema)+".bc_bootstrap_lock WHERE name = 'bootstrap' AND holder = $1", holder)
 		cerr := conn.Close(uctx)
 		if uerr != nil {
 			return fmt.Errorf("%w: release bootstrap lock: %w", ErrUnavailable, uerr)
@@ -134,12 +134,10 @@ func openPostgres(ctx context.Context, databaseURL, schema string) (ds storage.O
 		return nil, nil, fmt.Errorf("%w: migrate schema %s: %w", ErrUnavailable, schema, err)
 	}
 
-	poolCfg, err := pgxpool.ParseConfig(scopedURL)
-	if err != nil {
+	pool, err := store.OpenLibraryPool(ctx, scopedURL, postgresPoolSize)
+	if errors.Is(err, store.ErrInvalidURL) {
 		return nil, nil, fmt.Errorf("%w: parse database URL", ErrInvalid)
 	}
-	poolCfg.MaxConns = postgresPoolSize
-	pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: open pool: %w", ErrUnavailable, err)
 	}

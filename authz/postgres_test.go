@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
+	"better-compute.dev/compute/store"
 )
 
 func testDatabaseURL() string {
@@ -29,13 +29,13 @@ func testSchema(t *testing.T) string {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		conn, err := pgx.Connect(ctx, testDatabaseURL())
+		conn, err := store.Connect(ctx, testDatabaseURL())
 		if err != nil {
 			t.Errorf("drop schema %s: %v", name, err)
 			return
 		}
 		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{name}.Sanitize()+" CASCADE"); err != nil {
+		if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+store.QuoteIdentifier(name)+" CASCADE"); err != nil {
 			t.Errorf("drop schema %s: %v", name, err)
 		}
 	})

@@ -23,5 +23,5 @@ const (
 )
 
 // WorkKinds are the work kinds provider-side resources are queued under, for the work-queue
-// invariant's queries (store/unqueued.go).
+// invariant's queries (store/workqueue_unqueued.go).
 var WorkKinds = store.WorkKinds{VPS: VPSKind, Substrate: SubstrateKind}

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/jackc/pgx/v5"
-
 	"better-compute.dev/compute/ids"
 	"better-compute.dev/compute/store"
 )
@@ -31,7 +29,7 @@ type AdminToken struct {
 // written by the first replica that authenticates the token.
 func BootstrapPlatformAdmin(ctx context.Context, db *store.DB, name string) (AdminToken, error) {
 	var out AdminToken
-	err := store.ExecuteTx(ctx, db, func(tx pgx.Tx) error {
+	err := store.ExecuteTx(ctx, db, func(tx store.Tx) error {
 		out = AdminToken{}
 		if id, err := store.PlatformAdminID(ctx, tx); err == nil {
 			return fmt.Errorf("%w (%s)", ErrPlatformAdminExists, id)
@@ -63,7 +61,7 @@ func BootstrapPlatformAdmin(ctx context.Context, db *store.DB, name string) (Adm
 // live token of that admin is revoked in the same transaction.
 func MintPlatformAdminToken(ctx context.Context, db *store.DB, rotate bool) (AdminToken, error) {
 	var out AdminToken
-	err := store.ExecuteTx(ctx, db, func(tx pgx.Tx) error {
+	err := store.ExecuteTx(ctx, db, func(tx store.Tx) error {
 		out = AdminToken{}
 		id, err := store.PlatformAdminID(ctx, tx)
 		if errors.Is(err, store.ErrNotFound) {
@@ -87,7 +85,7 @@ func MintPlatformAdminToken(ctx context.Context, db *store.DB, rotate bool) (Adm
 	return out, nil
 }
 
-func mintToken(ctx context.Context, tx pgx.Tx, principalID string) (id, secret string, err error) {
+func mintToken(ctx context.Context, tx store.Tx, principalID string) (id, secret string, err error) {
 	secret = newSecret()
 	t, err := store.InsertToken(ctx, tx, store.Token{ID: ids.New(ids.Token), PrincipalID: principalID, SecretHash: HashSecret(secret)})
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/jackc/pgx/v5"
 	"google.golang.org/protobuf/proto"
 
 	"better-compute.dev/compute/apierr"
@@ -22,7 +21,7 @@ const opCreateLoadBalancer = "loadBalancers.create"
 
 // CreateLoadBalancer records a load balancer, pending, books one loadBalancers quota on the pool,
 // publishes providerLoadBalancer.created and queues the reconciler, in two round trips
-// (store.ExecuteLockedTwoTrips; the argument for its isolation is in store/booking.go):
+// (store.ExecuteLockedTwoTrips; the argument for its isolation is in store/quota_booking.go):
 //
 //  1. BEGIN, the quota booking (CockroachDB: the unit taken, the quota row's lock first; on
 //     PostgreSQL: whether a unit is free), the idempotency key (an expired record is dropped, a
@@ -502,7 +501,7 @@ func rehearsed(validateOnly bool) func(*store.Writes, error) (*store.Writes, err
 // lists it in reachedInstanceIds, providerLoadBalancer.updated says the targets changed, and the
 // reconciler is queued to send the provider the smaller set. A load balancer that did not reach
 // the instance yet (it had no machine) has nothing to change.
-func leaveLoadBalancer(ctx context.Context, tx pgx.Tx, id string, in store.Instance) error {
+func leaveLoadBalancer(ctx context.Context, tx store.Tx, id string, in store.Instance) error {
 	row, err := store.GetLoadBalancerForUpdate(ctx, tx, id)
 	if err != nil {
 		return err

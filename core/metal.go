@@ -8,8 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"better-compute.dev/compute/apierr"
 	"better-compute.dev/compute/authz"
 	"better-compute.dev/compute/contract"
@@ -96,7 +94,7 @@ func (s *Service) EnrollNode(ctx context.Context, r *v1.EnrollNodeRequest) (*v1.
 	if row.BMCPasswordSealed, err = s.sealBMCPassword(row.ID, b.GetPassword()); err != nil {
 		return nil, err
 	}
-	err = store.ExecuteTx(ctx, s.DB, func(tx pgx.Tx) error {
+	err = store.ExecuteTx(ctx, s.DB, func(tx store.Tx) error {
 		var err error
 		if row, err = store.InsertMetalNode(ctx, tx, row); err != nil {
 			return err
@@ -213,7 +211,7 @@ func (s *Service) MoveNode(ctx context.Context, tenantID, nodeID string, verb me
 		return nil, err
 	}
 	var out store.MetalNode
-	err = store.ExecuteTx(ctx, s.DB, func(tx pgx.Tx) error {
+	err = store.ExecuteTx(ctx, s.DB, func(tx store.Tx) error {
 		n, err := store.GetMetalNodeForUpdate(ctx, tx, nodeID)
 		if err != nil {
 			return err
@@ -264,7 +262,7 @@ func (s *Service) UpdateNodeCredentials(ctx context.Context, r *v1.UpdateNodeCre
 		return nil, err
 	}
 	var out store.MetalNode
-	err = store.ExecuteTx(ctx, s.DB, func(tx pgx.Tx) error {
+	err = store.ExecuteTx(ctx, s.DB, func(tx store.Tx) error {
 		n, err := store.GetMetalNodeForUpdate(ctx, tx, obj.ID)
 		if err != nil {
 			return err
@@ -379,6 +377,6 @@ func metalStoreErr(err error) error {
 }
 
 // appendMetalEvent publishes what transition t of a metal node publishes (lifecycle.MetalNode).
-func appendMetalEvent(ctx context.Context, tx pgx.Tx, n store.MetalNode, t lifecycle.Transition, data map[string]any) error {
+func appendMetalEvent(ctx context.Context, tx store.Tx, n store.MetalNode, t lifecycle.Transition, data map[string]any) error {
 	return lifecycle.MetalNode.Apply(ctx, tx, t, lifecycle.Subject{TenantID: n.TenantID, ID: n.ID}, data)
 }

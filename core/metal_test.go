@@ -77,7 +77,7 @@ func TestMetalStateTableThroughAPI(t *testing.T) {
 				if diff := cmp.Diff(wantAllowed, append([]string{}, got.GetAllowedVerbs()...)); diff != "" {
 					t.Errorf("%s: allowed verbs (-want +got):\n%s", name, diff)
 				}
-				w, err := e.db.WorkItem(ctx, contract.MetalKind, node.GetId())
+				w, err := store.GetWorkItem(ctx, e.db, contract.MetalKind, node.GetId())
 				if err != nil || w.DueAt == nil {
 					t.Errorf("%s: no due work item: %+v, %v", name, w, err)
 				}
@@ -287,7 +287,7 @@ func TestMetalEnroll(t *testing.T) {
 	if _, err := e.ring.OpenSecret(string(row.BMCPasswordSealed), []byte("mnode_other")); err == nil {
 		t.Error("sealed password opens for another node id")
 	}
-	if w, err := e.db.WorkItem(ctx, contract.MetalKind, n.GetId()); err != nil || w.DueAt == nil {
+	if w, err := store.GetWorkItem(ctx, e.db, contract.MetalKind, n.GetId()); err != nil || w.DueAt == nil {
 		t.Errorf("enroll queued no probe: %+v, %v", w, err)
 	}
 

@@ -3,7 +3,6 @@ package core
 import (
 	"context"
 
-	"github.com/jackc/pgx/v5"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -92,7 +91,7 @@ func (s *Service) CreatePool(ctx context.Context, r *v1.CreatePoolRequest) (*v1.
 		return nil, err
 	}
 	var p store.Pool
-	err = store.ExecuteTx(ctx, s.DB, func(tx pgx.Tx) error {
+	err = store.ExecuteTx(ctx, s.DB, func(tx store.Tx) error {
 		var err error
 		p, err = store.InsertPool(ctx, tx, store.Pool{
 			ID: ids.New(ids.Pool), TenantID: r.GetTenantId(), AccountID: a.ID, Name: r.GetName(), Regions: r.GetRegions(), Policy: policy,
@@ -174,7 +173,7 @@ func (s *Service) changePool(ctx context.Context, tenantID, poolID string, polic
 	if state == "" {
 		state = p.State
 	}
-	err = store.ExecuteTx(ctx, s.DB, func(tx pgx.Tx) error {
+	err = store.ExecuteTx(ctx, s.DB, func(tx store.Tx) error {
 		var err error
 		if p, err = store.UpdatePool(ctx, tx, poolID, raw, state); err != nil {
 			return err

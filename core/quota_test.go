@@ -123,7 +123,7 @@ func TestIdempotency(t *testing.T) {
 }
 
 // TestFailedCreateKeepsNoUnit: a create books its unit first thing in its transaction
-// (store/booking.go); every way it can end without a load balancer (bad references, a replay, a
+// (store/quota_booking.go); every way it can end without a load balancer (bad references, a replay, a
 // twin's name taken) rolls the booking back with it, and no create writes a reservation row.
 func TestFailedCreateKeepsNoUnit(t *testing.T) {
 	t.Parallel()

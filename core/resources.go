@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/jackc/pgx/v5"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"better-compute.dev/compute/apierr"
@@ -88,7 +87,7 @@ func (s *Service) CreateSubnet(ctx context.Context, r *v1.CreateSubnetRequest) (
 		return nil, err
 	}
 	var out store.Subnet
-	err = store.ExecuteTx(ctx, s.DB, func(tx pgx.Tx) error {
+	err = store.ExecuteTx(ctx, s.DB, func(tx store.Tx) error {
 		n, err := store.GetNetwork(ctx, tx, r.GetNetworkId())
 		if err := refErr(err, n.TenantID == r.GetTenantId(), apierr.NotFoundf("network %s not found", r.GetNetworkId())); err != nil {
 			return err
@@ -145,7 +144,7 @@ func (s *Service) DeleteSubnet(ctx context.Context, r *v1.DeleteSubnetRequest) (
 		return nil, err
 	}
 	var out store.Subnet
-	err := store.ExecuteTx(ctx, s.DB, func(tx pgx.Tx) error {
+	err := store.ExecuteTx(ctx, s.DB, func(tx store.Tx) error {
 		inUse, err := store.SubnetInUse(ctx, tx, r.GetSubnetId())
 		if err != nil {
 			return err
@@ -188,7 +187,7 @@ func (s *Service) CreateCertificate(ctx context.Context, r *v1.CreateCertificate
 		row.Kind, row.PrivateKeySealed = "custom", []byte(sealed)
 		row.LeafCertificate, row.CertificateChain = cu.GetLeafCertificate(), cu.GetCertificateChain()
 	}
-	err = store.ExecuteTx(ctx, s.DB, func(tx pgx.Tx) error {
+	err = store.ExecuteTx(ctx, s.DB, func(tx store.Tx) error {
 		if _, err := tenantAccount(ctx, tx, r.GetTenantId(), r.GetAccountId()); err != nil {
 			return err
 		}
@@ -242,7 +241,7 @@ func (s *Service) DeleteCertificate(ctx context.Context, r *v1.DeleteCertificate
 		return nil, err
 	}
 	var out store.Certificate
-	err := store.ExecuteTx(ctx, s.DB, func(tx pgx.Tx) error {
+	err := store.ExecuteTx(ctx, s.DB, func(tx store.Tx) error {
 		inUse, err := store.CertificateInUse(ctx, tx, r.GetCertificateId())
 		if err != nil {
 			return err
@@ -320,7 +319,7 @@ func (s *Service) CreateInstance(ctx context.Context, r *v1.CreateInstanceReques
 		return nil, err
 	}
 	var out store.Instance
-	err = store.ExecuteTx(ctx, s.DB, func(tx pgx.Tx) error {
+	err = store.ExecuteTx(ctx, s.DB, func(tx store.Tx) error {
 		pool, policy, err := visiblePool(ctx, tx, r.GetTenantId(), r.GetPoolId())
 		if err != nil {
 			return err
@@ -408,7 +407,7 @@ func (s *Service) DeleteInstance(ctx context.Context, r *v1.DeleteInstanceReques
 		return nil, err
 	}
 	var out store.Instance
-	err := store.ExecuteTx(ctx, s.DB, func(tx pgx.Tx) error {
+	err := store.ExecuteTx(ctx, s.DB, func(tx store.Tx) error {
 		in, err := store.GetInstance(ctx, tx, r.GetInstanceId())
 		if err != nil {
 			return err

@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/jackc/pgx/v5"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"better-compute.dev/compute/apierr"
@@ -34,7 +33,7 @@ const joinTokenPrefix = "bcj_"
 // with a fresh join token) when the policy first names one, revives a torn-down one, and
 // queues the kubernetes.substrates reconciler, which reads the pool and converges. A policy
 // without a substrate on a pool that never had one changes nothing.
-func (s *Service) followSubstrate(ctx context.Context, tx pgx.Tx, p store.Pool, policy *v1.PoolPolicy) error {
+func (s *Service) followSubstrate(ctx context.Context, tx store.Tx, p store.Pool, policy *v1.PoolPolicy) error {
 	want := policy.GetSubstrate()
 	live := want != nil && p.State != "archived"
 	if live {
@@ -166,7 +165,7 @@ func (s *Service) JoinNode(ctx context.Context, r *v1.JoinNodeRequest) (*v1.Join
 	got := sha256.Sum256([]byte(r.GetToken()))
 	var out store.SubstrateNode
 	var tenantID string
-	err := store.ExecuteTx(ctx, s.DB, func(tx pgx.Tx) error {
+	err := store.ExecuteTx(ctx, s.DB, func(tx store.Tx) error {
 		sub, err := store.GetSubstrateByPool(ctx, tx, r.GetPoolId())
 		want := make([]byte, sha256.Size)
 		if err == nil {

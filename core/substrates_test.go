@@ -32,7 +32,7 @@ func substrateStack(t *testing.T) (*apptest.Stack, apptest.Tenant, string) {
 	if err != nil {
 		t.Fatalf("the policy change recorded no substrate: %v", err)
 	}
-	w, err := s.App.DB.WorkItem(ctx, "kubernetes.substrates", tn.PoolID)
+	w, err := store.GetWorkItem(ctx, s.App.DB, "kubernetes.substrates", tn.PoolID)
 	if err != nil || w.DueAt == nil {
 		t.Fatalf("the policy change queued no reconcile: %+v %v", w, err)
 	}

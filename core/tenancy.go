@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"better-compute.dev/compute/apierr"
@@ -118,7 +117,7 @@ func (s *Service) platformAdmin(ctx context.Context, principalID string) (bool, 
 func (s *Service) BootstrapAdmin(ctx context.Context, name string) (principalID, secret string, err error) {
 	secret = newSecret()
 	principalID = ids.New(ids.Principal)
-	err = store.ExecuteTx(ctx, s.DB, func(tx pgx.Tx) error {
+	err = store.ExecuteTx(ctx, s.DB, func(tx store.Tx) error {
 		if _, err := store.InsertPrincipal(ctx, tx, store.Principal{ID: principalID, Kind: "serviceAccount", DisplayName: name, PlatformAdmin: true}); err != nil {
 			return err
 		}

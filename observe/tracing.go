@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -85,23 +83,20 @@ const TracerName = "better-compute.dev/compute"
 // package's constants with $n placeholders: arguments are never recorded.
 const maxStatementBytes = 2048
 
-// PgxTracer makes a client span for each statement and batch that runs inside a traced call
-// (a statement with no recording span in its context, such as a reconciler's poll, makes none).
-type PgxTracer struct{ tracer trace.Tracer }
+// DatabaseTracer makes a client span for each statement and batch that runs inside a traced
+// call (a statement with no recording span in its context, such as a reconciler's poll, makes
+// none). It is a store.Tracer (store installs it on its pool; this package cannot name store,
+// which imports it).
+type DatabaseTracer struct{ tracer trace.Tracer }
 
-var (
-	_ pgx.QueryTracer = (*PgxTracer)(nil)
-	_ pgx.BatchTracer = (*PgxTracer)(nil)
-)
-
-// NewPgxTracer returns a tracer drawing spans from tp.
-func NewPgxTracer(tp trace.TracerProvider) *PgxTracer {
-	return &PgxTracer{tracer: tp.Tracer(TracerName + "/store")}
+// NewDatabaseTracer returns a tracer drawing spans from tp.
+func NewDatabaseTracer(tp trace.TracerProvider) *DatabaseTracer {
+	return &DatabaseTracer{tracer: tp.Tracer(TracerName + "/store")}
 }
 
-type pgxSpanKey struct{}
+type dbSpanKey struct{}
 
-func (t *PgxTracer) start(ctx context.Context, name, statement string) context.Context {
+func (t *DatabaseTracer) start(ctx context.Context, name, statement string) context.Context {
 	if !trace.SpanFromContext(ctx).IsRecording() {
 		return ctx
 	}
@@ -113,63 +108,64 @@ func (t *PgxTracer) start(ctx context.Context, name, statement string) context.C
 		attrs = append(attrs, attribute.String("db.query.text", statement), attribute.String("db.operation.name", name))
 	}
 	ctx, span := t.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
-	return context.WithValue(ctx, pgxSpanKey{}, span)
+	return context.WithValue(ctx, dbSpanKey{}, span)
 }
 
-func (t *PgxTracer) end(ctx context.Context, err error, tag *pgconn.CommandTag) {
-	span, ok := ctx.Value(pgxSpanKey{}).(trace.Span)
+// sqlStateError is what the driver's server errors answer: their SQLSTATE.
+type sqlStateError interface{ SQLState() string }
+
+func (t *DatabaseTracer) end(ctx context.Context, err error, rows int64, single bool) {
+	span, ok := ctx.Value(dbSpanKey{}).(trace.Span)
 	if !ok {
 		return
 	}
-	if tag != nil && err == nil {
-		span.SetAttributes(attribute.Int64("db.response.returned_rows", tag.RowsAffected()))
+	if single && err == nil {
+		span.SetAttributes(attribute.Int64("db.response.returned_rows", rows))
 	}
 	if err != nil {
 		// Only the SQLSTATE: a server message can quote the values of the row.
 		code := "error"
-		var pe *pgconn.PgError
-		if errors.As(err, &pe) {
-			code = pe.Code
-			span.SetAttributes(attribute.String("db.response.status_code", pe.Code))
+		var se sqlStateError
+		if errors.As(err, &se) && se.SQLState() != "" {
+			code = se.SQLState()
+			span.SetAttributes(attribute.String("db.response.status_code", code))
 		}
 		span.SetStatus(codes.Error, code)
 	}
 	span.End()
 }
 
-// TraceQueryStart implements pgx.QueryTracer.
-func (t *PgxTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
-	return t.start(ctx, operation(data.SQL), data.SQL)
+// StatementStart opens the span of a statement sent alone.
+func (t *DatabaseTracer) StatementStart(ctx context.Context, sql string, _ []any) context.Context {
+	return t.start(ctx, operation(sql), sql)
 }
 
-// TraceQueryEnd implements pgx.QueryTracer.
-func (t *PgxTracer) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryEndData) {
-	t.end(ctx, data.Err, &data.CommandTag)
+// StatementEnd ends the span of a statement sent alone.
+func (t *DatabaseTracer) StatementEnd(ctx context.Context, rows int64, err error) {
+	t.end(ctx, err, rows, true)
 }
 
-// TraceBatchStart implements pgx.BatchTracer.
+// BatchStart opens the span of a batch.
 // A batch is one round trip: its span carries the statements' text (never their arguments), one
 // per line, so a two-trip transaction (store.ExecuteTwoTrips) shows as its two batches.
-func (t *PgxTracer) TraceBatchStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceBatchStartData) context.Context {
-	var text []string
-	if data.Batch != nil {
-		for _, q := range data.Batch.QueuedQueries {
-			text = append(text, strings.Join(strings.Fields(q.SQL), " "))
-		}
+func (t *DatabaseTracer) BatchStart(ctx context.Context, statements []string) context.Context {
+	text := make([]string, 0, len(statements))
+	for _, sql := range statements {
+		text = append(text, strings.Join(strings.Fields(sql), " "))
 	}
 	return t.start(ctx, "BATCH", strings.Join(text, ";\n"))
 }
 
-// TraceBatchQuery implements pgx.BatchTracer: each statement of the batch is an event.
-func (t *PgxTracer) TraceBatchQuery(ctx context.Context, _ *pgx.Conn, data pgx.TraceBatchQueryData) {
-	if span, ok := ctx.Value(pgxSpanKey{}).(trace.Span); ok {
-		span.AddEvent(operation(data.SQL))
+// BatchStatement adds each statement of the batch as an event.
+func (t *DatabaseTracer) BatchStatement(ctx context.Context, sql string, _ []any, _ error) {
+	if span, ok := ctx.Value(dbSpanKey{}).(trace.Span); ok {
+		span.AddEvent(operation(sql))
 	}
 }
 
-// TraceBatchEnd implements pgx.BatchTracer.
-func (t *PgxTracer) TraceBatchEnd(ctx context.Context, _ *pgx.Conn, data pgx.TraceBatchEndData) {
-	t.end(ctx, data.Err, nil)
+// BatchEnd ends the span of a batch.
+func (t *DatabaseTracer) BatchEnd(ctx context.Context, err error) {
+	t.end(ctx, err, 0, false)
 }
 
 // operation is a statement's first keyword (SELECT, INSERT, WITH, ...), the span's name.

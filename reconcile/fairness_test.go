@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"better-compute.dev/compute/reconcile"
 	"better-compute.dev/compute/store"
 )
@@ -60,7 +58,7 @@ func TestSharesKeepASlowKindFromTheSlots(t *testing.T) {
 	// in one transaction, every item would share now() as its due time, and the claim's order
 	// among equals would be the engine's to choose.)
 	older := time.Now().Add(-time.Minute)
-	err := store.ExecuteTx(f.ctx, f.db, func(tx pgx.Tx) error {
+	err := store.ExecuteTx(f.ctx, f.db, func(tx store.Tx) error {
 		for _, id := range []string{"a1", "a2", "a3", "a4"} {
 			if err := store.EnqueueGroup(f.ctx, tx, slow, id, "a", &older); err != nil {
 				return err
@@ -119,7 +117,7 @@ func TestSharesKeepASlowKindFromTheSlots(t *testing.T) {
 	mu.Unlock()
 	// The hung handlers still hold their leases: the fast kind got through beside them.
 	for _, id := range []string{"a1", "b1"} {
-		if w, err := f.db.WorkItem(f.ctx, slow, id); err != nil || w.Holder != "r1" {
+		if w, err := store.GetWorkItem(f.ctx, f.db, slow, id); err != nil || w.Holder != "r1" {
 			t.Errorf("slow item %s: holder %q, err %v; want still held by r1", id, w.Holder, err)
 		}
 	}

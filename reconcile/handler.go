@@ -10,8 +10,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"better-compute.dev/compute/store"
 )
 
@@ -53,8 +51,8 @@ func LeaseLost(ctx context.Context) bool {
 // WriteResult runs fn in a SERIALIZABLE transaction (store.ExecuteTx) that first checks the
 // lease is still held: the way a handler records what it learned. It returns an error
 // matching store.ErrLeaseLost, having written nothing, when another replica took the lease.
-func WriteResult(ctx context.Context, db *store.DB, lease store.Lease, fn func(tx pgx.Tx) error) error {
-	return store.ExecuteTx(ctx, db, func(tx pgx.Tx) error {
+func WriteResult(ctx context.Context, db *store.DB, lease store.Lease, fn func(tx store.Tx) error) error {
+	return store.ExecuteTx(ctx, db, func(tx store.Tx) error {
 		if err := store.CheckLease(ctx, tx, lease); err != nil {
 			return err
 		}
@@ -65,8 +63,8 @@ func WriteResult(ctx context.Context, db *store.DB, lease store.Lease, fn func(t
 // WriteLocked is WriteResult for a write that decides only from rows it locks (FOR UPDATE)
 // and otherwise writes blindly: store.ExecuteLockedTx, READ COMMITTED on PostgreSQL, which
 // holds the lease through COMMIT as SERIALIZABLE does (store.ExecuteLockedTx says why).
-func WriteLocked(ctx context.Context, db *store.DB, lease store.Lease, fn func(tx pgx.Tx) error) error {
-	return store.ExecuteLockedTx(ctx, db, func(tx pgx.Tx) error {
+func WriteLocked(ctx context.Context, db *store.DB, lease store.Lease, fn func(tx store.Tx) error) error {
+	return store.ExecuteLockedTx(ctx, db, func(tx store.Tx) error {
 		if err := store.CheckLease(ctx, tx, lease); err != nil {
 			return err
 		}

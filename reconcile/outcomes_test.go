@@ -70,7 +70,7 @@ func TestRetriesBackOffThenSucceed(t *testing.T) {
 		if w.Attempts != s.attempts || w.LastError != s.lastError || w.DueAt == nil || !w.DueAt.Equal(f.clock.Now().Add(s.wait)) {
 			t.Fatalf("%s: item %+v, want attempts %d, last error %q, due in %v", s.reason, w, s.attempts, s.lastError, s.wait)
 		}
-		if msg, _ := f.db.LastError(f.ctx, kind, "w1"); msg != s.lastError {
+		if msg, _ := store.LastError(f.ctx, f.db, kind, "w1"); msg != s.lastError {
 			t.Errorf("%s: LastError = %q", s.reason, msg)
 		}
 		f.clock.Advance(s.wait - time.Second)
@@ -166,7 +166,7 @@ func TestPruneWorkPass(t *testing.T) {
 	if w := f.item("w1"); w.DueAt != nil {
 		t.Errorf("w1 still due: %+v", w)
 	}
-	if _, err := f.db.WorkItem(f.ctx, "test.prune", store.PeriodicResourceID); err != nil {
+	if _, err := store.GetWorkItem(f.ctx, f.db, "test.prune", store.PeriodicResourceID); err != nil {
 		t.Errorf("the prune pass's own row: %v", err)
 	}
 }

@@ -65,13 +65,13 @@ func (r *Runner) record(ctx context.Context, l store.Lease, res Result, herr err
 			after = interval
 		}
 		if after > 0 {
-			return db.Requeue(ctx, store.RequeueParams{Lease: l, After: after, Now: now})
+			return store.Requeue(ctx, db, store.RequeueParams{Lease: l, After: after, Now: now})
 		}
-		return db.Complete(ctx, store.CompleteParams{Lease: l, Now: now})
+		return store.Complete(ctx, db, store.CompleteParams{Lease: l, Now: now})
 	}
 	if stopping && (errors.Is(herr, context.Canceled) || errors.Is(herr, context.DeadlineExceeded)) {
 		// Interrupted by our own shutdown, not a failure: hand the item to another replica.
-		return db.Release(ctx, store.ReleaseParams{Lease: l, Now: now})
+		return store.Release(ctx, db, store.ReleaseParams{Lease: l, Now: now})
 	}
 	p := store.RetryParams{Lease: l, Now: now}
 	var at RetryAtError
@@ -87,7 +87,7 @@ func (r *Runner) record(ctx context.Context, l store.Lease, res Result, herr err
 	if periodic && p.After > interval {
 		p.After = interval
 	}
-	return db.Retry(ctx, p)
+	return store.Retry(ctx, db, p)
 }
 
 // keepRenewed renews the lease every RenewInterval until ctx ends. It cancels ctx with
@@ -112,7 +112,7 @@ func (r *Runner) keepRenewed(ctx context.Context, cancel context.CancelCauseFunc
 		}
 		attemptAt := time.Now()
 		rctx, rcancel := context.WithTimeout(ctx, r.opts.RenewInterval)
-		_, err := r.opts.DB.Renew(rctx, store.RenewParams{Lease: l, LeaseTTL: ttl, Now: r.now()})
+		_, err := store.Renew(rctx, r.opts.DB, store.RenewParams{Lease: l, LeaseTTL: ttl, Now: r.now()})
 		rcancel()
 		switch {
 		case err == nil:

@@ -10,7 +10,7 @@ import (
 
 // RefundStaleReservations is a periodic pass giving back the quota units of reservations older
 // than lifetime: replicas of the previous version booked a create's unit before its transaction
-// (store/reservations.go), and one that died in between left the reservation behind.
+// (store/quota_reservations.go), and one that died in between left the reservation behind.
 func RefundStaleReservations(db *store.DB, lifetime time.Duration) Handler {
 	return HandlerFunc(func(ctx context.Context, _ store.Lease) (Result, error) {
 		for {

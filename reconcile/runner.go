@@ -180,7 +180,7 @@ func (r *Runner) ensurePeriodic(ctx context.Context) error {
 		return nil
 	}
 	for kind, interval := range r.periodic {
-		err := r.opts.DB.EnsurePeriodic(ctx, store.PeriodicParams{Kind: kind, Interval: interval, Now: r.now()})
+		err := store.EnsurePeriodic(ctx, r.opts.DB, store.PeriodicParams{Kind: kind, Interval: interval, Now: r.now()})
 		if err != nil {
 			return fmt.Errorf("reconcile: %w", err)
 		}
@@ -273,7 +273,7 @@ func (r *Runner) RunOnce(ctx context.Context) (int, error) {
 // left and each group within its bound.
 func (r *Runner) claim(ctx context.Context, n int) ([]store.Lease, error) {
 	rooms, groups := r.rooms()
-	leases, err := r.opts.DB.Claim(ctx, store.ClaimParams{
+	leases, err := store.Claim(ctx, r.opts.DB, store.ClaimParams{
 		Holder: r.opts.Holder, Kinds: r.kinds, Limit: n, LeaseTTL: r.opts.LeaseTTL, Now: r.now(),
 		KindLimits: rooms, GroupLimits: groups,
 	})

@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"better-compute.dev/compute/reconcile"
 	"better-compute.dev/compute/reconcile/reconciletest"
 	"better-compute.dev/compute/store"
@@ -58,7 +56,7 @@ func (f *fixture) runner(holder string, h reconcile.Handler, opts reconcile.Opti
 
 func (f *fixture) enqueue(ids ...string) {
 	f.t.Helper()
-	err := store.ExecuteTx(f.ctx, f.db, func(tx pgx.Tx) error {
+	err := store.ExecuteTx(f.ctx, f.db, func(tx store.Tx) error {
 		for _, id := range ids {
 			if err := store.Enqueue(f.ctx, tx, kind, id, nil); err != nil {
 				return err
@@ -73,7 +71,7 @@ func (f *fixture) enqueue(ids ...string) {
 
 func (f *fixture) item(id string) store.WorkItem {
 	f.t.Helper()
-	w, err := f.db.WorkItem(f.ctx, kind, id)
+	w, err := store.GetWorkItem(f.ctx, f.db, kind, id)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -91,7 +89,7 @@ func (f *fixture) runOnce(r *reconcile.Runner) int {
 
 // writeResult records that holder reconciled the lease's resource, fenced on the lease.
 func writeResult(ctx context.Context, db *store.DB, l store.Lease) error {
-	return reconcile.WriteResult(ctx, db, l, func(tx pgx.Tx) error {
+	return reconcile.WriteResult(ctx, db, l, func(tx store.Tx) error {
 		_, err := tx.Exec(ctx, `INSERT INTO results (id, holder, epoch) VALUES ($1, $2, $3)
 			ON CONFLICT (id) DO UPDATE SET holder = excluded.holder, epoch = excluded.epoch`, l.ResourceID, l.Holder, l.Epoch)
 		return err
@@ -109,7 +107,7 @@ func TestRunnersShareTheQueue(t *testing.T) {
 	if _, err := s.DB.Pool().Exec(ctx, `CREATE TABLE results (id text PRIMARY KEY, holder text NOT NULL, epoch int8 NOT NULL)`); err != nil {
 		t.Fatal(err)
 	}
-	if err := store.ExecuteTx(ctx, s.DB, func(tx pgx.Tx) error {
+	if err := store.ExecuteTx(ctx, s.DB, func(tx store.Tx) error {
 		for i := range items {
 			if err := store.Enqueue(ctx, tx, kind, fmt.Sprintf("w%03d", i), nil); err != nil {
 				return err

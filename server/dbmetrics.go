@@ -88,7 +88,7 @@ func (c *dbCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), statsTimeout)
 	defer cancel()
 	up := 1.0
-	if qs, err := c.db.QueueStats(ctx); err == nil {
+	if qs, err := store.QueueStats(ctx, c.db); err == nil {
 		for _, q := range qs {
 			gauge(c.queued, float64(q.Queued), q.Kind)
 			gauge(c.due, float64(q.Due), q.Kind)
@@ -105,13 +105,13 @@ func (c *dbCollector) Collect(ch chan<- prometheus.Metric) {
 	} else {
 		up = 0
 	}
-	if b, err := c.db.EventBacklogStat(ctx); err == nil {
+	if b, err := store.EventBacklogStat(ctx, c.db); err == nil {
 		gauge(c.backlog, float64(b.Count))
 		gauge(c.backlogAge, b.Oldest.Seconds())
 	} else {
 		up = 0
 	}
-	if bs, err := c.db.BudgetStats(ctx); err == nil {
+	if bs, err := store.BudgetStats(ctx, c.db); err == nil {
 		for _, b := range bs {
 			gauge(c.budget, b.Tokens, b.Key)
 			gauge(c.budgetBlocked, b.Blocked.Seconds(), b.Key)

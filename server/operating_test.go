@@ -125,14 +125,14 @@ func busyReplica(t *testing.T) exported {
 		t.Fatal(err)
 	}
 	now := time.Now().Add(time.Minute)
-	first, err := s.App.DB.Claim(ctx, store.ClaimParams{Holder: "a", Kinds: []string{kind}, Limit: 1, LeaseTTL: time.Second, Now: now})
+	first, err := store.Claim(ctx, s.App.DB, store.ClaimParams{Holder: "a", Kinds: []string{kind}, Limit: 1, LeaseTTL: time.Second, Now: now})
 	if err != nil || len(first) != 1 {
 		t.Fatalf("claim: %v %v", first, err)
 	}
-	if _, err := s.App.DB.Claim(ctx, store.ClaimParams{Holder: "b", Kinds: []string{kind}, Limit: 1, LeaseTTL: time.Minute, Now: now.Add(2 * time.Second)}); err != nil {
+	if _, err := store.Claim(ctx, s.App.DB, store.ClaimParams{Holder: "b", Kinds: []string{kind}, Limit: 1, LeaseTTL: time.Minute, Now: now.Add(2 * time.Second)}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.App.DB.Complete(ctx, store.CompleteParams{Lease: first[0], Now: now.Add(3 * time.Second)}); err == nil {
+	if err := store.Complete(ctx, s.App.DB, store.CompleteParams{Lease: first[0], Now: now.Add(3 * time.Second)}); err == nil {
 		t.Fatal("the stale holder's write went through")
 	}
 	deadline := time.Now().Add(30 * time.Second)

@@ -10,7 +10,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
 
@@ -25,7 +24,7 @@ import (
 func seedLoadBalancers(t *testing.T, s *apptest.Stack, tn apptest.Tenant, n int) []string {
 	t.Helper()
 	out := make([]string, 0, n)
-	err := store.ExecuteTx(t.Context(), s.App.DB, func(tx pgx.Tx) error {
+	err := store.ExecuteTx(t.Context(), s.App.DB, func(tx store.Tx) error {
 		out = out[:0]
 		for i := range n {
 			row, err := store.InsertLoadBalancer(t.Context(), tx, store.LoadBalancer{

@@ -31,7 +31,7 @@ func TestBudgetSharedAcrossPools(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			l, err := db.TakeBudget(ctx, p)
+			l, err := store.TakeBudget(ctx, db, p)
 			if err != nil {
 				t.Error(err)
 				return
@@ -47,25 +47,25 @@ func TestBudgetSharedAcrossPools(t *testing.T) {
 	}
 
 	low := store.BudgetParams{Key: "k2", Capacity: 10, PerSecond: 0.001, Want: 8, Reserve: 5}
-	l, err := a.TakeBudget(ctx, low)
+	l, err := store.TakeBudget(ctx, a, low)
 	if err != nil || l.Granted != 5 {
 		t.Errorf("low priority on a full bucket: %+v %v, want 5 granted (5 kept in reserve)", l, err)
 	}
-	if l, err = b.TakeBudget(ctx, low); err != nil || l.Granted != 0 {
+	if l, err = store.TakeBudget(ctx, b, low); err != nil || l.Granted != 0 {
 		t.Errorf("low priority at the reserve: %+v %v, want nothing", l, err)
 	}
-	if l, err = b.TakeBudget(ctx, store.BudgetParams{Key: "k2", Capacity: 10, PerSecond: 0.001, Want: 8}); err != nil || l.Granted != 5 {
+	if l, err = store.TakeBudget(ctx, b, store.BudgetParams{Key: "k2", Capacity: 10, PerSecond: 0.001, Want: 8}); err != nil || l.Granted != 5 {
 		t.Errorf("normal priority takes the reserve: %+v %v, want 5", l, err)
 	}
 
-	if _, err := a.TakeBudget(ctx, store.BudgetParams{Key: "k3", Capacity: 10, PerSecond: 100, Want: 1}); err != nil {
+	if _, err := store.TakeBudget(ctx, a, store.BudgetParams{Key: "k3", Capacity: 10, PerSecond: 100, Want: 1}); err != nil {
 		t.Fatal(err)
 	}
 	until := time.Now().Add(time.Hour)
-	if err := b.BlockBudget(ctx, "k3", until); err != nil {
+	if err := store.BlockBudget(ctx, b, "k3", until); err != nil {
 		t.Fatal(err)
 	}
-	l, err = a.TakeBudget(ctx, store.BudgetParams{Key: "k3", Capacity: 10, PerSecond: 100, Want: 1})
+	l, err = store.TakeBudget(ctx, a, store.BudgetParams{Key: "k3", Capacity: 10, PerSecond: 100, Want: 1})
 	if err != nil || l.Granted != 0 || l.BlockedUntil.Before(until.Add(-time.Second)) {
 		t.Errorf("blocked bucket: %+v %v, want nothing until %s", l, err, until)
 	}
@@ -77,7 +77,7 @@ func TestBudgetSharedAcrossPools(t *testing.T) {
 	}
 	defer traced.Close()
 	before := rt.Count()
-	if _, err := traced.TakeBudget(ctx, store.BudgetParams{Key: "k4", Capacity: 10, PerSecond: 1, Want: 3}); err != nil {
+	if _, err := store.TakeBudget(ctx, traced, store.BudgetParams{Key: "k4", Capacity: 10, PerSecond: 1, Want: 3}); err != nil {
 		t.Fatal(err)
 	}
 	if n := rt.Count() - before; n != 1 {
@@ -112,7 +112,7 @@ func TestProviderListsShared(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			began, ok, err := db.ClaimProviderList(ctx, "acct1", "load_balancers", 10*time.Second)
+			began, ok, err := store.ClaimProviderList(ctx, db, "acct1", "load_balancers", 10*time.Second)
 			if err != nil {
 				t.Error(err)
 			}
@@ -129,36 +129,36 @@ func TestProviderListsShared(t *testing.T) {
 	}
 	began := wins[0]
 	items := []store.Listed{{ProviderID: "p1", Body: []byte(`{"s":"new"}`)}, {ProviderID: "p2", Body: []byte(`{"s":"new"}`)}}
-	if ok, err := b.RecordProviderList(ctx, "acct1", "load_balancers", began, time.Second, items); err != nil || !ok {
+	if ok, err := store.RecordProviderList(ctx, b, "acct1", "load_balancers", began, time.Second, items); err != nil || !ok {
 		t.Fatalf("record: %v %v", ok, err)
 	}
-	if _, ok, _ := a.ClaimProviderList(ctx, "acct1", "load_balancers", 10*time.Second); ok {
+	if _, ok, _ := store.ClaimProviderList(ctx, a, "acct1", "load_balancers", 10*time.Second); ok {
 		t.Error("claimed again within the interval")
 	}
-	o, err := a.ProviderObservation(ctx, "acct1", "load_balancers", "p1")
+	o, err := store.ProviderObservation(ctx, a, "acct1", "load_balancers", "p1")
 	if err != nil || string(o.Body) != `{"s":"new"}` || !o.Began.Equal(began) {
 		t.Errorf("observation of p1: %+v %v", o, err)
 	}
 
 	time.Sleep(1100 * time.Millisecond) // past the interval, with room for a loaded machine between the record and the claim above
-	next, ok, err := b.ClaimProviderList(ctx, "acct1", "load_balancers", 10*time.Second)
+	next, ok, err := store.ClaimProviderList(ctx, b, "acct1", "load_balancers", 10*time.Second)
 	if err != nil || !ok {
 		t.Fatalf("no claim after the interval: %v %v", ok, err)
 	}
 	items = []store.Listed{{ProviderID: "p1", Body: []byte(`{"s":"active"}`)}}
-	if ok, err := a.RecordProviderList(ctx, "acct1", "load_balancers", next, time.Second, items); err != nil || !ok {
+	if ok, err := store.RecordProviderList(ctx, a, "acct1", "load_balancers", next, time.Second, items); err != nil || !ok {
 		t.Fatalf("record: %v %v", ok, err)
 	}
-	if ok, err := a.RecordProviderList(ctx, "acct1", "load_balancers", began, time.Second, items[:0]); err != nil || ok {
+	if ok, err := store.RecordProviderList(ctx, a, "acct1", "load_balancers", began, time.Second, items[:0]); err != nil || ok {
 		t.Errorf("an older list was recorded over a newer one: %v %v", ok, err)
 	}
-	if o, _ := b.ProviderObservation(ctx, "acct1", "load_balancers", "p1"); string(o.Body) != `{"s":"active"}` {
+	if o, _ := store.ProviderObservation(ctx, b, "acct1", "load_balancers", "p1"); string(o.Body) != `{"s":"active"}` {
 		t.Errorf("p1 after the second list: %q", o.Body)
 	}
-	if o, _ := b.ProviderObservation(ctx, "acct1", "load_balancers", "p2"); o.Body != nil || !o.Began.Equal(next) {
+	if o, _ := store.ProviderObservation(ctx, b, "acct1", "load_balancers", "p2"); o.Body != nil || !o.Began.Equal(next) {
 		t.Errorf("p2, gone from the second list: %+v", o)
 	}
-	if o, _ := b.ProviderObservation(ctx, "acct1", "load_balancers", "p9"); o.Body != nil || o.Age <= 0 {
+	if o, _ := store.ProviderObservation(ctx, b, "acct1", "load_balancers", "p9"); o.Body != nil || o.Age <= 0 {
 		t.Errorf("p9, never listed: %+v", o)
 	}
 
@@ -172,18 +172,18 @@ func TestProviderListsShared(t *testing.T) {
 	}
 	before := version("p1")
 	time.Sleep(1100 * time.Millisecond)
-	third, ok, err := a.ClaimProviderList(ctx, "acct1", "load_balancers", 10*time.Second)
+	third, ok, err := store.ClaimProviderList(ctx, a, "acct1", "load_balancers", 10*time.Second)
 	if err != nil || !ok {
 		t.Fatalf("no third claim: %v %v", ok, err)
 	}
 	items = append(items, store.Listed{ProviderID: "p3", Body: []byte(`{"s":"new"}`)})
-	if ok, err := b.RecordProviderList(ctx, "acct1", "load_balancers", third, time.Second, items); err != nil || !ok {
+	if ok, err := store.RecordProviderList(ctx, b, "acct1", "load_balancers", third, time.Second, items); err != nil || !ok {
 		t.Fatalf("record: %v %v", ok, err)
 	}
 	if after := version("p1"); after != before {
 		t.Errorf("unchanged p1 was rewritten (xmin %s -> %s)", before, after)
 	}
-	if o, _ := a.ProviderObservation(ctx, "acct1", "load_balancers", "p3"); string(o.Body) != `{"s":"new"}` {
+	if o, _ := store.ProviderObservation(ctx, a, "acct1", "load_balancers", "p3"); string(o.Body) != `{"s":"new"}` {
 		t.Errorf("p3 after the third list: %q", o.Body)
 	}
 }

@@ -1,9 +1,3 @@
-// Package store is the database seam of the control plane: the connection pool, the embedded
-// schema migrations, serializable transactions with retries, the translation of driver errors
-// into sentinels, and the lease-based work queue the reconcilers share.
-//
-// Every statement must run on CockroachDB (production) and PostgreSQL (tests): no advisory
-// locks, no LISTEN/NOTIFY, no sequences for ordering, no PL/pgSQL.
 package store
 
 import (
@@ -49,12 +43,16 @@ func Open(ctx context.Context, url string) (*DB, error) {
 		return nil, fmt.Errorf("store: invalid database url")
 	}
 	applyPoolDefaults(cfg, url)
-	switch ts, _ := ctx.Value(tracerKey{}).([]pgx.QueryTracer); len(ts) {
+	switch ts, _ := ctx.Value(tracerKey{}).([]Tracer); len(ts) {
 	case 0:
 	case 1:
-		cfg.ConnConfig.Tracer = ts[0]
+		cfg.ConnConfig.Tracer = driverTracer{ts[0]}
 	default:
-		cfg.ConnConfig.Tracer = multitracer.New(ts...)
+		all := make([]pgx.QueryTracer, len(ts))
+		for i, t := range ts {
+			all[i] = driverTracer{t}
+		}
+		cfg.ConnConfig.Tracer = multitracer.New(all...)
 	}
 	return OpenConfig(ctx, cfg)
 }
@@ -80,8 +78,8 @@ func IsHousekeeping(ctx context.Context) bool {
 // any tracer ctx already carries: tests count a call's round trips through a whole replica, and
 // app.Start adds the OpenTelemetry tracer (app.Start opens the pool from its configuration, so
 // there is no other place to hand a tracer in).
-func WithTracer(ctx context.Context, t pgx.QueryTracer) context.Context {
-	prev, _ := ctx.Value(tracerKey{}).([]pgx.QueryTracer)
+func WithTracer(ctx context.Context, t Tracer) context.Context {
+	prev, _ := ctx.Value(tracerKey{}).([]Tracer)
 	return context.WithValue(ctx, tracerKey{}, append(slices.Clip(prev), t))
 }
 

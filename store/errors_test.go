@@ -112,7 +112,7 @@ func TestTranslateErrorOnRealViolations(t *testing.T) {
 		{reason: "null in a not null column", sql: `INSERT INTO parents VALUES (3, NULL)`, want: store.ErrCheck},
 	}
 	for _, tc := range cases {
-		err := store.ExecuteTx(ctx, db, func(tx pgx.Tx) error {
+		err := store.ExecuteTx(ctx, db, func(tx store.Tx) error {
 			_, err := tx.Exec(ctx, tc.sql)
 			return err
 		})

@@ -335,7 +335,7 @@ type LoadBalancerPass struct {
 // reaches and the globals that target it in one round trip (four statements of one batch,
 // outside any transaction), for a reconciler pass that would otherwise read them one after the
 // other.
-func (db *DB) ReadLoadBalancerPass(ctx context.Context, id string) (LoadBalancerPass, error) {
+func ReadLoadBalancerPass(ctx context.Context, db *DB, id string) (LoadBalancerPass, error) {
 	var p LoadBalancerPass
 	var r Reads
 	readOne(&r, scanLoadBalancer, &p.LoadBalancer, &p.Found, `SELECT `+loadBalancerCols+` FROM load_balancers WHERE id = $1`, id)
@@ -352,4 +352,73 @@ func (db *DB) ReadLoadBalancerPass(ctx context.Context, id string) (LoadBalancer
 		return LoadBalancerPass{}, err
 	}
 	return p, nil
+}
+
+// LoadBalancers queues the load balancers named by ids and those global load balancer of
+// targets today.
+func (r *Reads) LoadBalancers(ids []string, of string, out *[]LoadBalancer) {
+	readAll(r, scanLoadBalancer, out, r.shared(sqlTargetLoadBalancers, sqlTargetLoadBalancers+forShare), ids, of)
+}
+
+const sqlTargetLoadBalancers = `SELECT ` + loadBalancerCols + ` FROM load_balancers
+		WHERE id IN (SELECT unnest($1::text[]) UNION SELECT regional_id FROM load_balancer_lb_targets WHERE global_id = $2) ORDER BY id`
+
+// LoadBalancerForUpdate queues GetLoadBalancerForUpdate.
+func (r *Reads) LoadBalancerForUpdate(id string, out *LoadBalancer, found *error) {
+	readOne(r, scanLoadBalancer, out, found, sqlLoadBalancerForUpdate, id)
+}
+
+// GlobalsTargeting queues GlobalsTargeting.
+func (r *Reads) GlobalsTargeting(regionalID string, out *[]string) {
+	readAll(r, scanString, out, sqlGlobalsTargeting, regionalID)
+}
+
+// InsertLoadBalancer queues InsertLoadBalancer; out receives the row as written. Only what the
+// server makes is sent back (its creation time): the rest is what was sent and the columns'
+// defaults, which newLoadBalancerRow knows (TestInsertedRowAsRead compares the two), so a
+// create's answer does not carry its own settings back over the wire and through the decoders.
+func (w *Writes) InsertLoadBalancer(l LoadBalancer, out *LoadBalancer) {
+	w.addRow("insert load balancer", func(row pgx.Row) error {
+		var created time.Time
+		if err := row.Scan(&created); err != nil {
+			return err
+		}
+		*out = newLoadBalancerRow(l, created)
+		return nil
+	}, sqlInsertLoadBalancerCreated,
+		l.ID, l.TenantID, l.ProjectID, l.PoolID, l.AccountID, l.Name, l.Description, l.Scope, l.Region, l.SubnetID, l.Spec)
+}
+
+// sqlInsertLoadBalancerCreated is sqlInsertLoadBalancer returning the creation time alone.
+const sqlInsertLoadBalancerCreated = sqlInsertLoadBalancerValues + ` RETURNING created_at`
+
+// newLoadBalancerRow is the row sqlInsertLoadBalancer writes for l at created: l's values and the
+// defaults of load_balancers' other columns. Spec is the JSON sent, which a read returns as the
+// server re-spaced it (the same settings).
+func newLoadBalancerRow(l LoadBalancer, created time.Time) LoadBalancer {
+	return LoadBalancer{
+		ID: l.ID, TenantID: l.TenantID, ProjectID: l.ProjectID, PoolID: l.PoolID, AccountID: l.AccountID, Name: l.Name,
+		Description: l.Description, Scope: l.Scope, Region: l.Region, SubnetID: l.SubnetID, Spec: l.Spec,
+		SpecVersion: 1, State: "pending", ReachedInstanceIDs: []string{}, ReachedMachineIDs: []string{},
+		CreatedAt: created, UpdatedAt: created,
+	}
+}
+
+// UpdateLoadBalancerSpec queues UpdateLoadBalancerSpec.
+func (w *Writes) UpdateLoadBalancerSpec(id string, spec []byte, state string, out *LoadBalancer) {
+	w.loadBalancerRow("update load balancer", out, sqlUpdateLoadBalancerSpec, id, spec, state)
+}
+
+// SetLoadBalancerState queues SetLoadBalancerState.
+func (w *Writes) SetLoadBalancerState(id, state string, out *LoadBalancer) {
+	w.loadBalancerRow("load balancer state", out, sqlSetLoadBalancerState, id, state)
+}
+
+// loadBalancerRow queues a write that returns a load balancer row, scanned into out.
+func (w *Writes) loadBalancerRow(what string, out *LoadBalancer, sql string, args ...any) {
+	w.addRow(what, func(row pgx.Row) error {
+		v, err := scanLoadBalancer(row)
+		*out = v
+		return err
+	}, sql, args...)
 }

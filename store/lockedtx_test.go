@@ -18,7 +18,7 @@ import (
 
 // lockedWrite is a stale-or-current holder's fenced write of one result row.
 func lockedWrite(q *queue, l store.Lease, result string) error {
-	return store.ExecuteLockedTx(q.ctx, q.db, func(tx pgx.Tx) error {
+	return store.ExecuteLockedTx(q.ctx, q.db, func(tx store.Tx) error {
 		if err := store.CheckLease(q.ctx, tx, l); err != nil {
 			return err
 		}
@@ -70,7 +70,7 @@ func TestLockedTxIsReadCommittedOnPostgreSQL(t *testing.T) {
 	t.Parallel()
 	q := newQueue(t)
 	var level string
-	if err := store.ExecuteLockedTx(q.ctx, q.db, func(tx pgx.Tx) error {
+	if err := store.ExecuteLockedTx(q.ctx, q.db, func(tx store.Tx) error {
 		return tx.QueryRow(q.ctx, `SHOW transaction_isolation`).Scan(&level)
 	}); err != nil {
 		t.Fatal(err)
@@ -78,7 +78,7 @@ func TestLockedTxIsReadCommittedOnPostgreSQL(t *testing.T) {
 	if level != "read committed" {
 		t.Errorf("ExecuteLockedTx isolation = %q, want read committed", level)
 	}
-	if err := store.ExecuteTx(q.ctx, q.db, func(tx pgx.Tx) error {
+	if err := store.ExecuteTx(q.ctx, q.db, func(tx store.Tx) error {
 		return tx.QueryRow(q.ctx, `SHOW transaction_isolation`).Scan(&level)
 	}); err != nil {
 		t.Fatal(err)
@@ -154,7 +154,7 @@ func TestLockedTxHoldsTheLeaseToCommit(t *testing.T) {
 	checked, release := make(chan struct{}), make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
-		done <- store.ExecuteLockedTx(q.ctx, q.db, func(tx pgx.Tx) error {
+		done <- store.ExecuteLockedTx(q.ctx, q.db, func(tx store.Tx) error {
 			if err := store.CheckLease(q.ctx, tx, a); err != nil {
 				return err
 			}
@@ -202,7 +202,7 @@ func TestEnqueueDoesNotWaitForALeaseCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	q.advance(ttl + time.Second)
-	err = store.ExecuteLockedTx(q.ctx, q.db, func(tx pgx.Tx) error {
+	err = store.ExecuteLockedTx(q.ctx, q.db, func(tx store.Tx) error {
 		if _, err := tx.Exec(q.ctx, `SET LOCAL lock_timeout = '2s'`); err != nil {
 			return err
 		}

@@ -39,7 +39,7 @@ package store
 // Isolation of the load balancer's update and delete. Both run as locked transactions
 // (ExecuteLockedTwoTrips): READ COMMITTED on PostgreSQL, SERIALIZABLE on CockroachDB (the only
 // level used there), and they keep the seed's rules on PostgreSQL for the reasons a create
-// does (booking.go), by their shape:
+// does (quota_booking.go), by their shape:
 //
 //   - the load balancer's row is read FOR UPDATE by the transaction's first statement: it waits
 //     for a concurrent update, delete or reconciler write of the row and then returns the

@@ -28,7 +28,7 @@ const sqlQueueStats = `SELECT kind,
 FROM work_items WHERE due_at IS NOT NULL GROUP BY kind ORDER BY kind`
 
 // QueueStats reads the work queue's depth and age per kind.
-func (db *DB) QueueStats(ctx context.Context) ([]QueueStat, error) {
+func QueueStats(ctx context.Context, db *DB) ([]QueueStat, error) {
 	rows, err := db.pool.Query(ctx, sqlQueueStats)
 	if err != nil {
 		return nil, fmt.Errorf("store: queue stats: %w", TranslateError(err))
@@ -59,7 +59,7 @@ type EventBacklog struct {
 const sqlEventBacklog = `SELECT count(*), coalesce(extract(epoch FROM now() - min(created_at))::float8, 0) FROM event_inbox`
 
 // EventBacklogStat reads the size and age of the events inbox.
-func (db *DB) EventBacklogStat(ctx context.Context) (EventBacklog, error) {
+func EventBacklogStat(ctx context.Context, db *DB) (EventBacklog, error) {
 	var b EventBacklog
 	var age float64
 	if err := db.pool.QueryRow(ctx, sqlEventBacklog).Scan(&b.Count, &age); err != nil {
@@ -85,7 +85,7 @@ const sqlBudgetStats = `SELECT left(key, 12), tokens,
 FROM provider_budgets ORDER BY key LIMIT 1000`
 
 // BudgetStats reads the shared provider budgets.
-func (db *DB) BudgetStats(ctx context.Context) ([]BudgetStat, error) {
+func BudgetStats(ctx context.Context, db *DB) ([]BudgetStat, error) {
 	rows, err := db.pool.Query(ctx, sqlBudgetStats)
 	if err != nil {
 		return nil, fmt.Errorf("store: budget stats: %w", TranslateError(err))

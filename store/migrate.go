@@ -182,7 +182,7 @@ func bootstrapRace(err error) bool {
 // The rewrite comes after the migration's DDL because CockroachDB refuses some schema changes
 // that follow a write in the same transaction.
 func (db *DB) applyMigration(ctx context.Context, m migration, holder string) error {
-	err := ExecuteTx(ctx, db, func(tx pgx.Tx) error {
+	err := ExecuteTx(ctx, db, func(tx Tx) error {
 		var id int
 		if err := tx.QueryRow(ctx, sqlLockMigrations).Scan(&id); err != nil {
 			return fmt.Errorf("lock: %w", err)

@@ -149,3 +149,8 @@ func RefundQuota(ctx context.Context, q Querier, poolID, tenantID, resource stri
 		poolID, tenantID, resource)
 	return err
 }
+
+// Pool queues GetPool.
+func (r *Reads) Pool(id string, out *Pool, found *error) {
+	readOne(r, scanPool, out, found, r.shared(sqlGetPool, sqlGetPool+forShare), id)
+}

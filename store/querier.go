@@ -8,11 +8,19 @@ import (
 )
 
 // Querier is what the domain queries run on: a transaction from ExecuteTx, or the pool for a
-// single read. Both pgx.Tx and *pgxpool.Pool satisfy it.
+// single read. Both Tx and *pgxpool.Pool satisfy it.
 type Querier interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// Tx is the open transaction ExecuteTx and ExecuteLockedTx hand their function: a Querier that
+// can also send a batch (Writes.Send). Its end (COMMIT or ROLLBACK) belongs to the function that
+// opened it, so it cannot be committed or rolled back here.
+type Tx interface {
+	Querier
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
 
 // Q returns the pool as a Querier for reads outside a transaction.

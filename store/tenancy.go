@@ -190,3 +190,8 @@ func ListProjects(ctx context.Context, q Querier, tenantID string, p Page) ([]Pr
 		`SELECT id, tenant_id, name, created_at FROM projects WHERE tenant_id = $1 AND ($2 = '' OR id > $2)
 		  ORDER BY id LIMIT $3`, tenantID, p.afterID(), p.limit())
 }
+
+// Project queues GetProject.
+func (r *Reads) Project(tenantID, id string, out *Project, found *error) {
+	readOne(r, scanProject, out, found, r.shared(sqlGetProject, sqlGetProject+forShare), tenantID, id)
+}

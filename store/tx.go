@@ -36,13 +36,13 @@ const (
 // back; and ROLLBACK TO SAVEPOINT keeps the transaction's snapshot, so a statement-level 40001
 // recurs on every retry. Restarting the whole transaction is correct on both engines; it is
 // crdb.ExecuteCtx that drives the retries here.
-func ExecuteTx(ctx context.Context, db *DB, fn func(tx pgx.Tx) error) error {
+func ExecuteTx(ctx context.Context, db *DB, fn func(tx Tx) error) error {
 	return ExecuteTxOptions(ctx, db, serializable, fn)
 }
 
 // ExecuteTxOptions is ExecuteTx with explicit transaction options (for example a read-only
 // transaction). Prefer ExecuteTx: weaker isolation behaves differently on the two engines.
-func ExecuteTxOptions(ctx context.Context, db *DB, opts pgx.TxOptions, fn func(tx pgx.Tx) error) error {
+func ExecuteTxOptions(ctx context.Context, db *DB, opts pgx.TxOptions, fn func(tx Tx) error) error {
 	return retrying(ctx, func(ctx context.Context) error { return runTxOnce(ctx, db, opts, fn) })
 }
 
@@ -71,7 +71,7 @@ func ExecuteTxOptions(ctx context.Context, db *DB, opts pgx.TxOptions, fn func(t
 // items and load balancers fit on a handful of pages, so concurrent passes over different rows
 // failed each other's COMMIT (bench/converge; docs/benchmarks.md, "Converge"); READ COMMITTED
 // takes row locks only, which is what these writes rely on.
-func ExecuteLockedTx(ctx context.Context, db *DB, fn func(tx pgx.Tx) error) error {
+func ExecuteLockedTx(ctx context.Context, db *DB, fn func(tx Tx) error) error {
 	return ExecuteTxOptions(ctx, db, db.lockedTxOptions(), fn)
 }
 
@@ -145,7 +145,7 @@ func (e retryAsSerialization) Unwrap() error    { return e.err }
 func (e retryAsSerialization) SQLState() string { return codeSerializationFailure }
 
 // runTxOnce is one attempt: BEGIN, fn, COMMIT (or ROLLBACK when fn fails or panics).
-func runTxOnce(ctx context.Context, db *DB, opts pgx.TxOptions, fn func(tx pgx.Tx) error) (err error) {
+func runTxOnce(ctx context.Context, db *DB, opts pgx.TxOptions, fn func(tx Tx) error) (err error) {
 	tx, err := db.pool.BeginTx(ctx, opts)
 	if err != nil {
 		return fmt.Errorf("store: begin: %w", err)

@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/cockroach-go/v2/crdb"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"better-compute.dev/compute/store"
@@ -35,7 +34,7 @@ func TestExecuteTxRetriesCommitTimeSerializationFailure(t *testing.T) {
 	for id := 1; id <= 2; id++ {
 		go func() {
 			first := true
-			errs <- store.ExecuteTx(ctx, db, func(tx pgx.Tx) error {
+			errs <- store.ExecuteTx(ctx, db, func(tx store.Tx) error {
 				attempts.Add(1)
 				var sum int
 				if err := tx.QueryRow(ctx, `SELECT sum(v) FROM skew`).Scan(&sum); err != nil {
@@ -80,7 +79,7 @@ func TestExecuteTxRetriesStatementSerializationFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	attempts := 0
-	err := store.ExecuteTx(ctx, db, func(tx pgx.Tx) error {
+	err := store.ExecuteTx(ctx, db, func(tx store.Tx) error {
 		attempts++
 		var v int
 		if err := tx.QueryRow(ctx, `SELECT v FROM counter WHERE id = 1`).Scan(&v); err != nil {
@@ -135,7 +134,7 @@ func TestExecuteTxFailures(t *testing.T) {
 	}
 	for i, tc := range cases {
 		attempts := 0
-		err := store.ExecuteTx(tc.ctx, db, func(tx pgx.Tx) error {
+		err := store.ExecuteTx(tc.ctx, db, func(tx store.Tx) error {
 			attempts++
 			if _, err := tx.Exec(ctx, `INSERT INTO notes VALUES ($1)`, i); err != nil {
 				return err
@@ -171,7 +170,7 @@ func TestExecuteTxPanicRollsBack(t *testing.T) {
 				t.Error("panic was swallowed")
 			}
 		}()
-		_ = store.ExecuteTx(ctx, db, func(tx pgx.Tx) error {
+		_ = store.ExecuteTx(ctx, db, func(tx store.Tx) error {
 			if _, err := tx.Exec(ctx, `INSERT INTO notes VALUES (1)`); err != nil {
 				return err
 			}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -19,7 +21,7 @@ import (
 // locks are best-effort on CockroachDB, so the epoch is what keeps a paused holder whose lease
 // was taken over from writing anything.
 //
-// The queue keeps one invariant (store/unqueued.go): every provider-side resource that is not
+// The queue keeps one invariant (store/workqueue_unqueued.go): every provider-side resource that is not
 // resting has a due item. An item goes idle only through Complete when nobody queued it during
 // the pass, so a pass that leaves its resource unsettled must requeue it or queue it in its
 // fenced write.
@@ -82,7 +84,7 @@ VALUES ($1, $2, now(), 1, now(), now())`
 // Enqueue asks for kind's reconciler to run on resourceID at dueAt (nil: now), inside tx, the
 // transaction that records the change. An item already queued keeps the earlier due time and
 // its generation grows, so a replica working on it now will run it once more afterwards.
-func Enqueue(ctx context.Context, tx pgx.Tx, kind, resourceID string, dueAt *time.Time) error {
+func Enqueue(ctx context.Context, tx Tx, kind, resourceID string, dueAt *time.Time) error {
 	if _, err := tx.Exec(ctx, sqlEnqueue, kind, resourceID, dueAt); err != nil {
 		return fmt.Errorf("store: enqueue %s/%s: %w", kind, resourceID, TranslateError(err))
 	}
@@ -100,7 +102,7 @@ ON CONFLICT (kind, resource_id) DO UPDATE SET
 
 // EnqueueGroup is Enqueue for work that belongs to a fairness group (the tenant, for metal
 // nodes): claims bound how many items of one group a runner holds at once (ClaimParams).
-func EnqueueGroup(ctx context.Context, tx pgx.Tx, kind, resourceID, group string, dueAt *time.Time) error {
+func EnqueueGroup(ctx context.Context, tx Tx, kind, resourceID, group string, dueAt *time.Time) error {
 	if _, err := tx.Exec(ctx, sqlEnqueueGroup, kind, resourceID, dueAt, group); err != nil {
 		return fmt.Errorf("store: enqueue %s/%s: %w", kind, resourceID, TranslateError(err))
 	}
@@ -185,7 +187,7 @@ RETURNING w.kind, w.resource_id, w.epoch, w.generation, w.attempts, w.lease_hold
 // room and each group's bound, skipping rows another claimer has locked, and grows each one's
 // epoch. It runs as one statement (its own
 // transaction): a lease must be visible to other replicas as soon as it is granted.
-func (db *DB) Claim(ctx context.Context, p ClaimParams) ([]Lease, error) {
+func Claim(ctx context.Context, db *DB, p ClaimParams) ([]Lease, error) {
 	if p.Holder == "" || len(p.Kinds) == 0 || p.Limit <= 0 || p.LeaseTTL <= 0 {
 		return nil, fmt.Errorf("store: claim needs a holder, kinds, a positive limit and lease TTL")
 	}
@@ -251,7 +253,7 @@ RETURNING lease_expires_at, generation`
 // Renew pushes the lease's expiry to now + LeaseTTL and returns the updated lease (its
 // Generation tells whether the item was enqueued again meanwhile). ErrLeaseLost: another
 // holder claimed it, or it was already released.
-func (db *DB) Renew(ctx context.Context, p RenewParams) (Lease, error) {
+func Renew(ctx context.Context, db *DB, p RenewParams) (Lease, error) {
 	l := p.Lease
 	if p.LeaseTTL <= 0 {
 		return l, fmt.Errorf("store: renew needs a positive lease TTL")
@@ -281,7 +283,7 @@ const sqlComplete = `UPDATE work_items SET
 // Complete records success: the item goes idle, unless it was enqueued again while the lease
 // was held (its generation moved), in which case it is released and due at once.
 // ErrLeaseLost: another holder claimed it; nothing was written.
-func (db *DB) Complete(ctx context.Context, p CompleteParams) error {
+func Complete(ctx context.Context, db *DB, p CompleteParams) error {
 	l := p.Lease
 	return fencedExec(ctx, db, "complete", l, sqlComplete, l.Generation, nowArg(p.Now))
 }
@@ -305,7 +307,7 @@ const sqlRequeue = `UPDATE work_items SET
 // Requeue records success and keeps the item due After from now (for example to poll a
 // provider until a load balancer is active, or the next run of a periodic pass); an enqueue
 // that arrived meanwhile keeps its earlier due time. ErrLeaseLost: nothing was written.
-func (db *DB) Requeue(ctx context.Context, p RequeueParams) error {
+func Requeue(ctx context.Context, db *DB, p RequeueParams) error {
 	l := p.Lease
 	return fencedExec(ctx, db, "requeue", l, sqlRequeue, l.Generation, nowArg(p.Now), max(p.After, 0).Microseconds())
 }
@@ -331,7 +333,7 @@ const sqlRetry = `UPDATE work_items SET
 
 // Retry records a failed attempt: attempts grows, the error is kept, and the item is released
 // and due After from now. ErrLeaseLost: another holder claimed it; nothing was written.
-func (db *DB) Retry(ctx context.Context, p RetryParams) error {
+func Retry(ctx context.Context, db *DB, p RetryParams) error {
 	l := p.Lease
 	var msg *string
 	if p.Error != "" {
@@ -355,7 +357,7 @@ const sqlRelease = `UPDATE work_items SET
 // Release frees the lease and leaves the item due as it was, without counting an attempt: a
 // replica shutting down hands its unfinished work to the others at once rather than after the
 // lease expires. ErrLeaseLost: nothing was written.
-func (db *DB) Release(ctx context.Context, p ReleaseParams) error {
+func Release(ctx context.Context, db *DB, p ReleaseParams) error {
 	l := p.Lease
 	return fencedExec(ctx, db, "release", l, sqlRelease, nowArg(p.Now))
 }
@@ -407,7 +409,7 @@ const sqlReadLease = `SELECT epoch, lease_holder FROM work_items WHERE kind = $1
 // lock was granted, and none can commit after; under SERIALIZABLE (and on CockroachDB) the read
 // is tracked, and a claim committing between this read and the caller's COMMIT makes one of
 // the two transactions fail.
-func CheckLease(ctx context.Context, tx pgx.Tx, lease Lease) error {
+func CheckLease(ctx context.Context, tx Tx, lease Lease) error {
 	var epoch int64
 	var holder *string
 	b := &pgx.Batch{}
@@ -435,7 +437,7 @@ const sqlLastError = `SELECT coalesce(last_error, '') FROM work_items WHERE kind
 
 // LastError returns the last recorded failure of kind's reconciler on resourceID, or "" when
 // its last attempt succeeded or it never ran.
-func (db *DB) LastError(ctx context.Context, kind, resourceID string) (string, error) {
+func LastError(ctx context.Context, db *DB, kind, resourceID string) (string, error) {
 	var msg string
 	err := db.pool.QueryRow(ctx, sqlLastError, kind, resourceID).Scan(&msg)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -451,8 +453,8 @@ const sqlWorkItem = `SELECT kind, resource_id, due_at, coalesce(lease_holder, ''
 	generation, attempts, coalesce(last_error, ''), created_at, updated_at
 FROM work_items WHERE kind = $1 AND resource_id = $2`
 
-// WorkItem returns the stored row of (kind, resourceID); ErrNotFound when there is none.
-func (db *DB) WorkItem(ctx context.Context, kind, resourceID string) (WorkItem, error) {
+// GetWorkItem returns the stored row of (kind, resourceID); ErrNotFound when there is none.
+func GetWorkItem(ctx context.Context, db *DB, kind, resourceID string) (WorkItem, error) {
 	var w WorkItem
 	err := db.pool.QueryRow(ctx, sqlWorkItem, kind, resourceID).Scan(&w.Kind, &w.ResourceID, &w.DueAt,
 		&w.Holder, &w.LeaseExpiresAt, &w.Epoch, &w.Generation, &w.Attempts, &w.LastError, &w.CreatedAt, &w.UpdatedAt)
@@ -467,7 +469,7 @@ WHERE kind = ANY($1::text[]) AND due_at IS NOT NULL AND due_at <= coalesce($2::t
 
 // CountDue counts items of kinds that are due at now (held ones included): zero means the
 // queue of those kinds is drained.
-func (db *DB) CountDue(ctx context.Context, kinds []string, now time.Time) (int, error) {
+func CountDue(ctx context.Context, db *DB, kinds []string, now time.Time) (int, error) {
 	var n int
 	if err := db.pool.QueryRow(ctx, sqlCountDue, kinds, nowArg(now)).Scan(&n); err != nil {
 		return 0, fmt.Errorf("store: count due: %w", TranslateError(err))
@@ -495,7 +497,7 @@ ON CONFLICT (kind, resource_id) DO UPDATE SET
 // an existing one keeps its schedule, pulled in to at most one Interval away (the interval
 // may have been shortened by a deploy). Every replica calls it at start; the row's lease makes
 // one replica run each pass.
-func (db *DB) EnsurePeriodic(ctx context.Context, p PeriodicParams) error {
+func EnsurePeriodic(ctx context.Context, db *DB, p PeriodicParams) error {
 	if p.Interval <= 0 {
 		return fmt.Errorf("store: periodic %s needs a positive interval", p.Kind)
 	}
@@ -525,4 +527,36 @@ func truncateUTF8(s string, n int) string {
 		s = s[:len(s)-1]
 	}
 	return s
+}
+
+// Enqueue queues Enqueue's upsert.
+func (w *Writes) Enqueue(kind, resourceID string, dueAt *time.Time) {
+	w.add("enqueue "+kind+"/"+resourceID, nil, sqlEnqueue, kind, resourceID, dueAt)
+}
+
+// EnqueueNew queues the first work item of a resource the same transaction creates: a plain
+// insert, because no item can exist yet for a fresh id, and an insert that cannot conflict
+// skips the upsert's speculative insertion (two WAL records fewer per create). An item that
+// did exist would fail the transaction on work_items_pkey rather than be merged.
+func (w *Writes) EnqueueNew(kind, resourceID string) {
+	w.add("enqueue new "+kind+"/"+resourceID, nil, sqlEnqueueNew, kind, resourceID)
+}
+
+// EnqueueMany is Enqueue for many resources of one kind (each due at its dueAt), in one round
+// trip: a list that shows many load balancers ready wakes them together. The rows are written
+// in id order, the lock order among work items (lockorder.go).
+func EnqueueMany(ctx context.Context, tx Tx, kind string, resourceIDs []string, dueAt []time.Time) error {
+	order := make([]int, len(resourceIDs))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return strings.Compare(resourceIDs[a], resourceIDs[b]) })
+	b := &pgx.Batch{}
+	for _, i := range order {
+		b.Queue(sqlEnqueue, kind, resourceIDs[i], dueAt[i])
+	}
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("store: enqueue %d of %s: %w", len(resourceIDs), kind, TranslateError(err))
+	}
+	return nil
 }

@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"better-compute.dev/compute/store"
 	"better-compute.dev/compute/store/storetest"
 )
@@ -19,7 +17,7 @@ func TestConcurrentClaimersNeverShareAnItem(t *testing.T) {
 	t.Parallel()
 	q := newQueue(t)
 	const items, claimers = 300, 4
-	if err := store.ExecuteTx(q.ctx, q.db, func(tx pgx.Tx) error {
+	if err := store.ExecuteTx(q.ctx, q.db, func(tx store.Tx) error {
 		for i := range items {
 			if err := store.Enqueue(q.ctx, tx, kindA, fmt.Sprintf("r%03d", i), nil); err != nil {
 				return err
@@ -39,7 +37,7 @@ func TestConcurrentClaimersNeverShareAnItem(t *testing.T) {
 			defer wg.Done()
 			holder := fmt.Sprintf("h%d", c)
 			for {
-				leases, err := q.db.Claim(q.ctx, store.ClaimParams{Holder: holder, Kinds: []string{kindA}, Limit: 7, LeaseTTL: time.Hour, Now: q.now})
+				leases, err := store.Claim(q.ctx, q.db, store.ClaimParams{Holder: holder, Kinds: []string{kindA}, Limit: 7, LeaseTTL: time.Hour, Now: q.now})
 				mu.Lock()
 				if err != nil {
 					problems = append(problems, err.Error())
@@ -71,7 +69,7 @@ func TestConcurrentClaimersNeverShareAnItem(t *testing.T) {
 func BenchmarkClaimComplete(b *testing.B) {
 	db := storetest.New(b)
 	ctx := context.Background()
-	if err := store.ExecuteTx(ctx, db, func(tx pgx.Tx) error {
+	if err := store.ExecuteTx(ctx, db, func(tx store.Tx) error {
 		_, err := tx.Exec(ctx, `INSERT INTO work_items (kind, resource_id, due_at)
 			SELECT $1, 'r' || g::text, now() - interval '1 second' FROM generate_series(1, $2::int8) AS g`, kindA, b.N)
 		return err
@@ -81,7 +79,7 @@ func BenchmarkClaimComplete(b *testing.B) {
 	b.ResetTimer()
 	done := 0
 	for done < b.N {
-		leases, err := db.Claim(ctx, store.ClaimParams{Holder: "bench", Kinds: []string{kindA}, Limit: 16, LeaseTTL: ttl})
+		leases, err := store.Claim(ctx, db, store.ClaimParams{Holder: "bench", Kinds: []string{kindA}, Limit: 16, LeaseTTL: ttl})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -89,7 +87,7 @@ func BenchmarkClaimComplete(b *testing.B) {
 			b.Fatalf("queue empty after %d of %d", done, b.N)
 		}
 		for _, l := range leases {
-			if err := db.Complete(ctx, store.CompleteParams{Lease: l}); err != nil {
+			if err := store.Complete(ctx, db, store.CompleteParams{Lease: l}); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -4,8 +4,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-
 	"better-compute.dev/compute/store"
 )
 
@@ -17,7 +15,7 @@ func TestClaimIsFairByKindAndGroup(t *testing.T) {
 	q := newQueue(t)
 	enqueueGroup := func(kind, id, group string) {
 		t.Helper()
-		if err := store.ExecuteTx(q.ctx, q.db, func(tx pgx.Tx) error {
+		if err := store.ExecuteTx(q.ctx, q.db, func(tx store.Tx) error {
 			return store.EnqueueGroup(q.ctx, tx, kind, id, group, nil)
 		}); err != nil {
 			t.Fatal(err)
@@ -33,7 +31,7 @@ func TestClaimIsFairByKindAndGroup(t *testing.T) {
 	}
 	claim := func(limit int) []string {
 		t.Helper()
-		leases, err := q.db.Claim(q.ctx, store.ClaimParams{
+		leases, err := store.Claim(q.ctx, q.db, store.ClaimParams{
 			Holder: "r1", Kinds: []string{kindA, kindB}, Limit: limit, LeaseTTL: ttl, Now: q.now,
 			KindLimits: map[string]int{kindA: 3, kindB: 2}, GroupLimits: map[string]int{kindA: 2},
 		})
@@ -51,7 +49,7 @@ func TestClaimIsFairByKindAndGroup(t *testing.T) {
 		t.Fatalf("second claim %v, want %v", got, want)
 	}
 	// Another holder holds none of tenant a's items: its bound starts afresh.
-	other, err := q.db.Claim(q.ctx, store.ClaimParams{Holder: "r2", Kinds: []string{kindA}, Limit: 10, LeaseTTL: ttl,
+	other, err := store.Claim(q.ctx, q.db, store.ClaimParams{Holder: "r2", Kinds: []string{kindA}, Limit: 10, LeaseTTL: ttl,
 		Now: q.now, GroupLimits: map[string]int{kindA: 1}})
 	if err != nil {
 		t.Fatal(err)
@@ -60,7 +58,7 @@ func TestClaimIsFairByKindAndGroup(t *testing.T) {
 		t.Fatalf("other holder claimed %v, want [a3]", got)
 	}
 	// A kind with no room is not claimed at all.
-	none, err := q.db.Claim(q.ctx, store.ClaimParams{Holder: "r3", Kinds: []string{kindA}, Limit: 10, LeaseTTL: ttl,
+	none, err := store.Claim(q.ctx, q.db, store.ClaimParams{Holder: "r3", Kinds: []string{kindA}, Limit: 10, LeaseTTL: ttl,
 		Now: q.now, KindLimits: map[string]int{kindA: 0}})
 	if err != nil || len(none) != 0 {
 		t.Fatalf("claim of a kind without room: %v %v", names(none), err)

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/jackc/pgx/v5"
 
 	"better-compute.dev/compute/store"
 	"better-compute.dev/compute/store/storetest"
@@ -40,7 +39,7 @@ func (q *queue) advance(d time.Duration) { q.now = q.now.Add(d) }
 
 func (q *queue) enqueue(kind, id string, due *time.Time) {
 	q.t.Helper()
-	if err := store.ExecuteTx(q.ctx, q.db, func(tx pgx.Tx) error { return store.Enqueue(q.ctx, tx, kind, id, due) }); err != nil {
+	if err := store.ExecuteTx(q.ctx, q.db, func(tx store.Tx) error { return store.Enqueue(q.ctx, tx, kind, id, due) }); err != nil {
 		q.t.Fatalf("enqueue %s/%s: %v", kind, id, err)
 	}
 }
@@ -50,7 +49,7 @@ func (q *queue) claim(holder string, limit int, kinds ...string) []store.Lease {
 	if len(kinds) == 0 {
 		kinds = []string{kindA}
 	}
-	leases, err := q.db.Claim(q.ctx, store.ClaimParams{Holder: holder, Kinds: kinds, Limit: limit, LeaseTTL: ttl, Now: q.now})
+	leases, err := store.Claim(q.ctx, q.db, store.ClaimParams{Holder: holder, Kinds: kinds, Limit: limit, LeaseTTL: ttl, Now: q.now})
 	if err != nil {
 		q.t.Fatalf("claim: %v", err)
 	}
@@ -68,7 +67,7 @@ func (q *queue) claimOne(holder string) store.Lease {
 
 func (q *queue) item(kind, id string) store.WorkItem {
 	q.t.Helper()
-	w, err := q.db.WorkItem(q.ctx, kind, id)
+	w, err := store.GetWorkItem(q.ctx, q.db, kind, id)
 	if err != nil {
 		q.t.Fatalf("work item %s/%s: %v", kind, id, err)
 	}
@@ -104,7 +103,7 @@ func TestClaimSelectsDueItemsOfItsKinds(t *testing.T) {
 		t.Errorf("kind B claim (-want +got):\n%s", diff)
 	}
 	for _, l := range first {
-		if err := q.db.Complete(q.ctx, store.CompleteParams{Lease: l, Now: q.now}); err != nil {
+		if err := store.Complete(q.ctx, q.db, store.CompleteParams{Lease: l, Now: q.now}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -187,7 +186,7 @@ func TestLeaseExpiryAndTakeover(t *testing.T) {
 	if got := q.claim("b", 1); len(got) != 0 {
 		t.Fatalf("b took a live lease: %v", ids(got))
 	}
-	renewed, err := q.db.Renew(q.ctx, store.RenewParams{Lease: a, LeaseTTL: ttl, Now: q.now})
+	renewed, err := store.Renew(q.ctx, q.db, store.RenewParams{Lease: a, LeaseTTL: ttl, Now: q.now})
 	if err != nil {
 		t.Fatalf("renew: %v", err)
 	}
@@ -203,7 +202,7 @@ func TestLeaseExpiryAndTakeover(t *testing.T) {
 	if b.Epoch != a.Epoch+1 || b.Holder != "b" {
 		t.Errorf("takeover lease = %+v, want epoch %d held by b", b, a.Epoch+1)
 	}
-	if _, err := q.db.Renew(q.ctx, store.RenewParams{Lease: renewed, LeaseTTL: ttl, Now: q.now}); !errors.Is(err, store.ErrLeaseLost) {
+	if _, err := store.Renew(q.ctx, q.db, store.RenewParams{Lease: renewed, LeaseTTL: ttl, Now: q.now}); !errors.Is(err, store.ErrLeaseLost) {
 		t.Errorf("a renews after takeover: err = %v, want ErrLeaseLost", err)
 	}
 }
@@ -223,20 +222,20 @@ func TestFencingAfterTakeover(t *testing.T) {
 		reason string
 		write  func() error
 	}{
-		{reason: "complete", write: func() error { return q.db.Complete(q.ctx, store.CompleteParams{Lease: a, Now: q.now}) }},
+		{reason: "complete", write: func() error { return store.Complete(q.ctx, q.db, store.CompleteParams{Lease: a, Now: q.now}) }},
 		{reason: "retry", write: func() error {
-			return q.db.Retry(q.ctx, store.RetryParams{Lease: a, After: time.Minute, Error: "stale failure", Now: q.now})
+			return store.Retry(q.ctx, q.db, store.RetryParams{Lease: a, After: time.Minute, Error: "stale failure", Now: q.now})
 		}},
 		{reason: "requeue", write: func() error {
-			return q.db.Requeue(q.ctx, store.RequeueParams{Lease: a, After: time.Minute, Now: q.now})
+			return store.Requeue(q.ctx, q.db, store.RequeueParams{Lease: a, After: time.Minute, Now: q.now})
 		}},
-		{reason: "release", write: func() error { return q.db.Release(q.ctx, store.ReleaseParams{Lease: a, Now: q.now}) }},
+		{reason: "release", write: func() error { return store.Release(q.ctx, q.db, store.ReleaseParams{Lease: a, Now: q.now}) }},
 		{reason: "renew", write: func() error {
-			_, err := q.db.Renew(q.ctx, store.RenewParams{Lease: a, LeaseTTL: ttl, Now: q.now})
+			_, err := store.Renew(q.ctx, q.db, store.RenewParams{Lease: a, LeaseTTL: ttl, Now: q.now})
 			return err
 		}},
 		{reason: "check lease in a result transaction", write: func() error {
-			return store.ExecuteTx(q.ctx, q.db, func(tx pgx.Tx) error {
+			return store.ExecuteTx(q.ctx, q.db, func(tx store.Tx) error {
 				if err := store.CheckLease(q.ctx, tx, a); err != nil {
 					return err
 				}
@@ -253,10 +252,10 @@ func TestFencingAfterTakeover(t *testing.T) {
 	if diff := cmp.Diff(before, q.item(kindA, "r1")); diff != "" {
 		t.Errorf("stale holder changed the row (-before +after):\n%s", diff)
 	}
-	if err := store.ExecuteTx(q.ctx, q.db, func(tx pgx.Tx) error { return store.CheckLease(q.ctx, tx, b) }); err != nil {
+	if err := store.ExecuteTx(q.ctx, q.db, func(tx store.Tx) error { return store.CheckLease(q.ctx, tx, b) }); err != nil {
 		t.Errorf("current holder's CheckLease: %v", err)
 	}
-	if err := q.db.Complete(q.ctx, store.CompleteParams{Lease: b, Now: q.now}); err != nil {
+	if err := store.Complete(q.ctx, q.db, store.CompleteParams{Lease: b, Now: q.now}); err != nil {
 		t.Errorf("current holder's Complete: %v", err)
 	}
 }
@@ -270,7 +269,7 @@ func TestCompletedThenReenqueuedKeepsEpochGrowing(t *testing.T) {
 	a := q.claimOne("a")
 	q.advance(ttl + time.Second)
 	b := q.claimOne("b")
-	if err := q.db.Complete(q.ctx, store.CompleteParams{Lease: b, Now: q.now}); err != nil {
+	if err := store.Complete(q.ctx, q.db, store.CompleteParams{Lease: b, Now: q.now}); err != nil {
 		t.Fatal(err)
 	}
 	if got := q.claim("c", 1); len(got) != 0 {
@@ -281,7 +280,7 @@ func TestCompletedThenReenqueuedKeepsEpochGrowing(t *testing.T) {
 	if c.Epoch <= b.Epoch {
 		t.Errorf("epoch after reenqueue = %d, want above %d", c.Epoch, b.Epoch)
 	}
-	err := store.ExecuteTx(q.ctx, q.db, func(tx pgx.Tx) error { return store.CheckLease(q.ctx, tx, a) })
+	err := store.ExecuteTx(q.ctx, q.db, func(tx store.Tx) error { return store.CheckLease(q.ctx, tx, a) })
 	if !errors.Is(err, store.ErrLeaseLost) {
 		t.Errorf("paused holder's CheckLease: err = %v, want ErrLeaseLost", err)
 	}
@@ -293,20 +292,20 @@ func TestCompleteAfterEnqueueDuringProcessingRunsAgain(t *testing.T) {
 	q.enqueue(kindA, "r1", nil)
 	l := q.claimOne("a")
 	q.enqueue(kindA, "r1", nil) // the tenant changed something while a worked
-	if err := q.db.Complete(q.ctx, store.CompleteParams{Lease: l, Now: q.now}); err != nil {
+	if err := store.Complete(q.ctx, q.db, store.CompleteParams{Lease: l, Now: q.now}); err != nil {
 		t.Fatal(err)
 	}
 	again := q.claimOne("b")
 	if again.Generation != 2 {
 		t.Errorf("second run sees generation %d, want 2", again.Generation)
 	}
-	if err := q.db.Complete(q.ctx, store.CompleteParams{Lease: again, Now: q.now}); err != nil {
+	if err := store.Complete(q.ctx, q.db, store.CompleteParams{Lease: again, Now: q.now}); err != nil {
 		t.Fatal(err)
 	}
 	if w := q.item(kindA, "r1"); w.DueAt != nil || w.Holder != "" {
 		t.Errorf("item after the second run: due %v holder %q, want idle", w.DueAt, w.Holder)
 	}
-	if err := q.db.Complete(q.ctx, store.CompleteParams{Lease: again, Now: q.now}); !errors.Is(err, store.ErrLeaseLost) {
+	if err := store.Complete(q.ctx, q.db, store.CompleteParams{Lease: again, Now: q.now}); !errors.Is(err, store.ErrLeaseLost) {
 		t.Errorf("second Complete of one lease: err = %v, want ErrLeaseLost", err)
 	}
 }
@@ -316,7 +315,7 @@ func TestRetryRecordsAttemptsAndErrors(t *testing.T) {
 	q := newQueue(t)
 	q.enqueue(kindA, "r1", nil)
 	l := q.claimOne("a")
-	if err := q.db.Retry(q.ctx, store.RetryParams{Lease: l, After: time.Minute, Error: "provider said no", Now: q.now}); err != nil {
+	if err := store.Retry(q.ctx, q.db, store.RetryParams{Lease: l, After: time.Minute, Error: "provider said no", Now: q.now}); err != nil {
 		t.Fatal(err)
 	}
 	w := q.item(kindA, "r1")
@@ -332,21 +331,21 @@ func TestRetryRecordsAttemptsAndErrors(t *testing.T) {
 		t.Errorf("lease attempts = %d, want 1", l.Attempts)
 	}
 	// A transient failure with no message keeps the last recorded error.
-	if err := q.db.Retry(q.ctx, store.RetryParams{Lease: l, After: time.Second, Now: q.now}); err != nil {
+	if err := store.Retry(q.ctx, q.db, store.RetryParams{Lease: l, After: time.Second, Now: q.now}); err != nil {
 		t.Fatal(err)
 	}
-	if msg, err := q.db.LastError(q.ctx, kindA, "r1"); err != nil || msg != "provider said no" {
+	if msg, err := store.LastError(q.ctx, q.db, kindA, "r1"); err != nil || msg != "provider said no" {
 		t.Errorf("LastError = %q, %v; want the earlier message kept", msg, err)
 	}
 	q.advance(time.Second)
 	l = q.claimOne("a")
-	if err := q.db.Complete(q.ctx, store.CompleteParams{Lease: l, Now: q.now}); err != nil {
+	if err := store.Complete(q.ctx, q.db, store.CompleteParams{Lease: l, Now: q.now}); err != nil {
 		t.Fatal(err)
 	}
 	if w := q.item(kindA, "r1"); w.Attempts != 0 || w.LastError != "" {
 		t.Errorf("after success: attempts %d last error %q, want both cleared", w.Attempts, w.LastError)
 	}
-	if msg, err := q.db.LastError(q.ctx, kindA, "never-queued"); err != nil || msg != "" {
+	if msg, err := store.LastError(q.ctx, q.db, kindA, "never-queued"); err != nil || msg != "" {
 		t.Errorf("LastError of an unknown item = %q, %v; want empty", msg, err)
 	}
 }
@@ -357,10 +356,10 @@ func TestRetryTruncatesLongErrors(t *testing.T) {
 	q.enqueue(kindA, "r1", nil)
 	l := q.claimOne("a")
 	long := strings.Repeat("é", 3000) // 6000 bytes
-	if err := q.db.Retry(q.ctx, store.RetryParams{Lease: l, After: time.Second, Error: long, Now: q.now}); err != nil {
+	if err := store.Retry(q.ctx, q.db, store.RetryParams{Lease: l, After: time.Second, Error: long, Now: q.now}); err != nil {
 		t.Fatal(err)
 	}
-	msg, err := q.db.LastError(q.ctx, kindA, "r1")
+	msg, err := store.LastError(q.ctx, q.db, kindA, "r1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -374,7 +373,7 @@ func TestRequeueAndRelease(t *testing.T) {
 	q := newQueue(t)
 	q.enqueue(kindA, "r1", nil)
 	l := q.claimOne("a")
-	if err := q.db.Requeue(q.ctx, store.RequeueParams{Lease: l, After: 10 * time.Second, Now: q.now}); err != nil {
+	if err := store.Requeue(q.ctx, q.db, store.RequeueParams{Lease: l, After: 10 * time.Second, Now: q.now}); err != nil {
 		t.Fatal(err)
 	}
 	if got := q.claim("a", 1); len(got) != 0 {
@@ -383,11 +382,11 @@ func TestRequeueAndRelease(t *testing.T) {
 	q.advance(10 * time.Second)
 	l = q.claimOne("a")
 	q.enqueue(kindA, "r1", nil) // arrives while held: the requeue must not postpone it
-	if err := q.db.Requeue(q.ctx, store.RequeueParams{Lease: l, After: time.Hour, Now: q.now}); err != nil {
+	if err := store.Requeue(q.ctx, q.db, store.RequeueParams{Lease: l, After: time.Hour, Now: q.now}); err != nil {
 		t.Fatal(err)
 	}
 	l = q.claimOne("b")
-	if err := q.db.Release(q.ctx, store.ReleaseParams{Lease: l, Now: q.now}); err != nil {
+	if err := store.Release(q.ctx, q.db, store.ReleaseParams{Lease: l, Now: q.now}); err != nil {
 		t.Fatal(err)
 	}
 	again := q.claimOne("c")
@@ -400,24 +399,24 @@ func TestEnsurePeriodic(t *testing.T) {
 	t.Parallel()
 	q := newQueue(t)
 	p := store.PeriodicParams{Kind: kindA, Interval: 5 * time.Minute, Now: q.now}
-	if err := q.db.EnsurePeriodic(q.ctx, p); err != nil {
+	if err := store.EnsurePeriodic(q.ctx, q.db, p); err != nil {
 		t.Fatal(err)
 	}
 	l := q.claimOne("a")
 	if l.ResourceID != store.PeriodicResourceID {
 		t.Errorf("periodic resource id = %q", l.ResourceID)
 	}
-	if err := q.db.Requeue(q.ctx, store.RequeueParams{Lease: l, After: time.Hour, Now: q.now}); err != nil {
+	if err := store.Requeue(q.ctx, q.db, store.RequeueParams{Lease: l, After: time.Hour, Now: q.now}); err != nil {
 		t.Fatal(err)
 	}
 	// A replica starting with the shorter interval pulls the next pass in.
-	if err := q.db.EnsurePeriodic(q.ctx, p); err != nil {
+	if err := store.EnsurePeriodic(q.ctx, q.db, p); err != nil {
 		t.Fatal(err)
 	}
 	if w := q.item(kindA, store.PeriodicResourceID); !w.DueAt.Equal(q.now.Add(5 * time.Minute)) {
 		t.Errorf("due %v, want %v", w.DueAt, q.now.Add(5*time.Minute))
 	}
-	if err := q.db.EnsurePeriodic(q.ctx, store.PeriodicParams{Kind: kindA}); err == nil {
+	if err := store.EnsurePeriodic(q.ctx, q.db, store.PeriodicParams{Kind: kindA}); err == nil {
 		t.Error("zero interval accepted")
 	}
 }
@@ -435,7 +434,7 @@ func TestClaimRejectsBadParams(t *testing.T) {
 		{reason: "no ttl", p: store.ClaimParams{Holder: "a", Kinds: []string{kindA}, Limit: 1}},
 	}
 	for _, tc := range cases {
-		if _, err := q.db.Claim(q.ctx, tc.p); err == nil {
+		if _, err := store.Claim(q.ctx, q.db, tc.p); err == nil {
 			t.Errorf("%s: claim accepted", tc.reason)
 		}
 	}

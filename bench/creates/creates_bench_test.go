@@ -24,7 +24,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"google.golang.org/protobuf/proto"
 
 	"better-compute.dev/compute/app/apptest"
@@ -172,7 +171,7 @@ func BenchmarkCreate(b *testing.B) {
 	}
 	bare := func(int) error {
 		k := seq.Add(1)
-		return store.ExecuteTx(ctx, s.App.DB, func(tx pgx.Tx) error {
+		return store.ExecuteTx(ctx, s.App.DB, func(tx store.Tx) error {
 			_, err := tx.Exec(ctx, `INSERT INTO bench_rows (id, body) VALUES ($1, '{"name":"lb"}')`, fmt.Sprintf("r-%d", k))
 			return err
 		})
@@ -183,7 +182,7 @@ func BenchmarkCreate(b *testing.B) {
 	hot := func(i int) error {
 		k := seq.Add(1)
 		tn := tenants[i%spread]
-		return store.ExecuteTx(ctx, s.App.DB, func(tx pgx.Tx) error {
+		return store.ExecuteTx(ctx, s.App.DB, func(tx store.Tx) error {
 			if _, err := tx.Exec(ctx, `UPDATE quotas SET used = used + 1 WHERE tenant_id = $1 AND pool_id = $2 AND resource = 'loadBalancers' AND used < quota_limit`, tn.ID, tn.PoolID); err != nil {
 				return err
 			}

@@ -142,7 +142,7 @@ func waitSettled(b *testing.B, db *store.DB, tenantID string, n int, interval ti
 	// A periodic pass that queues every load balancer never leaves the queue empty: wait at
 	// most a few intervals for it.
 	for quiet := time.Now().Add(5 * interval); time.Now().Before(quiet); time.Sleep(200 * time.Millisecond) {
-		due, err := db.CountDue(ctx, []string{contract.VPSKind}, time.Time{})
+		due, err := store.CountDue(ctx, db, []string{contract.VPSKind}, time.Time{})
 		if err != nil {
 			b.Fatal(err)
 		}

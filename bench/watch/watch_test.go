@@ -33,7 +33,6 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
-	"github.com/jackc/pgx/v5"
 
 	"better-compute.dev/compute/app/apptest"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
@@ -237,7 +236,7 @@ func fanOut(t *testing.T, s *apptest.Stack, tn apptest.Tenant, c *clients, watch
 	for i := range 3 {
 		b := make([]byte, 6)
 		_, _ = rand.Read(b)
-		err := store.ExecuteTx(context.Background(), s.App.DB, func(tx pgx.Tx) error {
+		err := store.ExecuteTx(context.Background(), s.App.DB, func(tx store.Tx) error {
 			_, err := store.AppendEvent(context.Background(), tx, store.Event{TenantID: tn.ID, ID: "evt_bench" + hex.EncodeToString(b), Type: benchType, ResourceID: "bench"})
 			return err
 		})

@@ -12,11 +12,10 @@ import (
 	"net/url"
 	"os"
 
-	"github.com/jackc/pgx/v5"
-
 	"better-compute.dev/compute/app"
 	"better-compute.dev/compute/netguard"
 	"better-compute.dev/compute/seal"
+	"better-compute.dev/compute/store"
 )
 
 // dev runs the whole control plane on embedded defaults: a private schema of the local
@@ -88,7 +87,7 @@ func dev(ctx context.Context, args []string, env environment, stdout, stderr io.
 
 // devSchema makes a fresh schema and returns a URL whose connections use it.
 func devSchema(ctx context.Context, base, schema string) (string, func(), error) {
-	conn, err := pgx.Connect(ctx, base)
+	conn, err := store.Connect(ctx, base)
 	if err != nil {
 		return "", nil, err
 	}
@@ -105,7 +104,7 @@ func devSchema(ctx context.Context, base, schema string) (string, func(), error)
 	q.Set("search_path", schema)
 	u.RawQuery = q.Encode()
 	drop := func() {
-		c, err := pgx.Connect(context.Background(), base)
+		c, err := store.Connect(context.Background(), base)
 		if err != nil {
 			return
 		}

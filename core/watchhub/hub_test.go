@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"better-compute.dev/compute/apierr"
 	"better-compute.dev/compute/core/watchhub"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
@@ -18,19 +16,19 @@ import (
 )
 
 // statements counts the statements a pool runs (a batch's count once per statement).
-type statements struct{ n atomic.Int64 }
+type statements struct {
+	store.NoTracer
+	n atomic.Int64
+}
 
-func (c *statements) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+func (c *statements) StatementStart(ctx context.Context, _ string, _ []any) context.Context {
 	c.n.Add(1)
 	return ctx
 }
-func (c *statements) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
-func (c *statements) TraceBatchStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceBatchStartData) context.Context {
-	c.n.Add(int64(d.Batch.Len()))
+func (c *statements) BatchStart(ctx context.Context, sqls []string) context.Context {
+	c.n.Add(int64(len(sqls)))
 	return ctx
 }
-func (c *statements) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
-func (c *statements) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
 
 func convert(e store.Event) (*v1.Event, error) {
 	return &v1.Event{Cursor: e.Seq, TenantId: e.TenantID, Type: e.Type, ResourceId: e.ResourceID}, nil
@@ -58,7 +56,7 @@ func newEnv(t *testing.T, buffer int) *env {
 // append writes events to a tenant's inbox, committed together.
 func (e *env) append(t *testing.T, tenant string, types ...string) {
 	t.Helper()
-	err := store.ExecuteTx(context.Background(), e.db, func(tx pgx.Tx) error {
+	err := store.ExecuteTx(context.Background(), e.db, func(tx store.Tx) error {
 		for _, typ := range types {
 			e.n++
 			if _, err := store.AppendEvent(context.Background(), tx, store.Event{TenantID: tenant, ID: fmt.Sprintf("ev-%d", e.n), Type: typ, ResourceID: "r-" + typ}); err != nil {

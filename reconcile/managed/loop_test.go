@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"better-compute.dev/compute/provider"
 	"better-compute.dev/compute/reconcile"
 	"better-compute.dev/compute/reconcile/managed"
@@ -49,7 +47,7 @@ func (f *fake) Adopt(_ context.Context, name string) (managed.Observation, error
 	}
 	return managed.Observation{}, nil
 }
-func (f *fake) MarkCreatePending(_ context.Context, tx pgx.Tx) error {
+func (f *fake) MarkCreatePending(_ context.Context, tx store.Tx) error {
 	f.step("mark")
 	if tx == nil {
 		return errors.New("mark outside a transaction")
@@ -102,7 +100,7 @@ func run(t *testing.T, db *store.DB, res *fake, window time.Duration) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := store.ExecuteTx(ctx, db, func(tx pgx.Tx) error { return store.Enqueue(ctx, tx, kind, res.ID(), nil) }); err != nil {
+	if err := store.ExecuteTx(ctx, db, func(tx store.Tx) error { return store.Enqueue(ctx, tx, kind, res.ID(), nil) }); err != nil {
 		t.Fatal(err)
 	}
 	if n, err := r.RunOnce(ctx); err != nil || n != 1 {

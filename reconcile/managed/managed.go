@@ -27,8 +27,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"better-compute.dev/compute/provider"
 	"better-compute.dev/compute/reconcile"
 	"better-compute.dev/compute/store"
@@ -97,7 +95,7 @@ type Resource interface {
 	Prepare(ctx context.Context, name string) (Observation, error)
 	// MarkCreatePending writes the durable create-pending mark in the fenced write before the
 	// create; kinds that keep no mark write nothing (the fence still checks the lease).
-	MarkCreatePending(ctx context.Context, tx pgx.Tx) error
+	MarkCreatePending(ctx context.Context, tx store.Tx) error
 	// Create sends the create request; ctx carries the create window's deadline.
 	Create(ctx context.Context, name string) error
 	// Created examines (and may record) what the create made, on the pass's context.
@@ -139,7 +137,7 @@ type Base struct{}
 
 func (Base) CreatePending() bool                                  { return true }
 func (Base) Prepare(context.Context, string) (Observation, error) { return Observation{}, nil }
-func (Base) MarkCreatePending(context.Context, pgx.Tx) error      { return nil }
+func (Base) MarkCreatePending(context.Context, store.Tx) error    { return nil }
 func (Base) Created(context.Context) (Observation, error)         { return Found(true), nil }
 func (Base) Update(context.Context) (Observation, error)          { return Found(true), nil }
 func (Base) Failing(_ context.Context, cause error) error         { return cause }
@@ -156,12 +154,12 @@ type Fence struct {
 // Write runs fn in a transaction that first checks the lease: reconcile.WriteLocked when the
 // fence is RowLocked, reconcile.WriteResult (SERIALIZABLE) otherwise. fn may run more than
 // once (serialization retries): it must only touch the database.
-func (f *Fence) Write(ctx context.Context, fn func(ctx context.Context, tx pgx.Tx) error) error {
+func (f *Fence) Write(ctx context.Context, fn func(ctx context.Context, tx store.Tx) error) error {
 	write := reconcile.WriteResult
 	if f.RowLocked {
 		write = reconcile.WriteLocked
 	}
-	return write(ctx, f.DB, f.Lease, func(tx pgx.Tx) error { return fn(ctx, tx) })
+	return write(ctx, f.DB, f.Lease, func(tx store.Tx) error { return fn(ctx, tx) })
 }
 
 // Loop runs passes of managed resources.

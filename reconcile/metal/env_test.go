@@ -149,7 +149,7 @@ func (e *env) get(t *testing.T, id string) *v1.MetalNode {
 
 func (e *env) workItem(t *testing.T, id string) store.WorkItem {
 	t.Helper()
-	w, err := e.db.WorkItem(context.Background(), metalrec.Kind, id)
+	w, err := store.GetWorkItem(context.Background(), e.db, metalrec.Kind, id)
 	if err != nil {
 		t.Fatal(err)
 	}

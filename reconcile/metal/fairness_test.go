@@ -136,7 +136,7 @@ func TestHungBMCsDoNotStarveOtherWork(t *testing.T) {
 			open, accepted = open+o, accepted+a
 		}
 		for _, id := range hungNodes {
-			w, err := s.App.DB.WorkItem(ctx, metalrec.Kind, id)
+			w, err := store.GetWorkItem(ctx, s.App.DB, metalrec.Kind, id)
 			if err != nil {
 				t.Fatal(err)
 			}

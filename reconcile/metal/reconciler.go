@@ -22,8 +22,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"better-compute.dev/compute/contract"
 	"better-compute.dev/compute/metal"
 	"better-compute.dev/compute/provider/bmc"
@@ -249,7 +247,7 @@ func (r *Reconciler) settling(lease store.Lease, n store.MetalNode) func(context
 		if !at.IsZero() {
 			note.PowerReadAt = &at
 		}
-		err := reconcile.WriteResult(ctx, r.opts.DB, lease, func(tx pgx.Tx) error {
+		err := reconcile.WriteResult(ctx, r.opts.DB, lease, func(tx store.Tx) error {
 			if err := store.NoteMetalPower(ctx, tx, note); !errors.Is(err, store.ErrNotFound) {
 				return err
 			}

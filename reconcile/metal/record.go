@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"google.golang.org/protobuf/encoding/protojson"
 
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
@@ -47,7 +46,7 @@ func (r *Reconciler) record(ctx context.Context, lease store.Lease, o store.Meta
 // node's version. moved reports that the node changed since it was read (an abort, another
 // verb, new credentials): nothing was written, and the change queued the node again.
 func (r *Reconciler) note(ctx context.Context, lease store.Lease, o store.MetalOutcome, ev *event) (moved bool, err error) {
-	err = reconcile.WriteResult(ctx, r.opts.DB, lease, func(tx pgx.Tx) error {
+	err = reconcile.WriteResult(ctx, r.opts.DB, lease, func(tx store.Tx) error {
 		moved = false
 		n, err := store.RecordMetalOutcome(ctx, tx, o)
 		if errors.Is(err, store.ErrNotFound) {

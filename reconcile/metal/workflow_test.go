@@ -236,7 +236,7 @@ func TestDeadlines(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A replica claims the item and dies holding it.
-	if _, err := e.db.Claim(ctx, store.ClaimParams{Holder: "dead", Kinds: []string{metalrec.Kind}, Limit: 1,
+	if _, err := store.Claim(ctx, e.db, store.ClaimParams{Holder: "dead", Kinds: []string{metalrec.Kind}, Limit: 1,
 		LeaseTTL: 5 * time.Second, Now: e.clock.Now()}); err != nil {
 		t.Fatal(err)
 	}
@@ -264,7 +264,7 @@ func TestRestartRedrives(t *testing.T) {
 	if _, err := verb(e, metal.Inspect, node.GetId()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.db.Claim(ctx, store.ClaimParams{Holder: "dead", Kinds: []string{metalrec.Kind}, Limit: 1,
+	if _, err := store.Claim(ctx, e.db, store.ClaimParams{Holder: "dead", Kinds: []string{metalrec.Kind}, Limit: 1,
 		LeaseTTL: 5 * time.Second, Now: e.clock.Now()}); err != nil {
 		t.Fatal(err)
 	}

@@ -71,7 +71,7 @@ func WaitDrained(t testing.TB, ctx context.Context, db *store.DB, kinds []string
 		if now != nil {
 			at = now()
 		}
-		n, err := db.CountDue(ctx, kinds, at)
+		n, err := store.CountDue(ctx, db, kinds, at)
 		if err != nil {
 			t.Fatalf("reconciletest: count due: %v", err)
 		}
@@ -90,7 +90,7 @@ func WaitDrained(t testing.TB, ctx context.Context, db *store.DB, kinds []string
 }
 
 // AssertQueued fails the test when a provider-side resource that is not resting has no due work
-// item (the work-queue invariant, store/unqueued.go), naming each one. Call it at the end of
+// item (the work-queue invariant, store/workqueue_unqueued.go), naming each one. Call it at the end of
 // every test that runs reconcilers; apptest stacks running theirs call it at cleanup.
 func AssertQueued(t testing.TB, ctx context.Context, db *store.DB) {
 	t.Helper()

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/jackc/pgx/v5"
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"better-compute.dev/compute/contract"
@@ -118,8 +117,8 @@ func (p *pass) actsOnWanted() bool {
 
 // save records the substrate as the pass has it now, fenced on the lease; extra runs in the
 // same transaction.
-func (p *pass) save(ctx context.Context, extra func(tx pgx.Tx) error) error {
-	err := p.f.Write(ctx, func(ctx context.Context, tx pgx.Tx) error {
+func (p *pass) save(ctx context.Context, extra func(tx store.Tx) error) error {
+	err := p.f.Write(ctx, func(ctx context.Context, tx store.Tx) error {
 		if err := store.SaveSubstrate(ctx, tx, p.sub); err != nil {
 			return err
 		}

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"better-compute.dev/compute/provider"
 	"better-compute.dev/compute/reconcile"
 	"better-compute.dev/compute/reconcile/managed"
@@ -98,7 +96,7 @@ func (p *pass) Prepare(ctx context.Context, name string) (managed.Observation, e
 
 // MarkCreatePending is the durable mark: a replica that dies after the request finds the
 // mark's cluster by name instead of making a second one.
-func (p *pass) MarkCreatePending(ctx context.Context, tx pgx.Tx) error {
+func (p *pass) MarkCreatePending(ctx context.Context, tx store.Tx) error {
 	if err := store.MarkSubstrateCreatePending(ctx, tx, p.sub.ID, p.want.accountID); err != nil {
 		return fmt.Errorf("substrates: mark %s create-pending: %w", p.sub.ID, err)
 	}
@@ -145,7 +143,7 @@ func (p *pass) Record(ctx context.Context) (reconcile.Result, error) {
 	if p.blocked != "" {
 		p.sub.State, p.sub.LastError = "error", p.blocked
 	}
-	err := p.save(ctx, func(tx pgx.Tx) error {
+	err := p.save(ctx, func(tx store.Tx) error {
 		_, err := store.PruneSubstrateNodes(ctx, tx, p.sub.ID, p.nodeIDs)
 		return err
 	})

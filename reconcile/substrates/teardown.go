@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/jackc/pgx/v5"
-
 	"better-compute.dev/compute/provider"
 	"better-compute.dev/compute/reconcile/substrates/k8sapply"
 	"better-compute.dev/compute/store"
@@ -36,7 +34,7 @@ func (p *pass) Deleted(ctx context.Context) error {
 	if p.want != nil {
 		s.State = "pending"
 	}
-	return p.save(ctx, func(tx pgx.Tx) error {
+	return p.save(ctx, func(tx store.Tx) error {
 		if _, err := store.PruneSubstrateNodes(ctx, tx, s.ID, nil); err != nil {
 			return err
 		}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"better-compute.dev/compute/reconcile/substrates"
+	"better-compute.dev/compute/store"
 )
 
 // TestClusterCreateRefusedOnceTheWindowHasPassed: the create window starts before the fenced
@@ -67,7 +68,7 @@ func TestClusterCreateRefusedOnceTheWindowHasPassed(t *testing.T) {
 	if sub.CreatePendingAt == nil || sub.ClusterID != "" {
 		t.Fatalf("substrate %+v: want the create-pending mark written and no cluster recorded", sub)
 	}
-	item, err := e.s.App.DB.WorkItem(e.ctx, substrates.Kind, e.tn.PoolID)
+	item, err := store.GetWorkItem(e.ctx, e.s.App.DB, substrates.Kind, e.tn.PoolID)
 	if err != nil {
 		t.Fatal(err)
 	}

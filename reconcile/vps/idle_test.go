@@ -28,7 +28,7 @@ func rarePeriodic(c *app.Config) { c.Reconcilers.PeriodicInterval = vps.MaxPerio
 // periodicEpoch is how many periodic passes were granted so far.
 func (e *env) periodicEpoch(t *testing.T) int64 {
 	t.Helper()
-	w, err := e.s.App.DB.WorkItem(e.ctx, vps.PeriodicKind, store.PeriodicResourceID)
+	w, err := store.GetWorkItem(e.ctx, e.s.App.DB, vps.PeriodicKind, store.PeriodicResourceID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestCertificateReadyQueuesWaitingLoadBalancer(t *testing.T) {
 	in := e.instance(t, "a", "")
 	cert, lb := e.tlsLB(t)
 	eventually(t, "the load balancer's first pass waits for the certificate", func() (bool, string) {
-		w, err := e.s.App.DB.WorkItem(e.ctx, contract.VPSKind, lb.GetId())
+		w, err := store.GetWorkItem(e.ctx, e.s.App.DB, contract.VPSKind, lb.GetId())
 		if err != nil || w.DueAt == nil {
 			return false, fmt.Sprintf("%+v %v", w, err)
 		}
@@ -132,7 +132,7 @@ func TestSettledFleetIsNotQueued(t *testing.T) {
 	waitPeriodicPasses(t, e, 2)
 	epochs := map[string]int64{}
 	for _, id := range ids {
-		w, err := e.s.App.DB.WorkItem(e.ctx, contract.VPSKind, id)
+		w, err := store.GetWorkItem(e.ctx, e.s.App.DB, contract.VPSKind, id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -141,7 +141,7 @@ func TestSettledFleetIsNotQueued(t *testing.T) {
 	lists := e.sim.Requests()["GET /v2/load_balancers"]
 	waitPeriodicPasses(t, e, 3)
 	for _, id := range ids {
-		w, err := e.s.App.DB.WorkItem(e.ctx, contract.VPSKind, id)
+		w, err := store.GetWorkItem(e.ctx, e.s.App.DB, contract.VPSKind, id)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,8 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"better-compute.dev/compute/contract"
 	"better-compute.dev/compute/provider"
 	"better-compute.dev/compute/store"
@@ -111,7 +109,7 @@ func (w *lbWatch) lookup(ctx context.Context, row store.LoadBalancer) (obs *prov
 		return obs, true, nil
 	}
 	w.mu.Unlock()
-	o, err := w.r.opts.DB.ProviderObservation(ctx, w.accountID, listKind, row.ProviderID)
+	o, err := store.ProviderObservation(ctx, w.r.opts.DB, w.accountID, listKind, row.ProviderID)
 	if err != nil {
 		return nil, false, fmt.Errorf("vps: %w", err)
 	}
@@ -191,7 +189,7 @@ func (w *lbWatch) refresh(ctx context.Context, p provider.Provider) error {
 // list makes one claimed list and records it for every replica.
 func (w *lbWatch) list(ctx context.Context, p provider.Provider) error {
 	db := w.r.opts.DB
-	began, claimed, err := db.ClaimProviderList(ctx, w.accountID, listKind, w.r.opts.CreateWindow)
+	began, claimed, err := store.ClaimProviderList(ctx, db, w.accountID, listKind, w.r.opts.CreateWindow)
 	if err != nil {
 		return fmt.Errorf("vps: %w", err)
 	}
@@ -204,7 +202,7 @@ func (w *lbWatch) list(ctx context.Context, p provider.Provider) error {
 	if err != nil {
 		// Let another claim be taken after a poll interval; the claim lapses by itself otherwise.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-		_ = db.ReleaseProviderList(rctx, w.accountID, listKind, began, w.r.opts.ProviderPoll)
+		_ = store.ReleaseProviderList(rctx, db, w.accountID, listKind, began, w.r.opts.ProviderPoll)
 		cancel()
 		return err
 	}
@@ -226,7 +224,7 @@ func (w *lbWatch) list(ctx context.Context, p provider.Provider) error {
 	}
 	w.pace = interval
 	w.mu.Unlock()
-	if _, err := db.RecordProviderList(ctx, w.accountID, listKind, began, interval, items); err != nil {
+	if _, err := store.RecordProviderList(ctx, db, w.accountID, listKind, began, interval, items); err != nil {
 		return fmt.Errorf("vps: %w", err)
 	}
 	return w.wakeListed(ctx, began, lbs)
@@ -263,7 +261,7 @@ func (w *lbWatch) wakeListed(ctx context.Context, began time.Time, lbs []*provid
 	if len(moved) == 0 {
 		return nil
 	}
-	waiting, err := w.r.opts.DB.LoadBalancersWaitingOn(ctx, w.accountID, moved, began)
+	waiting, err := store.LoadBalancersWaitingOn(ctx, w.r.opts.DB, w.accountID, moved, began)
 	if err != nil {
 		return fmt.Errorf("vps: %w", err)
 	}
@@ -340,7 +338,7 @@ func (w *lbWatch) wake(ctx context.Context) error {
 		rowIDs = append(rowIDs, id)
 	}
 	w.mu.Unlock()
-	listed, err := w.r.opts.DB.ListedLoadBalancers(ctx, w.accountID, listKind, rowIDs)
+	listed, err := store.ListedLoadBalancers(ctx, w.r.opts.DB, w.accountID, listKind, rowIDs)
 	if err != nil {
 		return fmt.Errorf("vps: %w", err)
 	}
@@ -373,7 +371,7 @@ func (w *lbWatch) enqueue(ctx context.Context, ids []string, due []time.Time) er
 	// request (the list answers it), and it must not wait behind the creates of load
 	// balancers recorded after it, which the request budget holds back. The upserts are blind
 	// writes, so store.ExecuteLockedTx (READ COMMITTED on PostgreSQL) runs them.
-	if err := store.ExecuteLockedTx(ctx, w.r.opts.DB, func(tx pgx.Tx) error {
+	if err := store.ExecuteLockedTx(ctx, w.r.opts.DB, func(tx store.Tx) error {
 		return store.EnqueueMany(ctx, tx, contract.VPSKind, ids, due)
 	}); err != nil {
 		return err

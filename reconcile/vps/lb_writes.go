@@ -55,7 +55,7 @@ func (w *writer) markCreatePending(read store.LoadBalancer) error {
 // forgetLB drops a provider id the provider no longer knows, so the next pass creates anew. It
 // queues that pass itself: the pass that forgets ends without a result (its row changed), and
 // nothing else would queue the load balancer, now updating, before the periodic pass (the
-// work-queue invariant, store/unqueued.go). The enqueue moves the item's generation, so the
+// work-queue invariant, store/workqueue_unqueued.go). The enqueue moves the item's generation, so the
 // runner's completion of this pass keeps it due.
 func (w *writer) forgetLB(read store.LoadBalancer) error {
 	cur, _, err := w.currentLB(read)

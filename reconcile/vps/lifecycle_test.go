@@ -158,7 +158,7 @@ func TestCertificatePendingHoldsProviderCall(t *testing.T) {
 	// While the certificate is pending at the provider the load balancer's passes run and
 	// ask nothing.
 	eventually(t, "a pass on the load balancer", func() (bool, string) {
-		w, err := e.s.App.DB.WorkItem(e.ctx, contract.VPSKind, lb.GetId())
+		w, err := store.GetWorkItem(e.ctx, e.s.App.DB, contract.VPSKind, lb.GetId())
 		return err == nil && w.Epoch >= 2, fmt.Sprintf("%+v %v", w, err)
 	})
 	certRow, err := store.GetCertificate(e.ctx, e.s.App.DB.Q(), cert.GetId())

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"better-compute.dev/compute/provider"
 	"better-compute.dev/compute/reconcile"
 	"better-compute.dev/compute/reconcile/managed"
@@ -36,7 +34,7 @@ var _ managed.Resource = (*lbPass)(nil)
 
 // loadLoadBalancer reads the row with its account and pool's instances in one round trip.
 func (r *Reconciler) loadLoadBalancer(ctx context.Context, f *managed.Fence) (managed.Resource, error) {
-	read, err := r.opts.DB.ReadLoadBalancerPass(ctx, f.Lease.ResourceID)
+	read, err := store.ReadLoadBalancerPass(ctx, r.opts.DB, f.Lease.ResourceID)
 	if err != nil {
 		return nil, fmt.Errorf("vps: %w", err)
 	}
@@ -144,7 +142,7 @@ func (l *lbPass) Prepare(context.Context, string) (managed.Observation, error) {
 	return managed.Observation{}, nil
 }
 
-func (l *lbPass) MarkCreatePending(ctx context.Context, tx pgx.Tx) error {
+func (l *lbPass) MarkCreatePending(ctx context.Context, tx store.Tx) error {
 	return (&writer{ctx: ctx, tx: tx}).markCreatePending(l.row)
 }
 

@@ -107,7 +107,7 @@ func TestPeriodicPassAddsInstanceWithNewMachine(t *testing.T) {
 	if err := store.SetInstanceState(e.ctx, e.s.App.DB.Q(), in.GetId(), "running", machine, ""); err != nil {
 		t.Fatal(err)
 	}
-	before, err := e.s.App.DB.WorkItem(e.ctx, vps.PeriodicKind, store.PeriodicResourceID)
+	before, err := store.GetWorkItem(e.ctx, e.s.App.DB, vps.PeriodicKind, store.PeriodicResourceID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +116,7 @@ func TestPeriodicPassAddsInstanceWithNewMachine(t *testing.T) {
 		want := sorted(a.MachineID, machine)
 		return cmp.Equal(droplets(at), want), fmt.Sprintf("provider droplets %v, want %v", droplets(at), want)
 	})
-	after, err := e.s.App.DB.WorkItem(e.ctx, vps.PeriodicKind, store.PeriodicResourceID)
+	after, err := store.GetWorkItem(e.ctx, e.s.App.DB, vps.PeriodicKind, store.PeriodicResourceID)
 	if err != nil || after.Epoch <= before.Epoch {
 		t.Errorf("the periodic pass did not run meanwhile: epoch %d then %d (%v)", before.Epoch, after.Epoch, err)
 	}
@@ -137,7 +137,7 @@ func TestDriftAtProviderRepaired(t *testing.T) {
 		Name: before.Name, Region: "nyc3", VPCUUID: before.VPCUUID,
 		ForwardingRules: []godo.ForwardingRule{{EntryProtocol: "tcp", EntryPort: 22, TargetProtocol: "tcp", TargetPort: 22}},
 	}
-	item, err := e.s.App.DB.WorkItem(e.ctx, contract.VPSKind, lb.GetId())
+	item, err := store.GetWorkItem(e.ctx, e.s.App.DB, contract.VPSKind, lb.GetId())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +150,7 @@ func TestDriftAtProviderRepaired(t *testing.T) {
 	// most two are granted until then).
 	passes := e.periodicEpoch(t)
 	eventually(t, "the periodic pass queues the changed load balancer", func() (bool, string) {
-		w, err := e.s.App.DB.WorkItem(e.ctx, contract.VPSKind, lb.GetId())
+		w, err := store.GetWorkItem(e.ctx, e.s.App.DB, contract.VPSKind, lb.GetId())
 		return err == nil && w.Generation > item.Generation, fmt.Sprintf("%+v %v", w, err)
 	})
 	if after := e.periodicEpoch(t); after > passes+2 {

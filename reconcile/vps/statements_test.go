@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"better-compute.dev/compute/contract"
 	"better-compute.dev/compute/lifecycle"
 	"better-compute.dev/compute/provider/digitalocean"
@@ -22,9 +20,10 @@ import (
 	"better-compute.dev/compute/store"
 )
 
-// statements is a pgx tracer counting what a replica's pool sends: statements (each query of a
+// statements is a store.Tracer counting what a replica's pool sends: statements (each query of a
 // batch counts) and round trips (a batch is one), and the statements' first words for the log.
 type statements struct {
+	store.NoTracer
 	mu     sync.Mutex
 	stmts  int
 	trips  int
@@ -33,23 +32,21 @@ type statements struct {
 
 type inTracedBatch struct{}
 
-func (s *statements) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+func (s *statements) StatementStart(ctx context.Context, sql string, _ []any) context.Context {
 	if ctx.Value(inTracedBatch{}) == nil {
-		s.count(1, d.SQL)
+		s.count(1, sql)
 	}
 	return ctx
 }
-func (s *statements) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
-func (s *statements) TraceBatchStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceBatchStartData) context.Context {
+func (s *statements) BatchStart(ctx context.Context, _ []string) context.Context {
 	s.mu.Lock()
 	s.trips++
 	s.mu.Unlock()
 	return context.WithValue(ctx, inTracedBatch{}, true)
 }
-func (s *statements) TraceBatchQuery(_ context.Context, _ *pgx.Conn, d pgx.TraceBatchQueryData) {
-	s.count(0, "  batch: "+d.SQL)
+func (s *statements) BatchStatement(_ context.Context, sql string, _ []any, _ error) {
+	s.count(0, "  batch: "+sql)
 }
-func (s *statements) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
 
 func (s *statements) count(trips int, sql string) {
 	s.mu.Lock()
@@ -130,7 +127,7 @@ func TestStatementsPerLoadBalancerPass(t *testing.T) {
 	// The account's watcher lists and wakes the parked load balancer; wait for that, then for
 	// the watcher to go idle (nothing parked), so that the next counts are the pass's alone.
 	eventually(t, "the watcher wakes the load balancer", func() (bool, string) {
-		item, err := db.WorkItem(ctx, contract.VPSKind, lb.GetId())
+		item, err := store.GetWorkItem(ctx, db, contract.VPSKind, lb.GetId())
 		return err == nil && item.DueAt != nil && !item.DueAt.After(time.Now()), fmt.Sprintf("%+v %v", item, err)
 	})
 	time.Sleep(poll + poll/4)

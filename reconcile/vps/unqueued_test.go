@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/digitalocean/godo"
-	"github.com/jackc/pgx/v5"
 	"golang.org/x/oauth2"
 
 	"better-compute.dev/compute/app"
@@ -24,7 +23,7 @@ import (
 // TestNoResourceLeftWithoutWork drives many load balancers (half of them in subnets) with https
 // and http2 rules on managed certificates, with instances, over three accounts of one tenant and
 // a second tenant's account on the same provider token, through two replicas' reconcilers while
-// the provider refuses droplet creates for a while, and checks the work-queue invariant (store/unqueued.go) all along: no
+// the provider refuses droplet creates for a while, and checks the work-queue invariant (store/workqueue_unqueued.go) all along: no
 // resource that is not resting is ever without a due work item. Everything converges, and
 // converges again after the provider lost some of the load balancers while they were updated.
 func TestNoResourceLeftWithoutWork(t *testing.T) {
@@ -160,7 +159,7 @@ func TestNoResourceLeftWithoutWork(t *testing.T) {
 			}
 			for _, lb := range lbs {
 				if lb.State != "ready" {
-					w, _ := db.WorkItem(e.ctx, contract.VPSKind, lb.ID)
+					w, _ := store.GetWorkItem(e.ctx, db, contract.VPSKind, lb.ID)
 					return false, fmt.Sprintf("%s is %s (%q), item due %v", lb.ID, lb.State, lb.LastError, w.DueAt)
 				}
 			}
@@ -233,14 +232,14 @@ func TestForgottenLoadBalancerStaysQueued(t *testing.T) {
 		t.Fatalf("delete at the provider: %v", err)
 	}
 	// Something queues one pass (as the periodic pass or an instance's machine would).
-	if err := store.ExecuteTx(e.ctx, e.s.App.DB, func(tx pgx.Tx) error {
+	if err := store.ExecuteTx(e.ctx, e.s.App.DB, func(tx store.Tx) error {
 		return store.Enqueue(e.ctx, tx, contract.VPSKind, lb.GetId(), nil)
 	}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "made again at the provider", func() (bool, string) {
 		got := e.lbRow(t, lb.GetId())
-		w, _ := e.s.App.DB.WorkItem(e.ctx, contract.VPSKind, lb.GetId())
+		w, _ := store.GetWorkItem(e.ctx, e.s.App.DB, contract.VPSKind, lb.GetId())
 		return got.State == "ready" && got.ProviderID != "" && got.ProviderID != row.ProviderID,
 			fmt.Sprintf("state %s provider %q (was %q), item due %v", got.State, got.ProviderID, row.ProviderID, w.DueAt)
 	})
@@ -268,7 +267,7 @@ func TestPeriodicPassQueuesLostWork(t *testing.T) {
 			contract.VPSKind, cert.GetId())
 		return err == nil && tag.RowsAffected() == 1, fmt.Sprint(err)
 	})
-	lost, err := db.WorkItem(e.ctx, contract.VPSKind, cert.GetId())
+	lost, err := store.GetWorkItem(e.ctx, db, contract.VPSKind, cert.GetId())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,7 +275,7 @@ func TestPeriodicPassQueuesLostWork(t *testing.T) {
 		row, err := store.GetCertificate(e.ctx, db.Q(), cert.GetId())
 		return err == nil && row.State == "ready", fmt.Sprintf("%+v %v", row, err)
 	})
-	after, err := db.WorkItem(e.ctx, contract.VPSKind, cert.GetId())
+	after, err := store.GetWorkItem(e.ctx, db, contract.VPSKind, cert.GetId())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -153,7 +153,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, lease store.Lease) (reconcil
 //
 //   - every provider-side resource of any kind (load balancer, certificate, instance, subnet,
 //     cluster, node pool) found not resting without a due work item is queued (the work-queue
-//     invariant, store/unqueued.go), so a lost item is found within one interval;
+//     invariant, store/workqueue_unqueued.go), so a lost item is found within one interval;
 //   - per account with settled load balancers, one list of its load balancers (the list shared
 //     by every replica, lb_poll.go: none is sent when another replica listed moments ago) and
 //     one comparison in the database (store.LoadBalancersOutOfStep): a load balancer the list

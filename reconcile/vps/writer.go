@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"better-compute.dev/compute/contract"
 	"better-compute.dev/compute/lifecycle"
 	"better-compute.dev/compute/reconcile"
@@ -23,13 +21,13 @@ import (
 // keep it so when adding a write.
 type writer struct {
 	ctx context.Context
-	tx  pgx.Tx
+	tx  store.Tx
 }
 
 // write runs fn in the pass's lease-fenced transaction. fn may run more than once
 // (the transaction is retried on serialization failures): it must only touch the database.
 func write(ctx context.Context, f *managed.Fence, fn func(w *writer) error) error {
-	return f.Write(ctx, func(ctx context.Context, tx pgx.Tx) error {
+	return f.Write(ctx, func(ctx context.Context, tx store.Tx) error {
 		return fn(&writer{ctx: ctx, tx: tx})
 	})
 }
@@ -42,7 +40,7 @@ func write(ctx context.Context, f *managed.Fence, fn func(w *writer) error) erro
 // (store.ExecuteTwoTrips) made more serialization reruns on PostgreSQL and a slower
 // convergence (docs/benchmarks.md, "Converge").
 func writeLB(ctx context.Context, f *managed.Fence, id string, decide func(cur store.LoadBalancer, w *store.Writes) error) error {
-	return f.Write(ctx, func(ctx context.Context, tx pgx.Tx) error {
+	return f.Write(ctx, func(ctx context.Context, tx store.Tx) error {
 		cur, err := store.GetLoadBalancerForUpdate(ctx, tx, id)
 		if err != nil {
 			return fmt.Errorf("vps: load balancer %s: %w", id, err)

@@ -19,8 +19,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"better-compute.dev/compute/app/apptest"
 	"better-compute.dev/compute/contract"
 	"better-compute.dev/compute/reconcile"
@@ -39,8 +37,9 @@ type statement struct {
 	args []any
 }
 
-// recorder keeps the statements sent while it is on (a pgx tracer on every connection).
+// recorder keeps the statements sent while it is on (a store.Tracer on every connection).
 type recorder struct {
+	store.NoTracer
 	mu   sync.Mutex
 	on   string // the call being recorded, "" for none
 	seen []statement
@@ -64,18 +63,13 @@ func (r *recorder) during(call string, f func()) {
 	r.mu.Unlock()
 }
 
-func (r *recorder) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
-	r.record(d.SQL, d.Args)
+func (r *recorder) StatementStart(ctx context.Context, sql string, args []any) context.Context {
+	r.record(sql, args)
 	return ctx
 }
-func (r *recorder) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
-func (r *recorder) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
-	return ctx
+func (r *recorder) BatchStatement(_ context.Context, sql string, args []any, _ error) {
+	r.record(sql, args)
 }
-func (r *recorder) TraceBatchQuery(_ context.Context, _ *pgx.Conn, d pgx.TraceBatchQueryData) {
-	r.record(d.SQL, d.Args)
-}
-func (r *recorder) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
 
 // explainable matches the statements EXPLAIN takes (not BEGIN, COMMIT, SET and the like).
 var explainable = regexp.MustCompile(`(?is)^\s*(SELECT|INSERT|UPDATE|DELETE|WITH)\b`)
@@ -138,7 +132,7 @@ func TestNoSequentialScansOfGrowingTables(t *testing.T) {
 		})
 	}
 	rec.during("claim", func() {
-		if _, err := s.App.DB.Claim(ctx, store.ClaimParams{Holder: "explain", Kinds: []string{contract.VPSKind}, Limit: 10, LeaseTTL: time.Minute}); err != nil {
+		if _, err := store.Claim(ctx, s.App.DB, store.ClaimParams{Holder: "explain", Kinds: []string{contract.VPSKind}, Limit: 10, LeaseTTL: time.Minute}); err != nil {
 			t.Fatal(err)
 		}
 	})

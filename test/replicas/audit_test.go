@@ -6,9 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"better-compute.dev/compute/store"
+	"better-compute.dev/compute/store/storetest"
 )
 
 // The audit is how the test sees who wrote what: triggers on the resource tables and the work
@@ -19,7 +18,7 @@ import (
 // installAudit creates the audit table and its triggers in schema.
 func installAudit(t *testing.T, db *store.DB, schema string) {
 	t.Helper()
-	s := pgx.Identifier{schema}.Sanitize()
+	s := store.QuoteIdentifier(schema)
 	stmts := []string{
 		`CREATE TABLE ` + s + `.audit_writes (
 			seq BIGSERIAL PRIMARY KEY, app TEXT NOT NULL, tbl TEXT NOT NULL, resource_id TEXT NOT NULL,
@@ -68,7 +67,7 @@ func auditSince(t *testing.T, db *store.DB, seq int64) []auditRow {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (auditRow, error) {
+	out, err := storetest.CollectRows(rows, func(r storetest.Rows) (auditRow, error) {
 		var a auditRow
 		err := r.Scan(&a.seq, &a.app, &a.tbl, &a.resource, &a.holder, &a.epoch, &a.at)
 		return a, err
@@ -103,7 +102,7 @@ func leasesHeldBy(t *testing.T, db *store.DB, holder string) []heldLease {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (heldLease, error) {
+	out, err := storetest.CollectRows(rows, func(r storetest.Rows) (heldLease, error) {
 		var h heldLease
 		err := r.Scan(&h.resource, &h.epoch)
 		return h, err

@@ -12,7 +12,7 @@ import (
 
 // TestHotTenantCreatesDoNotAbort: eight clients of one tenant creating at once share nothing
 // but the quota row they book, and that booking waits for the row's lock instead of aborting
-// (store/booking.go). Counted, not timed: transactions run again per create (when the booking
+// (store/quota_booking.go). Counted, not timed: transactions run again per create (when the booking
 // was part of a SERIALIZABLE transaction, 1.9 per create in bench/creates at 8 clients of one
 // tenant).
 func TestHotTenantCreatesDoNotAbort(t *testing.T) {

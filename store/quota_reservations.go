@@ -9,7 +9,7 @@ import (
 // Quota reservations are what replicas of the previous version booked ahead of a create's
 // transaction: a row per booked unit, deleted by the transaction that consumed it or by a refund
 // that gave the unit back. Creates of this version book inside their own transaction instead
-// (booking.go) and write no reservation; during a rolling upgrade the replicas still running the
+// (quota_booking.go) and write no reservation; during a rolling upgrade the replicas still running the
 // previous version do, and one of them that dies between booking and commit leaves its
 // reservation behind. RefundStaleReservations, run by the reconcilers' sweep, gives those back,
 // so the table and the sweep stay until no replica of that version can run.

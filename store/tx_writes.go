@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -65,7 +64,7 @@ type batchSender interface {
 }
 
 // Send runs the collected writes in tx, in order, in one round trip, and checks each answer.
-func (w *Writes) Send(ctx context.Context, tx pgx.Tx) error {
+func (w *Writes) Send(ctx context.Context, tx Tx) error {
 	_, err := w.send(ctx, tx)
 	return err
 }
@@ -98,37 +97,4 @@ func (w *Writes) fillRequestIDs(ctx context.Context) {
 		q.Arguments[appendEventRequestIDArg] = requestid.FromContext(ctx)
 	}
 	w.eventsWithoutRequest = nil
-}
-
-// AppendEvent queues AppendEvent's insert.
-func (w *Writes) AppendEvent(e Event) error {
-	data, err := eventData(e)
-	if err != nil {
-		return err
-	}
-	w.add("append event", nil, sqlAppendEvent, e.TenantID, e.ID, e.Type, e.ResourceID, data, e.RequestID)
-	if e.RequestID == "" {
-		w.eventsWithoutRequest = append(w.eventsWithoutRequest, w.batch.QueuedQueries[len(w.batch.QueuedQueries)-1])
-	}
-	return nil
-}
-
-// Enqueue queues Enqueue's upsert.
-func (w *Writes) Enqueue(kind, resourceID string, dueAt *time.Time) {
-	w.add("enqueue "+kind+"/"+resourceID, nil, sqlEnqueue, kind, resourceID, dueAt)
-}
-
-// EnqueueNew queues the first work item of a resource the same transaction creates: a plain
-// insert, because no item can exist yet for a fresh id, and an insert that cannot conflict
-// skips the upsert's speculative insertion (two WAL records fewer per create). An item that
-// did exist would fail the transaction on work_items_pkey rather than be merged.
-func (w *Writes) EnqueueNew(kind, resourceID string) {
-	w.add("enqueue new "+kind+"/"+resourceID, nil, sqlEnqueueNew, kind, resourceID)
-}
-
-// PutIdempotency queues PutIdempotency's insert; a live record of the key makes Send fail with
-// ErrConflict on idempotency_keys_pkey.
-func (w *Writes) PutIdempotency(rec IdempotencyRecord) {
-	w.add("idempotency record", idempotencyInserted, sqlPutIdempotency,
-		rec.TenantID, rec.Operation, rec.Key, rec.RequestHash, rec.ResourceID, IdempotencyTTL.String())
 }

@@ -26,7 +26,7 @@ type EventFeed struct {
 // ReadEventRanges is the read of a replica's shared event reader: it numbers what has
 // committed to the inbox for every tenant the ranges name, then reads every range, in one round
 // trip and one implicit transaction, whatever the number of ranges. A read after the numbering
-// sees every event numbered before it (event_ordering.go), so each range's events are a gapless
+// sees every event numbered before it (events_ordering.go), so each range's events are a gapless
 // run of that tenant's seqs after After. Nothing is returned unless the transaction committed:
 // seqs of a numbering that rolled back would be handed out again.
 func ReadEventRanges(ctx context.Context, db *DB, ranges []EventRange, limit int) (EventFeed, error) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -31,7 +30,7 @@ func ExecuteTwoTrips(ctx context.Context, db *DB, reads func(r *Reads), decide f
 // update or delete that reads its row FOR UPDATE first. On PostgreSQL it runs at READ COMMITTED
 // and every read of Reads that decides locks its rows FOR SHARE (Reads.locked); on CockroachDB
 // it is SERIALIZABLE like every other transaction. The argument for why a create keeps the
-// seed's rules on both engines is in booking.go, for an update and a delete in lockorder.go; a
+// seed's rules on both engines is in quota_booking.go, for an update and a delete in lockorder.go; a
 // transaction of another shape must not use it.
 func ExecuteLockedTwoTrips(ctx context.Context, db *DB, reads func(r *Reads), decide func() (*Writes, error)) error {
 	return retrying(ctx, func(ctx context.Context) error { return runTwoTripsOnce(ctx, db, !db.cockroach, reads, decide) })
@@ -232,137 +231,6 @@ func readAffected(r *Reads, n *int64, sql string, args ...any) {
 	})
 }
 
-// Pool queues GetPool.
-func (r *Reads) Pool(id string, out *Pool, found *error) {
-	readOne(r, scanPool, out, found, r.shared(sqlGetPool, sqlGetPool+forShare), id)
-}
-
-// Idempotency queues the lookup of a create's idempotency key, live or expired. An expired
-// record is dropped in the same statement: its meaning has lapsed, and a create that looked its
-// key up this way only ever inserts the key in its transaction (Writes.RecordIdempotency). The
-// lookup still reports the dropped record, as expired: the statement's arms share one
-// snapshot. The resource a live record names is not read here: a replay is rare, and reads it
-// after its transaction ends (every create would otherwise send one more statement for it).
-func (r *Reads) Idempotency(tenantID, operation, key string, rec *IdempotencyRecord, found *error) {
-	readOne(r, scanIdempotency, rec, found,
-		`WITH dropped AS (
-		   DELETE FROM idempotency_keys WHERE tenant_id = $1 AND operation = $2 AND idem_key = $3 AND expires_at <= now()
-		 )
-		 SELECT tenant_id, operation, idem_key, request_hash, resource_id, expires_at <= now() FROM idempotency_keys
-		  WHERE tenant_id = $1 AND operation = $2 AND idem_key = $3`, tenantID, operation, key)
-}
-
-// Project queues GetProject.
-func (r *Reads) Project(tenantID, id string, out *Project, found *error) {
-	readOne(r, scanProject, out, found, r.shared(sqlGetProject, sqlGetProject+forShare), tenantID, id)
-}
-
-// Subnet queues GetSubnet.
-func (r *Reads) Subnet(id string, out *Subnet, found *error) {
-	readOne(r, scanSubnet, out, found, r.shared(sqlGetSubnet, sqlGetSubnet+forShare), id)
-}
-
-// Instances queues the instances named by ids and, when of is not "", those load balancer of
-// targets today (an update re-checks the targets it keeps).
-func (r *Reads) Instances(ids []string, of string, out *[]Instance) {
-	readAll(r, scanInstance, out, r.shared(sqlTargetInstances, sqlTargetInstances+forShare), ids, of)
-}
-
-const sqlTargetInstances = `SELECT ` + instanceCols + ` FROM instances
-		WHERE id IN (SELECT unnest($1::text[]) UNION SELECT instance_id FROM load_balancer_instance_targets WHERE load_balancer_id = $2) ORDER BY id`
-
 // The target reads name their rows by one IN over a union rather than "id = ANY($1) OR id IN
 // (...)": an OR across a subquery cannot be answered from the primary key, so the planner reads
 // the whole table (test/explain).
-
-// LoadBalancers queues the load balancers named by ids and those global load balancer of
-// targets today.
-func (r *Reads) LoadBalancers(ids []string, of string, out *[]LoadBalancer) {
-	readAll(r, scanLoadBalancer, out, r.shared(sqlTargetLoadBalancers, sqlTargetLoadBalancers+forShare), ids, of)
-}
-
-const sqlTargetLoadBalancers = `SELECT ` + loadBalancerCols + ` FROM load_balancers
-		WHERE id IN (SELECT unnest($1::text[]) UNION SELECT regional_id FROM load_balancer_lb_targets WHERE global_id = $2) ORDER BY id`
-
-// Certificates queues the certificates named by ids and those load balancer of uses today.
-func (r *Reads) Certificates(ids []string, of string, out *[]Certificate) {
-	readAll(r, scanCertificate, out, r.shared(sqlTargetCertificates, sqlTargetCertificates+forShare), ids, of)
-}
-
-const sqlTargetCertificates = `SELECT ` + certificateCols + ` FROM certificates
-		WHERE id IN (SELECT unnest($1::text[]) UNION SELECT certificate_id FROM load_balancer_certificates WHERE load_balancer_id = $2) ORDER BY id`
-
-// LoadBalancerForUpdate queues GetLoadBalancerForUpdate.
-func (r *Reads) LoadBalancerForUpdate(id string, out *LoadBalancer, found *error) {
-	readOne(r, scanLoadBalancer, out, found, sqlLoadBalancerForUpdate, id)
-}
-
-// GlobalsTargeting queues GlobalsTargeting.
-func (r *Reads) GlobalsTargeting(regionalID string, out *[]string) {
-	readAll(r, scanString, out, sqlGlobalsTargeting, regionalID)
-}
-
-func scanIdempotency(r pgx.Row) (IdempotencyRecord, error) {
-	var rec IdempotencyRecord
-	err := r.Scan(&rec.TenantID, &rec.Operation, &rec.Key, &rec.RequestHash, &rec.ResourceID, &rec.Expired)
-	return rec, err
-}
-
-// InsertLoadBalancer queues InsertLoadBalancer; out receives the row as written. Only what the
-// server makes is sent back (its creation time): the rest is what was sent and the columns'
-// defaults, which newLoadBalancerRow knows (TestInsertedRowAsRead compares the two), so a
-// create's answer does not carry its own settings back over the wire and through the decoders.
-func (w *Writes) InsertLoadBalancer(l LoadBalancer, out *LoadBalancer) {
-	w.addRow("insert load balancer", func(row pgx.Row) error {
-		var created time.Time
-		if err := row.Scan(&created); err != nil {
-			return err
-		}
-		*out = newLoadBalancerRow(l, created)
-		return nil
-	}, sqlInsertLoadBalancerCreated,
-		l.ID, l.TenantID, l.ProjectID, l.PoolID, l.AccountID, l.Name, l.Description, l.Scope, l.Region, l.SubnetID, l.Spec)
-}
-
-// sqlInsertLoadBalancerCreated is sqlInsertLoadBalancer returning the creation time alone.
-const sqlInsertLoadBalancerCreated = sqlInsertLoadBalancerValues + ` RETURNING created_at`
-
-// newLoadBalancerRow is the row sqlInsertLoadBalancer writes for l at created: l's values and the
-// defaults of load_balancers' other columns. Spec is the JSON sent, which a read returns as the
-// server re-spaced it (the same settings).
-func newLoadBalancerRow(l LoadBalancer, created time.Time) LoadBalancer {
-	return LoadBalancer{
-		ID: l.ID, TenantID: l.TenantID, ProjectID: l.ProjectID, PoolID: l.PoolID, AccountID: l.AccountID, Name: l.Name,
-		Description: l.Description, Scope: l.Scope, Region: l.Region, SubnetID: l.SubnetID, Spec: l.Spec,
-		SpecVersion: 1, State: "pending", ReachedInstanceIDs: []string{}, ReachedMachineIDs: []string{},
-		CreatedAt: created, UpdatedAt: created,
-	}
-}
-
-// UpdateLoadBalancerSpec queues UpdateLoadBalancerSpec.
-func (w *Writes) UpdateLoadBalancerSpec(id string, spec []byte, state string, out *LoadBalancer) {
-	w.loadBalancerRow("update load balancer", out, sqlUpdateLoadBalancerSpec, id, spec, state)
-}
-
-// SetLoadBalancerState queues SetLoadBalancerState.
-func (w *Writes) SetLoadBalancerState(id, state string, out *LoadBalancer) {
-	w.loadBalancerRow("load balancer state", out, sqlSetLoadBalancerState, id, state)
-}
-
-// loadBalancerRow queues a write that returns a load balancer row, scanned into out.
-func (w *Writes) loadBalancerRow(what string, out *LoadBalancer, sql string, args ...any) {
-	w.addRow(what, func(row pgx.Row) error {
-		v, err := scanLoadBalancer(row)
-		*out = v
-		return err
-	}, sql, args...)
-}
-
-// RecordIdempotency queues the idempotency record of a two-trip create that dropped the key's
-// expired record first (Reads.IdempotentLoadBalancer): a plain insert, so that a concurrent
-// twin fails it on idempotency_keys_pkey at the server, before COMMIT.
-func (w *Writes) RecordIdempotency(rec IdempotencyRecord) {
-	w.add("idempotency record", nil, `INSERT INTO idempotency_keys (tenant_id, operation, idem_key, request_hash, resource_id, expires_at)
-		 VALUES ($1, $2, $3, $4, $5, now() + $6::INTERVAL)`,
-		rec.TenantID, rec.Operation, rec.Key, rec.RequestHash, rec.ResourceID, IdempotencyTTL.String())
-}

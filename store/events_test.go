@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"better-compute.dev/compute/store"
 	"better-compute.dev/compute/store/storetest"
 )
@@ -92,7 +90,7 @@ func appendLate(t *testing.T, db *store.DB, writers, perWriter int, tenants func
 		go func() {
 			defer wg.Done()
 			for i := range perWriter {
-				err := store.ExecuteTx(ctx, db, func(tx pgx.Tx) error {
+				err := store.ExecuteTx(ctx, db, func(tx store.Tx) error {
 					for _, tn := range tenants() {
 						if _, err := store.AppendEvent(ctx, tx, store.Event{TenantID: tn, ID: fmt.Sprintf("ev-%s-%d-%03d", tn, w, i), Type: "t", ResourceID: "r"}); err != nil {
 							return err

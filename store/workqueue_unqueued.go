@@ -138,7 +138,7 @@ func FindAllUnqueued(ctx context.Context, q Querier, wk WorkKinds, limit int) ([
 }
 
 // EnqueueUnqueued queues the item of each resource in tx, due now.
-func EnqueueUnqueued(ctx context.Context, tx pgx.Tx, found []Unqueued) error {
+func EnqueueUnqueued(ctx context.Context, tx Tx, found []Unqueued) error {
 	for _, u := range found {
 		if err := Enqueue(ctx, tx, u.WorkKind, u.WorkID, nil); err != nil {
 			return err

@@ -133,7 +133,7 @@ func (r *Reads) BookQuota(poolID, tenantID, resource string, out *QuotaBooking) 
 // TakeQuota queues the taking of b's unit among the transaction's writes, when its reads only
 // saw it free (PostgreSQL); it does nothing when they took it. Queue it last, so that the quota
 // row's lock is held for the shortest time: from this statement to COMMIT. It is a statement of
-// its own, never fused with the inserts before it (store/fuse.go does not take it): fused, its
+// its own, never fused with the inserts before it (store/tx_fuse.go does not take it): fused, its
 // lock would also be held while they and their foreign-key checks run, and a busy tenant's
 // creates would queue on it longer (bench/creates; docs/benchmarks.md, "Creates"). A unit gone
 // by then fails the transaction with ErrQuotaRefused.
