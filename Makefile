@@ -35,6 +35,7 @@ generate: tools sdk/ts/node_modules
 	buf lint
 	rm -rf gen/go/bettercompute sdk/ts/src/gen
 	buf generate
+	go run ./cmd/errcode-gen -o gen/go/bettercompute/compute/v1/errcode/errcode.go
 	$(MAKE) openapi
 
 ## openapi: regenerate openapi/compute.json (the JSON mapping's OpenAPI description) and the API

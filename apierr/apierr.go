@@ -8,50 +8,34 @@ package apierr
 import (
 	"errors"
 	"fmt"
-	"strings"
 
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
+	"better-compute.dev/compute/gen/go/bettercompute/compute/v1/errcode"
 )
 
-// Code is a platform reason as google.rpc.ErrorInfo.reason spells it: an ErrorReason value's name
-// without the ERROR_REASON_ prefix.
-type Code string
+// Code is a platform reason (errcode: generated from errors.proto's ErrorReason).
+type Code = errcode.Code
 
-// The platform reasons, named from the generated ErrorReason so that errors.proto stays their
-// one definition.
-var (
-	InvalidInput    = ReasonCode(v1.ErrorReason_ERROR_REASON_INVALID_INPUT)
-	NotFound        = ReasonCode(v1.ErrorReason_ERROR_REASON_NOT_FOUND)
-	AccessDenied    = ReasonCode(v1.ErrorReason_ERROR_REASON_ACCESS_DENIED)
-	QuotaExceeded   = ReasonCode(v1.ErrorReason_ERROR_REASON_QUOTA_EXCEEDED)
-	InvalidState    = ReasonCode(v1.ErrorReason_ERROR_REASON_INVALID_STATE)
-	Unauthenticated = ReasonCode(v1.ErrorReason_ERROR_REASON_UNAUTHENTICATED)
-	Unavailable     = ReasonCode(v1.ErrorReason_ERROR_REASON_UNAVAILABLE)
-	Internal        = ReasonCode(v1.ErrorReason_ERROR_REASON_INTERNAL)
+// The platform reasons, errors.proto's one definition.
+const (
+	InvalidInput    = errcode.InvalidInput
+	NotFound        = errcode.NotFound
+	AccessDenied    = errcode.AccessDenied
+	QuotaExceeded   = errcode.QuotaExceeded
+	InvalidState    = errcode.InvalidState
+	Unauthenticated = errcode.Unauthenticated
+	Unavailable     = errcode.Unavailable
+	Internal        = errcode.Internal
 )
-
-// ReasonCode is the code of an ErrorReason ("" for ERROR_REASON_UNSPECIFIED, which is never sent).
-func ReasonCode(r v1.ErrorReason) Code {
-	if r == v1.ErrorReason_ERROR_REASON_UNSPECIFIED {
-		return ""
-	}
-	return Code(strings.TrimPrefix(r.String(), "ERROR_REASON_"))
-}
 
 // Codes lists every platform reason in errors.proto's order.
-func Codes() []Code {
-	values := v1.ErrorReason(0).Descriptor().Values()
-	out := make([]Code, 0, values.Len())
-	for i := range values.Len() {
-		if c := ReasonCode(v1.ErrorReason(values.Get(i).Number())); c != "" {
-			out = append(out, c)
-		}
-	}
-	return out
-}
+func Codes() []Code { return errcode.All }
+
+// ReasonCode is the code of an ErrorReason ("" for ERROR_REASON_UNSPECIFIED, which is never sent).
+func ReasonCode(r v1.ErrorReason) Code { return errcode.FromReason(int32(r)) }
 
 // Domain is google.rpc.ErrorInfo.domain for every platform error.
-const Domain = "compute.better-compute.dev"
+const Domain = errcode.Domain
 
 // Error is a platform error. Message is safe to show the caller; Cause (kept for logs) is not.
 type Error struct {

@@ -10,36 +10,26 @@ import (
 	"connectrpc.com/connect"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 
-	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
+	"better-compute.dev/compute/gen/go/bettercompute/compute/v1/errcode"
 )
 
-// Code is a platform reason, as google.rpc.ErrorInfo.reason carries it: an ErrorReason value's
-// name (errors.proto) without the ERROR_REASON_ prefix.
-type Code string
+// Code is a platform reason (errcode: generated from errors.proto's ErrorReason).
+type Code = errcode.Code
 
-// The platform reasons a call can fail with, named from the generated ErrorReason so that
-// errors.proto stays their one definition.
-var (
-	InvalidInput    = ReasonCode(v1.ErrorReason_ERROR_REASON_INVALID_INPUT)
-	NotFound        = ReasonCode(v1.ErrorReason_ERROR_REASON_NOT_FOUND)
-	AccessDenied    = ReasonCode(v1.ErrorReason_ERROR_REASON_ACCESS_DENIED)
-	QuotaExceeded   = ReasonCode(v1.ErrorReason_ERROR_REASON_QUOTA_EXCEEDED)
-	InvalidState    = ReasonCode(v1.ErrorReason_ERROR_REASON_INVALID_STATE)
-	Unauthenticated = ReasonCode(v1.ErrorReason_ERROR_REASON_UNAUTHENTICATED)
-	Unavailable     = ReasonCode(v1.ErrorReason_ERROR_REASON_UNAVAILABLE)
-	Internal        = ReasonCode(v1.ErrorReason_ERROR_REASON_INTERNAL)
+// The platform reasons, errors.proto's one definition.
+const (
+	InvalidInput    = errcode.InvalidInput
+	NotFound        = errcode.NotFound
+	AccessDenied    = errcode.AccessDenied
+	QuotaExceeded   = errcode.QuotaExceeded
+	InvalidState    = errcode.InvalidState
+	Unauthenticated = errcode.Unauthenticated
+	Unavailable     = errcode.Unavailable
+	Internal        = errcode.Internal
 )
-
-// ReasonCode is the Code of an ErrorReason ("" for ERROR_REASON_UNSPECIFIED, which is never sent).
-func ReasonCode(r v1.ErrorReason) Code {
-	if r == v1.ErrorReason_ERROR_REASON_UNSPECIFIED {
-		return ""
-	}
-	return Code(strings.TrimPrefix(r.String(), "ERROR_REASON_"))
-}
 
 // Domain of the platform's google.rpc.ErrorInfo.
-const Domain = "compute.better-compute.dev"
+const Domain = errcode.Domain
 
 // RequestIDHeader is the header naming a request, sent back on every answer.
 const RequestIDHeader = "X-Request-Id"
