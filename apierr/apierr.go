@@ -1,6 +1,7 @@
-// Package apierr is the platform's error vocabulary: every failure a caller sees carries one of
-// errors.proto's reasons (ErrorReason): the seed's INVALID_INPUT, NOT_FOUND, ACCESS_DENIED,
-// QUOTA_EXCEEDED, INVALID_STATE, or UNAUTHENTICATED, UNAVAILABLE, INTERNAL. core returns these;
+// Package apierr is the platform's error type: every failure a caller sees carries one of
+// errors.proto's reasons (the generated errcode package names them: the seed's INVALID_INPUT,
+// NOT_FOUND, ACCESS_DENIED, QUOTA_EXCEEDED, INVALID_STATE, or UNAUTHENTICATED, UNAVAILABLE,
+// INTERNAL), with the constructors core uses (Invalid, NotFoundf, ...). core returns these;
 // server turns them into a Connect code plus google.rpc.ErrorInfo, and into a plain JSON body on
 // the JSON mapping.
 package apierr
@@ -15,18 +16,6 @@ import (
 
 // Code is a platform reason (errcode: generated from errors.proto's ErrorReason).
 type Code = errcode.Code
-
-// The platform reasons, errors.proto's one definition.
-const (
-	InvalidInput    = errcode.InvalidInput
-	NotFound        = errcode.NotFound
-	AccessDenied    = errcode.AccessDenied
-	QuotaExceeded   = errcode.QuotaExceeded
-	InvalidState    = errcode.InvalidState
-	Unauthenticated = errcode.Unauthenticated
-	Unavailable     = errcode.Unavailable
-	Internal        = errcode.Internal
-)
 
 // Codes lists every platform reason in errors.proto's order.
 func Codes() []Code { return errcode.All }
@@ -59,37 +48,37 @@ func (e *Error) Unwrap() error { return e.Cause }
 
 // Invalid is INVALID_INPUT naming a field.
 func Invalid(field, format string, args ...any) *Error {
-	return &Error{Code: InvalidInput, Field: field, Message: fmt.Sprintf(format, args...)}
+	return &Error{Code: errcode.InvalidInput, Field: field, Message: fmt.Sprintf(format, args...)}
 }
 
 // NotFoundf is NOT_FOUND.
 func NotFoundf(format string, args ...any) *Error {
-	return &Error{Code: NotFound, Message: fmt.Sprintf(format, args...)}
+	return &Error{Code: errcode.NotFound, Message: fmt.Sprintf(format, args...)}
 }
 
 // Denied is ACCESS_DENIED.
 func Denied(format string, args ...any) *Error {
-	return &Error{Code: AccessDenied, Message: fmt.Sprintf(format, args...)}
+	return &Error{Code: errcode.AccessDenied, Message: fmt.Sprintf(format, args...)}
 }
 
 // Quota is QUOTA_EXCEEDED.
 func Quota(format string, args ...any) *Error {
-	return &Error{Code: QuotaExceeded, Message: fmt.Sprintf(format, args...)}
+	return &Error{Code: errcode.QuotaExceeded, Message: fmt.Sprintf(format, args...)}
 }
 
 // State is INVALID_STATE with a reason.
 func State(reason, format string, args ...any) *Error {
-	return &Error{Code: InvalidState, StateReason: reason, Message: fmt.Sprintf(format, args...)}
+	return &Error{Code: errcode.InvalidState, StateReason: reason, Message: fmt.Sprintf(format, args...)}
 }
 
 // InternalErr hides cause behind a generic message.
 func InternalErr(cause error) *Error {
-	return &Error{Code: Internal, Message: "internal error", Cause: cause}
+	return &Error{Code: errcode.Internal, Message: "internal error", Cause: cause}
 }
 
 // UnavailableErr reports a dependency that could not answer; the call was refused.
 func UnavailableErr(what string, cause error) *Error {
-	return &Error{Code: Unavailable, Message: what + " is unavailable; the call was refused", Cause: cause}
+	return &Error{Code: errcode.Unavailable, Message: what + " is unavailable; the call was refused", Cause: cause}
 }
 
 // From returns err as a platform error; anything that is not one becomes INTERNAL.

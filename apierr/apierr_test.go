@@ -6,20 +6,21 @@ import (
 
 	"better-compute.dev/compute/apierr"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
+	"better-compute.dev/compute/gen/go/bettercompute/compute/v1/errcode"
 )
 
 // TestReasonsAreErrorsProtos: the named reasons are exactly errors.proto's ErrorReason values
 // (without the ERROR_REASON_ prefix and the never-sent UNSPECIFIED), each under its own name.
 func TestReasonsAreErrorsProtos(t *testing.T) {
 	named := map[apierr.Code]string{
-		apierr.InvalidInput:    "INVALID_INPUT",
-		apierr.NotFound:        "NOT_FOUND",
-		apierr.AccessDenied:    "ACCESS_DENIED",
-		apierr.QuotaExceeded:   "QUOTA_EXCEEDED",
-		apierr.InvalidState:    "INVALID_STATE",
-		apierr.Unauthenticated: "UNAUTHENTICATED",
-		apierr.Unavailable:     "UNAVAILABLE",
-		apierr.Internal:        "INTERNAL",
+		errcode.InvalidInput:    "INVALID_INPUT",
+		errcode.NotFound:        "NOT_FOUND",
+		errcode.AccessDenied:    "ACCESS_DENIED",
+		errcode.QuotaExceeded:   "QUOTA_EXCEEDED",
+		errcode.InvalidState:    "INVALID_STATE",
+		errcode.Unauthenticated: "UNAUTHENTICATED",
+		errcode.Unavailable:     "UNAVAILABLE",
+		errcode.Internal:        "INTERNAL",
 	}
 	var proto []apierr.Code
 	for number, name := range v1.ErrorReason_name {

@@ -6,6 +6,7 @@ import (
 
 	"better-compute.dev/compute/apierr"
 	"better-compute.dev/compute/authz"
+	"better-compute.dev/compute/gen/go/bettercompute/compute/v1/errcode"
 	"better-compute.dev/compute/store"
 )
 
@@ -73,7 +74,7 @@ func (t target) object(tenant string) authz.Object {
 // object the caller may not see all answer with it, so they are byte-identical on the wire;
 // cause (kept for logs, never rendered) records which it was.
 func (t target) notFound(cause error) *apierr.Error {
-	return &apierr.Error{Code: apierr.NotFound, Field: t.Field, Message: t.What + " " + t.ID + " not found", Cause: cause}
+	return &apierr.Error{Code: errcode.NotFound, Field: t.Field, Message: t.What + " " + t.ID + " not found", Cause: cause}
 }
 
 // errTenantMismatch is the cause of a NOT_FOUND for an object of another tenant.

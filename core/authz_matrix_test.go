@@ -14,6 +14,7 @@ import (
 	"better-compute.dev/compute/core"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
 	"better-compute.dev/compute/gen/go/bettercompute/compute/v1/computev1connect"
+	"better-compute.dev/compute/gen/go/bettercompute/compute/v1/errcode"
 	"better-compute.dev/compute/server"
 )
 
@@ -81,7 +82,7 @@ type method struct {
 // references, a move the node's state refuses) as success.
 func pastAuth(err error) error {
 	switch apierr.CodeOf(err) {
-	case apierr.InvalidInput, apierr.InvalidState:
+	case errcode.InvalidInput, errcode.InvalidState:
 		return nil
 	}
 	return err
@@ -90,7 +91,7 @@ func pastAuth(err error) error {
 // tenantPastAuth is pastAuth for calls checked on the tenant, whose refusal is ACCESS_DENIED:
 // a NOT_FOUND there is a made-up reference looked up after the check.
 func tenantPastAuth(err error) error {
-	if apierr.CodeOf(err) == apierr.NotFound {
+	if apierr.CodeOf(err) == errcode.NotFound {
 		return nil
 	}
 	return pastAuth(err)
@@ -373,16 +374,16 @@ func expected(p principalKind, m method, perm string) apierr.Code {
 	case rank >= need:
 		return ""
 	case m.typ == authz.TypeTenant:
-		return apierr.AccessDenied
+		return errcode.AccessDenied
 	case p.level == "manager" && perm != "admin":
 		return ""
 	case p.level == "reader" && perm == "read":
 		return ""
 	case p.level != "" || rank >= 1:
 		// It may see the object but not change it.
-		return apierr.AccessDenied
+		return errcode.AccessDenied
 	default:
-		return apierr.NotFound
+		return errcode.NotFound
 	}
 }
 
@@ -488,12 +489,12 @@ func TestAuthorizationMatrix(t *testing.T) {
 				// Cross-tenant probes: naming either tenant id, another tenant's object looks absent.
 				for _, tenant := range []string{own.ID, other.ID} {
 					err := m.call(ctx, tenant, otherObj)
-					want := apierr.NotFound
+					want := errcode.NotFound
 					if m.typ == authz.TypeTenant {
 						if tenant == own.ID {
 							continue // a tenant-level method on one's own tenant was checked above
 						}
-						want = apierr.AccessDenied
+						want = errcode.AccessDenied
 					}
 					if got := apierr.CodeOf(err); got != want {
 						t.Errorf("other tenant's object via tenantId %s: got %q (%v), want %q", tenant, got, err, want)

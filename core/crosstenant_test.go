@@ -6,6 +6,7 @@ import (
 	"better-compute.dev/compute/apierr"
 	"better-compute.dev/compute/app/apptest"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
+	"better-compute.dev/compute/gen/go/bettercompute/compute/v1/errcode"
 )
 
 // TestCrossTenantProbes: every remaining method that takes an id, called by tenant a's admin with
@@ -41,75 +42,75 @@ func TestCrossTenantProbes(t *testing.T) {
 		{"pools/get of another tenant's pool", func() error {
 			_, err := svc.GetPool(ctx, &v1.GetPoolRequest{TenantId: a.ID, PoolId: b.PoolID})
 			return err
-		}, apierr.NotFound},
+		}, errcode.NotFound},
 		{"pools/get naming the other tenant", func() error {
 			_, err := svc.GetPool(ctx, &v1.GetPoolRequest{TenantId: b.ID, PoolId: b.PoolID})
 			return err
-		}, apierr.NotFound},
+		}, errcode.NotFound},
 		{"providerAccounts/get", func() error {
 			_, err := svc.GetProviderAccount(ctx, &v1.GetProviderAccountRequest{TenantId: a.ID, AccountId: b.AccountID})
 			return err
-		}, apierr.NotFound},
+		}, errcode.NotFound},
 		{"networks/create on another tenant's account", func() error {
 			_, err := svc.CreateNetwork(ctx, &v1.CreateNetworkRequest{TenantId: a.ID, AccountId: b.AccountID, Name: "x"})
 			return err
-		}, apierr.NotFound},
+		}, errcode.NotFound},
 		{"subnets/create in another tenant's network", func() error {
 			_, err := svc.CreateSubnet(ctx, &v1.CreateSubnetRequest{TenantId: a.ID, NetworkId: bNet.GetId(), Name: "x", Region: "nyc3", IpRange: "10.7.0.0/24"})
 			return err
-		}, apierr.NotFound},
+		}, errcode.NotFound},
 		{"certificates/create on another tenant's account", func() error {
 			_, err := svc.CreateCertificate(ctx, &v1.CreateCertificateRequest{TenantId: a.ID, AccountId: b.AccountID, Name: "x",
 				Source: &v1.CreateCertificateRequest_Managed{Managed: &v1.ManagedCertificate{DnsNames: []string{"a.example"}}}})
 			return err
-		}, apierr.NotFound},
+		}, errcode.NotFound},
 		{"instances/create in another tenant's pool", func() error {
 			_, err := svc.CreateInstance(ctx, &v1.CreateInstanceRequest{TenantId: a.ID, PoolId: b.PoolID, Name: "x", Region: "nyc3", Flavor: "small"})
 			return err
-		}, apierr.NotFound},
+		}, errcode.NotFound},
 		{"instances/create on another tenant's subnet", func() error {
 			_, err := svc.CreateInstance(ctx, &v1.CreateInstanceRequest{TenantId: a.ID, PoolId: a.PoolID, Name: "x", Region: "nyc3", Flavor: "small", SubnetId: bSubnet})
 			return err
-		}, apierr.NotFound},
+		}, errcode.NotFound},
 		{"instances/create in another tenant's project", func() error {
 			_, err := svc.CreateInstance(ctx, &v1.CreateInstanceRequest{TenantId: a.ID, PoolId: a.PoolID, Name: "x", Region: "nyc3", Flavor: "small", ProjectId: bPrj.GetId()})
 			return err
-		}, apierr.NotFound},
+		}, errcode.NotFound},
 		{"loadBalancers/create in another tenant's project", func() error {
 			r := regional(a, poolTargets())
 			r.ProjectId = bPrj.GetId()
 			_, err := svc.CreateLoadBalancer(ctx, r)
 			return err
-		}, apierr.NotFound},
+		}, errcode.NotFound},
 		{"loadBalancers/create in another tenant's pool", func() error {
 			r := regional(a, poolTargets())
 			r.PoolId = b.PoolID
 			_, err := svc.CreateLoadBalancer(ctx, r)
 			return err
-		}, apierr.NotFound},
+		}, errcode.NotFound},
 		{"tokens/create for another tenant's principal", func() error {
 			_, _, err := svc.CreateToken(ctx, &v1.CreateTokenRequest{TenantId: a.ID, PrincipalId: bPrincipal})
 			return err
-		}, apierr.NotFound},
+		}, errcode.NotFound},
 		{"tokens/revoke of another tenant's token", func() error {
 			_, err := svc.RevokeToken(ctx, &v1.RevokeTokenRequest{TenantId: a.ID, TokenId: bToken.GetId()})
 			return err
-		}, apierr.NotFound},
+		}, errcode.NotFound},
 		{"roles/grant to another tenant's principal", func() error {
 			return svc.GrantRole(ctx, &v1.GrantRoleRequest{TenantId: a.ID, PrincipalId: bPrincipal, Role: "admin"})
-		}, apierr.NotFound},
+		}, errcode.NotFound},
 		{"roles/grant on another tenant's object", func() error {
 			return svc.GrantRole(ctx, &v1.GrantRoleRequest{TenantId: a.ID, PrincipalId: principalOf(a.Ctx), Role: "manager",
 				ObjectType: "compute-provider-load-balancer", ObjectId: bLB.GetId()})
-		}, apierr.NotFound},
+		}, errcode.NotFound},
 		{"principals/list of another tenant", func() error {
 			_, err := svc.ListPrincipals(ctx, &v1.ListPrincipalsRequest{TenantId: b.ID})
 			return err
-		}, apierr.AccessDenied},
+		}, errcode.AccessDenied},
 		{"pools/list of another tenant", func() error {
 			_, err := svc.ListPools(ctx, &v1.ListPoolsRequest{TenantId: b.ID})
 			return err
-		}, apierr.AccessDenied},
+		}, errcode.AccessDenied},
 	} {
 		if got := apierr.CodeOf(tc.call()); got != tc.want {
 			t.Errorf("%s: got %q, want %q", tc.reason, got, tc.want)

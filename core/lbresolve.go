@@ -8,6 +8,7 @@ import (
 	"better-compute.dev/compute/apierr"
 	"better-compute.dev/compute/authz"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
+	"better-compute.dev/compute/gen/go/bettercompute/compute/v1/errcode"
 	"better-compute.dev/compute/store"
 )
 
@@ -78,9 +79,9 @@ func (s *Service) checkInstanceAccess(ctx context.Context, c Caller, tenantID st
 		in, ok := byID[id]
 		switch {
 		case !ok:
-			return &apierr.Error{Code: apierr.NotFound, Field: fieldIndex("targets.instanceIds", i), Message: "instance " + id + " not found"}
+			return &apierr.Error{Code: errcode.NotFound, Field: fieldIndex("targets.instanceIds", i), Message: "instance " + id + " not found"}
 		case in.TenantID != tenantID:
-			return &apierr.Error{Code: apierr.AccessDenied, Field: fieldIndex("targets.instanceIds", i), Message: "instance " + id + " belongs to another tenant"}
+			return &apierr.Error{Code: errcode.AccessDenied, Field: fieldIndex("targets.instanceIds", i), Message: "instance " + id + " belongs to another tenant"}
 		}
 		objs = append(objs, authz.Object{Type: authz.TypeInstance, ID: id, Tenant: in.TenantID})
 	}
@@ -90,7 +91,7 @@ func (s *Service) checkInstanceAccess(ctx context.Context, c Caller, tenantID st
 	}
 	for i, granted := range ok {
 		if !granted {
-			return &apierr.Error{Code: apierr.AccessDenied, Field: fieldIndex("targets.instanceIds", i),
+			return &apierr.Error{Code: errcode.AccessDenied, Field: fieldIndex("targets.instanceIds", i),
 				Message: "compute:instances:update on instance " + instanceIDs[i] + " is not granted"}
 		}
 	}
@@ -110,7 +111,7 @@ func resolveTargets(p lbPlacement, t *v1.LoadBalancerTargets, rows lbRows) (lbPl
 			lb, ok := byID[id]
 			field := fieldIndex("targets.loadBalancerIds", i)
 			if !ok || lb.TenantID != p.TenantID || lb.State == "deleted" {
-				return p, nil, nil, &apierr.Error{Code: apierr.NotFound, Field: field, Message: "load balancer " + id + " not found"}
+				return p, nil, nil, &apierr.Error{Code: errcode.NotFound, Field: field, Message: "load balancer " + id + " not found"}
 			}
 			if lb.Scope != "regional" {
 				return p, nil, nil, apierr.Invalid(field, "load balancer %s is not regional", id)
@@ -135,9 +136,9 @@ func resolveTargets(p lbPlacement, t *v1.LoadBalancerTargets, rows lbRows) (lbPl
 		field := fieldIndex("targets.instanceIds", i)
 		switch {
 		case !ok || in.State == "deleted":
-			return p, nil, nil, &apierr.Error{Code: apierr.NotFound, Field: field, Message: "instance " + id + " not found"}
+			return p, nil, nil, &apierr.Error{Code: errcode.NotFound, Field: field, Message: "instance " + id + " not found"}
 		case in.TenantID != p.TenantID:
-			return p, nil, nil, &apierr.Error{Code: apierr.AccessDenied, Field: field, Message: "instance " + id + " belongs to another tenant"}
+			return p, nil, nil, &apierr.Error{Code: errcode.AccessDenied, Field: field, Message: "instance " + id + " belongs to another tenant"}
 		case in.Region != p.Region:
 			return p, nil, nil, apierr.Invalid(field, "instance %s is in region %s, not %s", id, in.Region, p.Region)
 		case in.AccountID != p.AccountID:
@@ -169,7 +170,7 @@ func resolveTargets(p lbPlacement, t *v1.LoadBalancerTargets, rows lbRows) (lbPl
 // NOT_FOUND, another region or account INVALID_INPUT.
 func checkSubnet(p lbPlacement, sn store.Subnet, err error) error {
 	usable := sn.TenantID == p.TenantID && sn.State != "deleted" && sn.State != "deleting"
-	if err := refErr(err, usable, &apierr.Error{Code: apierr.NotFound, Field: "subnetId", Message: "subnet " + p.SubnetID + " not found"}); err != nil {
+	if err := refErr(err, usable, &apierr.Error{Code: errcode.NotFound, Field: "subnetId", Message: "subnet " + p.SubnetID + " not found"}); err != nil {
 		return err
 	}
 	if sn.Region != p.Region {
@@ -210,7 +211,7 @@ func checkCertificates(p lbPlacement, rules []*v1.ForwardingRule, domains []*v1.
 			err = store.ErrNotFound
 		}
 		usable := ce.TenantID == p.TenantID && ce.State != "deleted" && ce.State != "deleting"
-		if err := refErr(err, usable, &apierr.Error{Code: apierr.NotFound, Field: r.field, Message: "certificate " + r.id + " not found"}); err != nil {
+		if err := refErr(err, usable, &apierr.Error{Code: errcode.NotFound, Field: r.field, Message: "certificate " + r.id + " not found"}); err != nil {
 			return nil, err
 		}
 		if ce.AccountID != p.AccountID {

@@ -12,6 +12,7 @@ import (
 	"better-compute.dev/compute/authz"
 	"better-compute.dev/compute/contract"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
+	"better-compute.dev/compute/gen/go/bettercompute/compute/v1/errcode"
 	"better-compute.dev/compute/ids"
 	"better-compute.dev/compute/lifecycle"
 	"better-compute.dev/compute/store"
@@ -73,7 +74,7 @@ func (s *Service) CreateLoadBalancer(ctx context.Context, r *v1.CreateLoadBalanc
 			return lb, err
 		}
 	}
-	if pe := (*apierr.Error)(nil); errors.As(err, &pe) && pe.Code == apierr.QuotaExceeded && r.GetIdempotencyKey() != "" {
+	if pe := (*apierr.Error)(nil); errors.As(err, &pe) && pe.Code == errcode.QuotaExceeded && r.GetIdempotencyKey() != "" {
 		// No unit was left, perhaps because an idempotent twin of this very request took the
 		// last one and committed while this one waited, or is committing now (awaited first):
 		// then the answer is the twin's.

@@ -12,6 +12,7 @@ import (
 	"better-compute.dev/compute/apierr"
 	"better-compute.dev/compute/app/apptest"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
+	"better-compute.dev/compute/gen/go/bettercompute/compute/v1/errcode"
 	"better-compute.dev/compute/store"
 )
 
@@ -150,7 +151,7 @@ func TestSeedSentences(t *testing.T) {
 			r := regional(a, poolTargets())
 			r.PoolId = pool
 			_, err := svc.CreateLoadBalancer(a.Ctx, r)
-			wantCode(t, err, apierr.QuotaExceeded, "")
+			wantCode(t, err, errcode.QuotaExceeded, "")
 		}},
 		{"no room is QUOTA_EXCEEDED", func(t *testing.T) {
 			pool := s.NewPool(t, a.ID, a.AccountID, "tiny", 1)
@@ -161,7 +162,7 @@ func TestSeedSentences(t *testing.T) {
 			}
 			r.IdempotencyKey = newKey()
 			_, err := svc.CreateLoadBalancer(a.Ctx, r)
-			wantCode(t, err, apierr.QuotaExceeded, "")
+			wantCode(t, err, errcode.QuotaExceeded, "")
 		}},
 		{"Reading takes read, everything else manage: a viewer reads but cannot create", func(t *testing.T) {
 			_, _, viewer := s.NewPrincipal(t, a.ID, "viewer")
@@ -173,11 +174,11 @@ func TestSeedSentences(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, err = svc.CreateLoadBalancer(viewer, regional(a, poolTargets()))
-			wantCode(t, err, apierr.AccessDenied, "")
+			wantCode(t, err, errcode.AccessDenied, "")
 			_, err = svc.DeleteLoadBalancer(viewer, &v1.DeleteLoadBalancerRequest{TenantId: a.ID, LoadBalancerId: lb.GetId()})
-			wantCode(t, err, apierr.AccessDenied, "")
+			wantCode(t, err, errcode.AccessDenied, "")
 			_, err = svc.UpdateLoadBalancer(viewer, &v1.UpdateLoadBalancerRequest{TenantId: a.ID, LoadBalancerId: lb.GetId(), RedirectHttpToHttps: boolp(true)})
-			wantCode(t, err, apierr.AccessDenied, "")
+			wantCode(t, err, errcode.AccessDenied, "")
 		}},
 		{"a regional one targets named instances of the tenant and lives on the subnet they share", func(t *testing.T) {
 			i1, i2 := inst(a, "nyc3", w.aSubnet), inst(a, "nyc3", w.aSubnet)
@@ -189,21 +190,21 @@ func TestSeedSentences(t *testing.T) {
 		{"named instances on two subnets is INVALID_INPUT", func(t *testing.T) {
 			i1, i2 := inst(a, "nyc3", w.aSubnet), inst(a, "nyc3", w.aSubnet2)
 			_, err := svc.CreateLoadBalancer(a.Ctx, regional(a, &v1.LoadBalancerTargets{InstanceIds: []string{i1, i2}}))
-			wantCode(t, err, apierr.InvalidInput, "targets.instanceIds")
+			wantCode(t, err, errcode.InvalidInput, "targets.instanceIds")
 		}},
 		{"named instances not on subnetId is INVALID_INPUT", func(t *testing.T) {
 			r := regional(a, &v1.LoadBalancerTargets{InstanceIds: []string{inst(a, "nyc3", w.aSubnet2)}})
 			r.SubnetId = w.aSubnet
 			_, err := svc.CreateLoadBalancer(a.Ctx, r)
-			wantCode(t, err, apierr.InvalidInput, "targets.instanceIds[0]")
+			wantCode(t, err, errcode.InvalidInput, "targets.instanceIds[0]")
 		}},
 		{"Another tenant's instance is ACCESS_DENIED", func(t *testing.T) {
 			_, err := svc.CreateLoadBalancer(a.Ctx, regional(a, &v1.LoadBalancerTargets{InstanceIds: []string{inst(b, "nyc3", "")}}))
-			wantCode(t, err, apierr.AccessDenied, "targets.instanceIds[0]")
+			wantCode(t, err, errcode.AccessDenied, "targets.instanceIds[0]")
 		}},
 		{"another region is INVALID_INPUT", func(t *testing.T) {
 			_, err := svc.CreateLoadBalancer(a.Ctx, regional(a, &v1.LoadBalancerTargets{InstanceIds: []string{inst(a, "sfo3", "")}}))
-			wantCode(t, err, apierr.InvalidInput, "targets.instanceIds[0]")
+			wantCode(t, err, errcode.InvalidInput, "targets.instanceIds[0]")
 		}},
 		{"another account is INVALID_INPUT", func(t *testing.T) {
 			acct, err := svc.CreateProviderAccount(s.AdminCtx, &v1.CreateProviderAccountRequest{TenantId: a.ID, Kind: "digitalocean", Name: "second", Token: "t2"})
@@ -214,23 +215,23 @@ func TestSeedSentences(t *testing.T) {
 			other.PoolID = s.NewPool(t, a.ID, acct.GetId(), "second", 5)
 			i := s.MachineInstance(t, other, "nyc3", "").GetId()
 			_, err = svc.CreateLoadBalancer(a.Ctx, regional(a, &v1.LoadBalancerTargets{InstanceIds: []string{i}}))
-			wantCode(t, err, apierr.InvalidInput, "targets.instanceIds[0]")
+			wantCode(t, err, errcode.InvalidInput, "targets.instanceIds[0]")
 			r := regional(a, poolTargets())
 			r.Forwarding = []*v1.ForwardingRule{{EntryProtocol: "https", EntryPort: 443, TargetProtocol: "http", TargetPort: 80, CertificateId: cert(t, s, a, acct.GetId())}}
 			_, err = svc.CreateLoadBalancer(a.Ctx, r)
-			wantCode(t, err, apierr.InvalidInput, "forwarding[0].certificateId")
+			wantCode(t, err, errcode.InvalidInput, "forwarding[0].certificateId")
 		}},
 		{"another tenant's subnet is NOT_FOUND", func(t *testing.T) {
 			r := regional(a, poolTargets())
 			r.SubnetId = w.bSubnet
 			_, err := svc.CreateLoadBalancer(a.Ctx, r)
-			wantCode(t, err, apierr.NotFound, "subnetId")
+			wantCode(t, err, errcode.NotFound, "subnetId")
 		}},
 		{"another tenant's certificate is NOT_FOUND", func(t *testing.T) {
 			r := regional(a, poolTargets())
 			r.Forwarding = []*v1.ForwardingRule{{EntryProtocol: "https", EntryPort: 443, TargetProtocol: "http", TargetPort: 80, CertificateId: w.bCert}}
 			_, err := svc.CreateLoadBalancer(a.Ctx, r)
-			wantCode(t, err, apierr.NotFound, "forwarding[0].certificateId")
+			wantCode(t, err, errcode.NotFound, "forwarding[0].certificateId")
 		}},
 		{"an https entry names a certificate of the tenant on the same account", func(t *testing.T) {
 			r := regional(a, poolTargets())
@@ -255,7 +256,7 @@ func TestSeedSentences(t *testing.T) {
 			}
 			g.Targets.LoadBalancerIds, g.IdempotencyKey = []string{theirs.GetId()}, newKey()
 			_, err = svc.CreateLoadBalancer(a.Ctx, g)
-			wantCode(t, err, apierr.NotFound, "targets.loadBalancerIds[0]")
+			wantCode(t, err, errcode.NotFound, "targets.loadBalancerIds[0]")
 		}},
 		{"A regional load balancer a global one of the tenant targets is INVALID_STATE (reason inUse)", func(t *testing.T) {
 			mine, _ := svc.CreateLoadBalancer(a.Ctx, regional(a, poolTargets()))
@@ -266,7 +267,7 @@ func TestSeedSentences(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, err = svc.DeleteLoadBalancer(a.Ctx, &v1.DeleteLoadBalancerRequest{TenantId: a.ID, LoadBalancerId: mine.GetId()})
-			if pe := apierr.From(err); pe.Code != apierr.InvalidState || pe.StateReason != "inUse" {
+			if pe := apierr.From(err); pe.Code != errcode.InvalidState || pe.StateReason != "inUse" {
 				t.Fatalf("got %v", err)
 			}
 			// Once the global one is being deleted, the regional one may go.
@@ -309,7 +310,7 @@ func TestSeedSentences(t *testing.T) {
 			lb, _ := svc.CreateLoadBalancer(a.Ctx, regional(a, poolTargets()))
 			_, err := svc.UpdateLoadBalancer(a.Ctx, &v1.UpdateLoadBalancerRequest{TenantId: a.ID, LoadBalancerId: lb.GetId(),
 				Targets: &v1.LoadBalancerTargets{InstanceIds: []string{inst(a, "nyc3", w.aSubnet)}}})
-			wantCode(t, err, apierr.InvalidInput, "targets.instanceIds[0]")
+			wantCode(t, err, errcode.InvalidInput, "targets.instanceIds[0]")
 			if _, err := svc.UpdateLoadBalancer(a.Ctx, &v1.UpdateLoadBalancerRequest{TenantId: a.ID, LoadBalancerId: lb.GetId(),
 				Targets: &v1.LoadBalancerTargets{InstanceIds: []string{inst(a, "nyc3", "")}}}); err != nil {
 				t.Fatal(err)
@@ -331,7 +332,7 @@ func TestSeedSentences(t *testing.T) {
 			grant("compute-provider-load-balancer", lb.GetId())
 			up := &v1.UpdateLoadBalancerRequest{TenantId: a.ID, LoadBalancerId: lb.GetId(), Targets: &v1.LoadBalancerTargets{InstanceIds: []string{vm}}}
 			_, err = svc.UpdateLoadBalancer(p, up)
-			wantCode(t, err, apierr.AccessDenied, "targets.instanceIds[0]")
+			wantCode(t, err, errcode.AccessDenied, "targets.instanceIds[0]")
 			grant("compute-instance", vm)
 			if got, err := svc.UpdateLoadBalancer(p, up); err != nil || got.GetTargets().GetInstanceIds()[0] != vm {
 				t.Fatalf("with instances:update: %v %v", got, err)
@@ -348,11 +349,11 @@ func TestSeedSentences(t *testing.T) {
 			theirs, _ := svc.CreateLoadBalancer(b.Ctx, regional(b, poolTargets()))
 			for _, tenant := range []string{a.ID, b.ID} {
 				_, err := svc.GetLoadBalancer(a.Ctx, &v1.GetLoadBalancerRequest{TenantId: tenant, LoadBalancerId: theirs.GetId()})
-				wantCode(t, err, apierr.NotFound, "")
+				wantCode(t, err, errcode.NotFound, "")
 				_, err = svc.UpdateLoadBalancer(a.Ctx, &v1.UpdateLoadBalancerRequest{TenantId: tenant, LoadBalancerId: theirs.GetId(), RedirectHttpToHttps: boolp(true)})
-				wantCode(t, err, apierr.NotFound, "")
+				wantCode(t, err, errcode.NotFound, "")
 				_, err = svc.DeleteLoadBalancer(a.Ctx, &v1.DeleteLoadBalancerRequest{TenantId: tenant, LoadBalancerId: theirs.GetId()})
-				wantCode(t, err, apierr.NotFound, "")
+				wantCode(t, err, errcode.NotFound, "")
 			}
 		}},
 	}

@@ -12,6 +12,7 @@ import (
 	"better-compute.dev/compute/authz"
 	"better-compute.dev/compute/contract"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
+	"better-compute.dev/compute/gen/go/bettercompute/compute/v1/errcode"
 	"better-compute.dev/compute/ids"
 	"better-compute.dev/compute/lifecycle"
 	"better-compute.dev/compute/metal"
@@ -370,7 +371,7 @@ func effectivePort(protocol string, port int32) int {
 // metalStoreErr maps store errors of metal calls, telling a duplicate name from a duplicate BMC.
 func metalStoreErr(err error) error {
 	if errors.Is(err, store.ErrConflict) && store.ConstraintName(err) == store.MetalNodeBMCKey {
-		return &apierr.Error{Code: apierr.InvalidInput, Field: "bmc.address", Cause: err,
+		return &apierr.Error{Code: errcode.InvalidInput, Field: "bmc.address", Cause: err,
 			Message: "a metal node of this tenant already uses that BMC (the same host, protocol, port and system)"}
 	}
 	return storeErr(err, "metal node")

@@ -5,7 +5,7 @@ import (
 	"net/netip"
 	"testing"
 
-	"better-compute.dev/compute/apierr"
+	"better-compute.dev/compute/gen/go/bettercompute/compute/v1/errcode"
 	"better-compute.dev/compute/netguard"
 )
 
@@ -74,7 +74,7 @@ func TestMetalDuplicateBMCByNormalisedHost(t *testing.T) {
 		err := enroll(tenant, "n"+string(rune('a'+i)), tc.bmc)
 		switch {
 		case tc.duplicate:
-			metalWantErr(t, tc.reason, err, apierr.InvalidInput, "bmc.address")
+			metalWantErr(t, tc.reason, err, errcode.InvalidInput, "bmc.address")
 		case err != nil:
 			t.Errorf("%s: %v, want enrolled", tc.reason, err)
 		}
@@ -89,8 +89,8 @@ func TestMetalDuplicateBMCByNormalisedHost(t *testing.T) {
 	if err := withSystem("blade-2", "redfish", "2"); err != nil {
 		t.Errorf("another system behind an enrolled BMC: %v, want enrolled", err)
 	}
-	metalWantErr(t, "the same system twice", withSystem("blade-2-again", "redfish", "2"), apierr.InvalidInput, "bmc.address")
-	metalWantErr(t, "an IPMI BMC naming a system", withSystem("ipmi-blade", "ipmi", "2"), apierr.InvalidInput, "bmc.systemId")
+	metalWantErr(t, "the same system twice", withSystem("blade-2-again", "redfish", "2"), errcode.InvalidInput, "bmc.address")
+	metalWantErr(t, "an IPMI BMC naming a system", withSystem("ipmi-blade", "ipmi", "2"), errcode.InvalidInput, "bmc.systemId")
 }
 
 // TestMetalEnrollRefusesOwnAddresses: an address of the replica itself (not loopback) is
@@ -113,5 +113,5 @@ func TestMetalEnrollRefusesOwnAddresses(t *testing.T) {
 		t.Skip("this machine has no address but loopback and link-local")
 	}
 	_, err = e.svc.EnrollNode(e.editorA, metalEnrollRequest(e.tenantA, "self", own))
-	metalWantErr(t, "an address of this replica", err, apierr.InvalidInput, "bmc.address")
+	metalWantErr(t, "an address of this replica", err, errcode.InvalidInput, "bmc.address")
 }

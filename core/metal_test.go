@@ -14,6 +14,7 @@ import (
 	"better-compute.dev/compute/contract"
 	"better-compute.dev/compute/core"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
+	"better-compute.dev/compute/gen/go/bettercompute/compute/v1/errcode"
 	"better-compute.dev/compute/lifecycle"
 	"better-compute.dev/compute/metal"
 	"better-compute.dev/compute/store"
@@ -38,7 +39,7 @@ func TestMetalStateTableThroughAPI(t *testing.T) {
 				after := e.row(t, node.GetId())
 				name := string(from) + "/" + string(verb)
 				if moveErr != nil {
-					pe := metalWantErr(t, name, err, apierr.InvalidState, string(from))
+					pe := metalWantErr(t, name, err, errcode.InvalidState, string(from))
 					if !strings.Contains(pe.Message, "it is "+string(from)) {
 						t.Errorf("%s: message %q does not name the state", name, pe.Message)
 					}
@@ -100,7 +101,7 @@ func TestMetalUnknownVerb(t *testing.T) {
 	n := e.enroll(t, "odd", "10.1.0.1")
 	for _, verb := range []metal.Verb{"reboot", "", "Deploy"} {
 		_, err := e.svc.MoveNode(e.editorA, e.tenantA, n.GetId(), verb, "")
-		metalWantErr(t, "verb "+string(verb), err, apierr.InvalidInput, "verb")
+		metalWantErr(t, "verb "+string(verb), err, errcode.InvalidInput, "verb")
 	}
 	if r := e.row(t, n.GetId()); r.State != string(metal.Enrolled) || r.Version != 1 {
 		t.Errorf("an unknown verb changed the node: %+v", r)
@@ -158,7 +159,7 @@ func TestMetalConcurrentVerbs(t *testing.T) {
 					winner = r
 					continue
 				}
-				pe := metalWantErr(t, string(r.verb), r.err, apierr.InvalidState, "")
+				pe := metalWantErr(t, string(r.verb), r.err, errcode.InvalidState, "")
 				if pe.StateReason != string(tc.from) {
 					// Refused against the state the winner recorded (or, for a verb the
 					// table never allows from the start state, against that one).
@@ -228,7 +229,7 @@ func TestMetalAuthorization(t *testing.T) {
 			{"a node that does not exist", e.editorA, e.tenantA, missing},
 		} {
 			err := c(tc.ctx, tc.tenant, tc.nodeID)
-			pe := metalWantErr(t, name+": "+tc.reason, err, apierr.NotFound, "")
+			pe := metalWantErr(t, name+": "+tc.reason, err, errcode.NotFound, "")
 			if pe.Message != "metal node "+tc.nodeID+" not found" {
 				t.Errorf("%s: %s: message %q tells cases apart", name, tc.reason, pe.Message)
 			}
@@ -238,14 +239,14 @@ func TestMetalAuthorization(t *testing.T) {
 		t.Errorf("viewer get: %v", err)
 	}
 	_, err := e.svc.InspectNode(e.viewerA, &v1.InspectNodeRequest{TenantId: e.tenantA, NodeId: n.GetId()})
-	metalWantErr(t, "viewer inspect", err, apierr.AccessDenied, "")
+	metalWantErr(t, "viewer inspect", err, errcode.AccessDenied, "")
 	_, err = e.svc.EnrollNode(e.viewerA, metalEnrollRequest(e.tenantA, "viewer-node", "10.3.0.2"))
-	metalWantErr(t, "viewer enroll", err, apierr.AccessDenied, "")
+	metalWantErr(t, "viewer enroll", err, errcode.AccessDenied, "")
 	_, err = e.svc.EnrollNode(e.editorB, metalEnrollRequest(e.tenantA, "intruder", "10.3.0.3"))
-	metalWantErr(t, "tenant B enrolls into A", err, apierr.AccessDenied, "")
+	metalWantErr(t, "tenant B enrolls into A", err, errcode.AccessDenied, "")
 	_, err = e.svc.ListNodes(e.editorB, &v1.ListNodesRequest{TenantId: e.tenantA})
-	metalWantErr(t, "tenant B lists A", err, apierr.AccessDenied, "")
-	if _, err := e.svc.GetNode(context.Background(), &v1.GetNodeRequest{TenantId: e.tenantA, NodeId: n.GetId()}); apierr.CodeOf(err) != apierr.Unauthenticated {
+	metalWantErr(t, "tenant B lists A", err, errcode.AccessDenied, "")
+	if _, err := e.svc.GetNode(context.Background(), &v1.GetNodeRequest{TenantId: e.tenantA, NodeId: n.GetId()}); apierr.CodeOf(err) != errcode.Unauthenticated {
 		t.Errorf("no caller: %v", err)
 	}
 
@@ -262,7 +263,7 @@ func TestMetalAuthorization(t *testing.T) {
 		t.Errorf("state filter: %v, %v", filtered, err)
 	}
 	_, err = e.svc.ListNodes(e.viewerA, &v1.ListNodesRequest{TenantId: e.tenantA, State: "broken"})
-	metalWantErr(t, "unknown state filter", err, apierr.InvalidInput, "state")
+	metalWantErr(t, "unknown state filter", err, errcode.InvalidInput, "state")
 }
 
 func TestMetalEnroll(t *testing.T) {
@@ -320,7 +321,7 @@ func TestMetalEnroll(t *testing.T) {
 		r := metalEnrollRequest(e.tenantA, "another", "10.4.0.1")
 		tc.edit(r)
 		_, err := e.svc.EnrollNode(e.editorA, r)
-		pe := metalWantErr(t, tc.reason, err, apierr.InvalidInput, tc.field)
+		pe := metalWantErr(t, tc.reason, err, errcode.InvalidInput, tc.field)
 		if strings.Contains(pe.Error(), metalPassword) {
 			t.Errorf("%s: error carries the password", tc.reason)
 		}
@@ -350,7 +351,7 @@ func TestMetalUpdateCredentials(t *testing.T) {
 	_, err = e.svc.UpdateNodeCredentials(e.editorA, &v1.UpdateNodeCredentialsRequest{
 		TenantId: e.tenantA, NodeId: n.GetId(), Username: "root", Password: "x",
 	})
-	metalWantErr(t, "retired node", err, apierr.InvalidState, "retired")
+	metalWantErr(t, "retired node", err, errcode.InvalidState, "retired")
 }
 
 func TestMetalNoKeyring(t *testing.T) {
@@ -358,7 +359,7 @@ func TestMetalNoKeyring(t *testing.T) {
 	e := newMetalEnv(t)
 	svc := &core.Service{DB: e.svc.DB, Authz: e.svc.Authz, Log: e.svc.Log}
 	_, err := svc.EnrollNode(e.editorA, metalEnrollRequest(e.tenantA, "nokey", "10.6.0.1"))
-	if pe := metalWantErr(t, "no keyring", err, apierr.Internal, ""); pe.Cause == nil {
+	if pe := metalWantErr(t, "no keyring", err, errcode.Internal, ""); pe.Cause == nil {
 		t.Errorf("no cause kept for the log: %+v", pe)
 	}
 }

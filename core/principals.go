@@ -172,6 +172,16 @@ func (pc *principalCache) watchVersion(db *store.DB) {
 	}
 }
 
+// CredentialVersionReads counts the replica's successful reads of the credential version. Once
+// it is at least one, the cache has its baseline and forgets its entries only when the version
+// moves: a test that counts a call's statements waits for it so that the baseline's forgetting
+// does not land inside the counted call.
+func (s *Service) CredentialVersionReads() int {
+	s.principals.mu.Lock()
+	defer s.principals.mu.Unlock()
+	return s.principals.reads
+}
+
 func (pc *principalCache) clock() time.Time {
 	if pc.now != nil {
 		return pc.now()

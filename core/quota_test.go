@@ -8,6 +8,7 @@ import (
 	"better-compute.dev/compute/apierr"
 	"better-compute.dev/compute/app/apptest"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
+	"better-compute.dev/compute/gen/go/bettercompute/compute/v1/errcode"
 )
 
 // TestQuotaRace: 64 concurrent creates against a limit of 10 — exactly 10 succeed, the rest are
@@ -33,7 +34,7 @@ func TestQuotaRace(t *testing.T) {
 			switch apierr.CodeOf(err) {
 			case "":
 				ok++
-			case apierr.QuotaExceeded:
+			case errcode.QuotaExceeded:
 				quota++
 			default:
 				other++
@@ -75,7 +76,7 @@ func TestIdempotency(t *testing.T) {
 	changed := regional(tn, poolTargets())
 	changed.IdempotencyKey, changed.Name = "same-key", "other"
 	_, err = svc.CreateLoadBalancer(tn.Ctx, changed)
-	wantCode(t, err, apierr.InvalidInput, "idempotencyKey")
+	wantCode(t, err, errcode.InvalidInput, "idempotencyKey")
 
 	// Sixteen concurrent twins with a fresh key: one load balancer, all answers name it.
 	twin := regional(tn, poolTargets())

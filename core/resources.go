@@ -12,6 +12,7 @@ import (
 	"better-compute.dev/compute/authz"
 	"better-compute.dev/compute/contract"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
+	"better-compute.dev/compute/gen/go/bettercompute/compute/v1/errcode"
 	"better-compute.dev/compute/ids"
 	"better-compute.dev/compute/lifecycle"
 	"better-compute.dev/compute/seal"
@@ -296,7 +297,7 @@ func poolVisibleWith(p store.Pool, err error, quotaRows int64, tenantID, poolID 
 // poolUsable is poolVisibleWith's verdict without the pool's policy, for callers that do not
 // read it (a load balancer create): decoding the policy is a JSON parse on every call.
 func poolUsable(p store.Pool, err error, quotaRows int64, tenantID, poolID string) error {
-	nf := &apierr.Error{Code: apierr.NotFound, Field: "poolId", Message: "pool " + poolID + " not found"}
+	nf := &apierr.Error{Code: errcode.NotFound, Field: "poolId", Message: "pool " + poolID + " not found"}
 	if err := refErr(err, true, nf); err != nil {
 		return err
 	}

@@ -15,6 +15,7 @@ import (
 	"better-compute.dev/compute/apierr"
 	"better-compute.dev/compute/authz"
 	"better-compute.dev/compute/core/watchhub"
+	"better-compute.dev/compute/gen/go/bettercompute/compute/v1/errcode"
 	"better-compute.dev/compute/netguard"
 	"better-compute.dev/compute/seal"
 	"better-compute.dev/compute/store"
@@ -76,7 +77,7 @@ func CallerFrom(ctx context.Context) (Caller, bool) {
 func caller(ctx context.Context) (Caller, error) {
 	c, ok := CallerFrom(ctx)
 	if !ok {
-		return Caller{}, &apierr.Error{Code: apierr.Unauthenticated, Message: "a bearer token is required"}
+		return Caller{}, &apierr.Error{Code: errcode.Unauthenticated, Message: "a bearer token is required"}
 	}
 	return c, nil
 }
@@ -93,17 +94,17 @@ func storeErr(err error, what string) error {
 	case errors.As(err, &pe):
 		return pe
 	case errors.Is(err, store.ErrCommitUnknown):
-		return &apierr.Error{Code: apierr.Unavailable, Cause: err, Message: "the database connection was lost while the change was committing, " +
+		return &apierr.Error{Code: errcode.Unavailable, Cause: err, Message: "the database connection was lost while the change was committing, " +
 			"so it may or may not have been applied; retrying with the same idempotencyKey is safe (a create without one may have been made: list before retrying)"}
 	case errors.Is(err, store.ErrUnavailable):
-		return &apierr.Error{Code: apierr.Unavailable, Cause: err, Message: "the database is unavailable; nothing was changed, retry the call"}
+		return &apierr.Error{Code: errcode.Unavailable, Cause: err, Message: "the database is unavailable; nothing was changed, retry the call"}
 	case errors.Is(err, store.ErrNotFound):
 		return apierr.NotFoundf("%s not found", what)
 	case errors.Is(err, store.ErrConflict):
 		// By the constraint: a taken name is INVALID_INPUT on name, a taken BMC address on
 		// bmc.address; a conflict on a key the server makes is no fault of the request (INTERNAL).
 		if field, ok := store.ConflictField(err); ok {
-			return &apierr.Error{Code: apierr.InvalidInput, Field: field, Message: what + " with that " + field + " already exists", Cause: err}
+			return &apierr.Error{Code: errcode.InvalidInput, Field: field, Message: what + " with that " + field + " already exists", Cause: err}
 		}
 	}
 	return apierr.InternalErr(err)

@@ -16,6 +16,7 @@ import (
 	"better-compute.dev/compute/authz"
 	"better-compute.dev/compute/contract"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
+	"better-compute.dev/compute/gen/go/bettercompute/compute/v1/errcode"
 	"better-compute.dev/compute/ids"
 	"better-compute.dev/compute/lifecycle"
 	"better-compute.dev/compute/seal"
@@ -154,7 +155,7 @@ func (s *Service) ListSubstratesPage(ctx context.Context, r *v1.ListSubstratesRe
 
 // errBadJoin is the one answer to every refused join, so a caller learns nothing about which
 // part (pool, token, substrate state) was wrong.
-var errBadJoin = &apierr.Error{Code: apierr.Unauthenticated, Message: "the join token is not valid for this pool"}
+var errBadJoin = &apierr.Error{Code: errcode.Unauthenticated, Message: "the join token is not valid for this pool"}
 
 // JoinNode records a cluster node as a machine of the pool whose join token it presents. There
 // is no caller principal: the token is the credential. It is compared, as a SHA-256, in

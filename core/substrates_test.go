@@ -12,6 +12,7 @@ import (
 	"better-compute.dev/compute/app/apptest"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
 	"better-compute.dev/compute/gen/go/bettercompute/compute/v1/computev1connect"
+	"better-compute.dev/compute/gen/go/bettercompute/compute/v1/errcode"
 	"better-compute.dev/compute/store"
 )
 
@@ -124,12 +125,12 @@ func TestSubstrateVisibility(t *testing.T) {
 	}
 	for _, tc := range cases {
 		_, err := s.App.Service.GetSubstrate(other.Ctx, &v1.GetSubstrateRequest{TenantId: tc.tenantID, PoolId: tc.poolID})
-		if apierr.CodeOf(err) != apierr.NotFound {
+		if apierr.CodeOf(err) != errcode.NotFound {
 			t.Errorf("%s: %v, want NOT_FOUND", tc.reason, err)
 		}
 	}
 	_, err := s.App.Service.ListSubstrates(other.Ctx, &v1.ListSubstratesRequest{TenantId: tn.ID})
-	if apierr.CodeOf(err) != apierr.AccessDenied {
+	if apierr.CodeOf(err) != errcode.AccessDenied {
 		t.Errorf("listing another tenant's substrates: %v, want ACCESS_DENIED", err)
 	}
 	mine, err := s.App.Service.ListSubstrates(tn.Ctx, &v1.ListSubstratesRequest{TenantId: tn.ID})
@@ -137,7 +138,7 @@ func TestSubstrateVisibility(t *testing.T) {
 		t.Errorf("listing its own: %v %v, want the one substrate", mine, err)
 	}
 	var ae *apierr.Error
-	if _, err := s.App.Service.GetSubstrate(context.Background(), &v1.GetSubstrateRequest{TenantId: tn.ID, PoolId: tn.PoolID}); !errors.As(err, &ae) || ae.Code != apierr.Unauthenticated {
+	if _, err := s.App.Service.GetSubstrate(context.Background(), &v1.GetSubstrateRequest{TenantId: tn.ID, PoolId: tn.PoolID}); !errors.As(err, &ae) || ae.Code != errcode.Unauthenticated {
 		t.Errorf("no caller: %v, want UNAUTHENTICATED", err)
 	}
 }
@@ -151,7 +152,7 @@ func TestSubstrateAccountMustBeTheTenants(t *testing.T) {
 	policy := &v1.PoolPolicy{Substrate: &v1.PoolSubstrate{Kind: "kubernetes", Account: other.AccountID,
 		Cluster: &v1.SubstrateCluster{Mode: &v1.SubstrateCluster_Adopt{Adopt: &v1.ClusterAdopt{Id: "c-1"}}}}}
 	_, err := s.App.Service.UpdatePool(s.AdminCtx, &v1.UpdatePoolRequest{TenantId: tn.ID, PoolId: tn.PoolID, Policy: policy})
-	if apierr.CodeOf(err) != apierr.NotFound {
+	if apierr.CodeOf(err) != errcode.NotFound {
 		t.Errorf("another tenant's account: %v, want NOT_FOUND", err)
 	}
 	if _, err := store.GetSubstrateByPool(context.Background(), s.App.DB.Q(), tn.PoolID); !errors.Is(err, store.ErrNotFound) {

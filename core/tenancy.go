@@ -14,6 +14,7 @@ import (
 	"better-compute.dev/compute/apierr"
 	"better-compute.dev/compute/authz"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
+	"better-compute.dev/compute/gen/go/bettercompute/compute/v1/errcode"
 	"better-compute.dev/compute/ids"
 	"better-compute.dev/compute/store"
 )
@@ -36,7 +37,7 @@ func newSecret() string {
 // Authenticate resolves a bearer secret to its caller.
 func (s *Service) Authenticate(ctx context.Context, secret string) (Caller, error) {
 	if !strings.HasPrefix(secret, tokenPrefix) || len(secret) > 200 {
-		return Caller{}, &apierr.Error{Code: apierr.Unauthenticated, Message: "unknown or expired token"}
+		return Caller{}, &apierr.Error{Code: errcode.Unauthenticated, Message: "unknown or expired token"}
 	}
 	return s.authenticateHash(ctx, HashSecret(secret))
 }
@@ -80,8 +81,8 @@ func (s *Service) lookupToken(ctx context.Context, key string, hash []byte, gen 
 	asked := s.principals.clock()
 	p, expires, err := store.AuthenticateToken(ctx, s.DB.Q(), hash)
 	if err != nil {
-		if apierr.CodeOf(storeErr(err, "token")) == apierr.NotFound {
-			return Caller{}, &apierr.Error{Code: apierr.Unauthenticated, Message: "unknown or expired token"}
+		if apierr.CodeOf(storeErr(err, "token")) == errcode.NotFound {
+			return Caller{}, &apierr.Error{Code: errcode.Unauthenticated, Message: "unknown or expired token"}
 		}
 		return Caller{}, storeErr(err, "token")
 	}
@@ -143,7 +144,7 @@ func (s *Service) CreateTenant(ctx context.Context, r *v1.CreateTenantRequest) (
 	}
 	t, err := store.InsertTenant(ctx, s.DB.Q(), store.Tenant{ID: r.GetTenantId(), DisplayName: r.GetDisplayName()})
 	if err != nil {
-		if apierr.CodeOf(storeErr(err, "tenant")) == apierr.InvalidInput {
+		if apierr.CodeOf(storeErr(err, "tenant")) == errcode.InvalidInput {
 			if store.ConstraintName(err) == "tenants_id_fold" {
 				return nil, apierr.Invalid("tenantId", "a tenant whose id differs from %s only in case already exists", r.GetTenantId())
 			}

@@ -74,7 +74,9 @@ build() {
         -ldflags "-s -w -X k8s.io/component-base/version.gitVersion=${version}" \
         -o "${bin}/kube-apiserver.tmp" ./cmd/kube-apiserver
       # CPU seconds the build took (this subshell's children), for .ci/run's summary.
-      times | tail -n1 | awk '{t=0; for (i=1;i<=2;i++) {split($i,a,"m"); sub("s","",a[2]); t+=a[1]*60+a[2]}; printf "%d\n", t}' >"${cache}/build-cpu-seconds"
+      # (fields 16 and 17 of /proc/PID/stat: the user and system time of its waited-for children, in
+      # clock ticks; `times` would run in a pipeline's subshell and see none).
+      awk -v hz="$(getconf CLK_TCK)" '{printf "%d\n", ($16 + $17) / hz}' "/proc/${BASHPID}/stat" >"${cache}/build-cpu-seconds"
       mv "${bin}/kube-apiserver.tmp" "${bin}/kube-apiserver"
       cd / && rm -rf "${work}"
     )

@@ -12,6 +12,7 @@ import (
 	"better-compute.dev/compute/apierr"
 	"better-compute.dev/compute/core"
 	c "better-compute.dev/compute/gen/go/bettercompute/compute/v1/computev1connect"
+	"better-compute.dev/compute/gen/go/bettercompute/compute/v1/errcode"
 	"better-compute.dev/compute/requestid"
 )
 
@@ -103,7 +104,7 @@ func authenticate(ctx context.Context, svc *core.Service, authorization string) 
 	scheme, token, ok := strings.Cut(strings.TrimSpace(authorization), " ")
 	token = strings.TrimSpace(token)
 	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
-		return ctx, &apierr.Error{Code: apierr.Unauthenticated, Message: "an Authorization: Bearer token is required"}
+		return ctx, &apierr.Error{Code: errcode.Unauthenticated, Message: "an Authorization: Bearer token is required"}
 	}
 	caller, err := svc.Authenticate(ctx, token)
 	if err != nil {

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"better-compute.dev/compute/apierr"
+	"better-compute.dev/compute/gen/go/bettercompute/compute/v1/errcode"
 	"better-compute.dev/compute/requestid"
 )
 
@@ -92,7 +92,7 @@ func refuseBody(w http.ResponseWriter, r *http.Request, msg string) {
 	ct := r.Header.Get("Content-Type")
 	switch {
 	case strings.HasPrefix(r.URL.Path, JSONPrefix):
-		writeJSONErrorStatus(w, http.StatusBadRequest, JSONError{Code: apierr.InvalidInput, Message: msg, RequestID: requestid.FromContext(r.Context())})
+		writeJSONErrorStatus(w, http.StatusBadRequest, JSONError{Code: errcode.InvalidInput, Message: msg, RequestID: requestid.FromContext(r.Context())})
 	case strings.HasPrefix(ct, "application/grpc"):
 		// Trailers-only answer: the status travels in the headers.
 		w.Header().Set("Content-Type", ct)

@@ -17,19 +17,20 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"better-compute.dev/compute/apierr"
+	"better-compute.dev/compute/gen/go/bettercompute/compute/v1/errcode"
 	"better-compute.dev/compute/requestid"
 )
 
 // connectCode maps a platform reason onto the Connect (and gRPC) code.
 var connectCode = map[apierr.Code]connect.Code{
-	apierr.InvalidInput:    connect.CodeInvalidArgument,
-	apierr.NotFound:        connect.CodeNotFound,
-	apierr.AccessDenied:    connect.CodePermissionDenied,
-	apierr.QuotaExceeded:   connect.CodeResourceExhausted,
-	apierr.InvalidState:    connect.CodeFailedPrecondition,
-	apierr.Unauthenticated: connect.CodeUnauthenticated,
-	apierr.Unavailable:     connect.CodeUnavailable,
-	apierr.Internal:        connect.CodeInternal,
+	errcode.InvalidInput:    connect.CodeInvalidArgument,
+	errcode.NotFound:        connect.CodeNotFound,
+	errcode.AccessDenied:    connect.CodePermissionDenied,
+	errcode.QuotaExceeded:   connect.CodeResourceExhausted,
+	errcode.InvalidState:    connect.CodeFailedPrecondition,
+	errcode.Unauthenticated: connect.CodeUnauthenticated,
+	errcode.Unavailable:     connect.CodeUnavailable,
+	errcode.Internal:        connect.CodeInternal,
 }
 
 // mappingErrors is the link that turns the error of the rest of the call into a Connect error
@@ -94,7 +95,7 @@ func toConnect(err error) *connect.Error {
 	if d, derr := connect.NewErrorDetail(&errdetails.ErrorInfo{Reason: string(pe.Code), Domain: apierr.Domain, Metadata: md}); derr == nil {
 		out.AddDetail(d)
 	}
-	if pe.Code == apierr.Unavailable {
+	if pe.Code == errcode.Unavailable {
 		// The retry hint: a fault of the database or the engine is usually over within a second.
 		if d, derr := connect.NewErrorDetail(&errdetails.RetryInfo{RetryDelay: durationpb.New(RetryAfter)}); derr == nil {
 			out.AddDetail(d)

@@ -16,6 +16,7 @@ import (
 
 	"better-compute.dev/compute/apierr"
 	c "better-compute.dev/compute/gen/go/bettercompute/compute/v1/computev1connect"
+	"better-compute.dev/compute/gen/go/bettercompute/compute/v1/errcode"
 	"better-compute.dev/compute/openapi"
 	"better-compute.dev/compute/requestid"
 )
@@ -77,14 +78,14 @@ func JSONMapping() openapi.Mapping {
 
 // httpStatus of each platform reason on the JSON mapping.
 var httpStatus = map[apierr.Code]int{
-	apierr.InvalidInput:    http.StatusBadRequest,
-	apierr.Unauthenticated: http.StatusUnauthorized,
-	apierr.AccessDenied:    http.StatusForbidden,
-	apierr.NotFound:        http.StatusNotFound,
-	apierr.InvalidState:    http.StatusConflict,
-	apierr.QuotaExceeded:   http.StatusTooManyRequests,
-	apierr.Unavailable:     http.StatusServiceUnavailable,
-	apierr.Internal:        http.StatusInternalServerError,
+	errcode.InvalidInput:    http.StatusBadRequest,
+	errcode.Unauthenticated: http.StatusUnauthorized,
+	errcode.AccessDenied:    http.StatusForbidden,
+	errcode.NotFound:        http.StatusNotFound,
+	errcode.InvalidState:    http.StatusConflict,
+	errcode.QuotaExceeded:   http.StatusTooManyRequests,
+	errcode.Unavailable:     http.StatusServiceUnavailable,
+	errcode.Internal:        http.StatusInternalServerError,
 }
 
 // JSONError is the body of a failed call on the JSON mapping: the reason as a plain string.
@@ -104,12 +105,12 @@ func jsonMapping(connectMux http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		procedure, ok := jsonRoutes[strings.TrimPrefix(r.URL.Path, JSONPrefix)]
 		if !ok {
-			writeJSONError(w, JSONError{Code: apierr.NotFound, Message: "no such method: " + r.URL.Path, RequestID: requestid.FromContext(r.Context())})
+			writeJSONError(w, JSONError{Code: errcode.NotFound, Message: "no such method: " + r.URL.Path, RequestID: requestid.FromContext(r.Context())})
 			return
 		}
 		if r.Method != http.MethodPost {
 			w.Header().Set("Allow", http.MethodPost)
-			writeJSONErrorStatus(w, http.StatusMethodNotAllowed, JSONError{Code: apierr.InvalidInput, Message: "use POST", RequestID: requestid.FromContext(r.Context())})
+			writeJSONErrorStatus(w, http.StatusMethodNotAllowed, JSONError{Code: errcode.InvalidInput, Message: "use POST", RequestID: requestid.FromContext(r.Context())})
 			return
 		}
 		// The body is in memory (readBodyFirst): kept to explain a decoding failure.
@@ -145,7 +146,7 @@ func jsonMapping(connectMux http.Handler) http.Handler {
 		} else {
 			je = connectLayerError(rec.body.Bytes())
 		}
-		if je.Code == apierr.InvalidInput && je.Field == "" {
+		if je.Code == errcode.InvalidInput && je.Field == "" {
 			// The decoder refused the body: name the field that does not fit.
 			if m := explainJSON(body, inputs[procedure]); m != nil {
 				je.Field, je.Message = m.Field, m.Error()
@@ -202,16 +203,16 @@ func connectLayerError(body []byte) JSONError {
 	}
 	var code connect.Code
 	if json.Unmarshal(body, &ce) != nil || code.UnmarshalText([]byte(ce.Code)) != nil {
-		return JSONError{Code: apierr.Internal, Message: "internal error"}
+		return JSONError{Code: errcode.Internal, Message: "internal error"}
 	}
 	reason := reasonOfConnectCode(code)
 	switch {
 	case code == connect.CodeResourceExhausted:
 		// Connect's own limit on the request size.
 		return JSONError{Code: reason, Message: "the request is too large"}
-	case reason == apierr.InvalidInput:
+	case reason == errcode.InvalidInput:
 		return JSONError{Code: reason, Message: "the body is not a valid request: " + ce.Message}
-	case reason == apierr.Internal:
+	case reason == errcode.Internal:
 		return JSONError{Code: reason, Message: "internal error"}
 	}
 	return JSONError{Code: reason, Message: ce.Message}
@@ -224,16 +225,16 @@ func connectLayerError(body []byte) JSONError {
 func reasonOfConnectCode(code connect.Code) apierr.Code {
 	switch code {
 	case connect.CodeOutOfRange, connect.CodeUnimplemented, connect.CodeResourceExhausted:
-		return apierr.InvalidInput
+		return errcode.InvalidInput
 	case connect.CodeDeadlineExceeded, connect.CodeCanceled, connect.CodeAborted:
-		return apierr.Unavailable
+		return errcode.Unavailable
 	}
 	for reason, c := range connectCode {
 		if c == code {
 			return reason
 		}
 	}
-	return apierr.Internal
+	return errcode.Internal
 }
 
 func writeJSONError(w http.ResponseWriter, e JSONError) {
@@ -242,7 +243,7 @@ func writeJSONError(w http.ResponseWriter, e JSONError) {
 
 func writeJSONErrorStatus(w http.ResponseWriter, status int, e JSONError) {
 	w.Header().Set("Content-Type", "application/json")
-	if e.Code == apierr.Unavailable {
+	if e.Code == errcode.Unavailable {
 		w.Header().Set("Retry-After", strconv.Itoa(int(RetryAfter/time.Second)))
 	}
 	w.WriteHeader(status)

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 
 	"better-compute.dev/compute/apierr"
+	"better-compute.dev/compute/gen/go/bettercompute/compute/v1/errcode"
 	"better-compute.dev/compute/requestid"
 )
 
@@ -54,7 +55,7 @@ func (o *observer) observe(ctx context.Context, procedure string, start time.Tim
 // Causes are store and engine errors, which never quote request values (store strips DETAIL).
 func (o *observer) logCause(ctx context.Context, procedure string, err error) {
 	var pe *apierr.Error
-	if errors.As(err, &pe) && pe.Code == apierr.Internal && pe.Cause != nil {
+	if errors.As(err, &pe) && pe.Code == errcode.Internal && pe.Cause != nil {
 		o.log.ErrorContext(ctx, "internal error", "procedure", procedure, "cause", pe.Cause.Error())
 	}
 }

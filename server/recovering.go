@@ -7,6 +7,7 @@ import (
 	"runtime/debug"
 
 	"better-compute.dev/compute/apierr"
+	"better-compute.dev/compute/gen/go/bettercompute/compute/v1/errcode"
 )
 
 // recovering is the link that turns a panic of the rest of the call into INTERNAL for its
@@ -26,5 +27,5 @@ func recovering(log *slog.Logger) link {
 // panic value is logged, not returned: it may quote anything the handler held.
 func panicked(ctx context.Context, log *slog.Logger, procedure string, p any) error {
 	log.ErrorContext(ctx, "handler panicked", "procedure", procedure, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
-	return &apierr.Error{Code: apierr.Internal, Message: "internal error"}
+	return &apierr.Error{Code: errcode.Internal, Message: "internal error"}
 }

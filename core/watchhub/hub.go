@@ -28,6 +28,7 @@ import (
 
 	"better-compute.dev/compute/apierr"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
+	"better-compute.dev/compute/gen/go/bettercompute/compute/v1/errcode"
 	"better-compute.dev/compute/store"
 )
 
@@ -229,7 +230,7 @@ func (h *Hub) deliver(p plan, read store.EventFeed, err error) (again bool) {
 		h.failures++
 		if h.failures >= failuresBeforeEnding {
 			h.failures = 0
-			end := &apierr.Error{Code: apierr.Unavailable, Cause: err,
+			end := &apierr.Error{Code: errcode.Unavailable, Cause: err,
 				Message: "the event log cannot be read now; resume the watch with after set to the last cursor received"}
 			for _, fd := range h.feeds {
 				for s := range fd.subs {

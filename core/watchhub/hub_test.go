@@ -10,6 +10,7 @@ import (
 	"better-compute.dev/compute/apierr"
 	"better-compute.dev/compute/core/watchhub"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
+	"better-compute.dev/compute/gen/go/bettercompute/compute/v1/errcode"
 	"better-compute.dev/compute/store"
 	"better-compute.dev/compute/store/storetest"
 	"better-compute.dev/compute/testwait"
@@ -192,7 +193,7 @@ func TestSlowWatchEndsAloneAndResumes(t *testing.T) {
 		t.Fatalf("fast watch: %v", cursors(got))
 	}
 	held, err := slow.Take()
-	if apierr.CodeOf(err) != apierr.Unavailable || len(held) != 4 {
+	if apierr.CodeOf(err) != errcode.Unavailable || len(held) != 4 {
 		t.Fatalf("slow watch: %v events, end %v; want 4 then UNAVAILABLE", cursors(held), err)
 	}
 	resumed := e.hub.Subscribe("tn-s", held[len(held)-1].GetCursor(), watchhub.Filter{})

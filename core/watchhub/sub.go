@@ -7,6 +7,7 @@ import (
 
 	"better-compute.dev/compute/apierr"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
+	"better-compute.dev/compute/gen/go/bettercompute/compute/v1/errcode"
 )
 
 // Filter keeps the events about one resource and of some types (empty: any).
@@ -56,7 +57,7 @@ type Sub struct {
 // ErrFellBehind is the message of a watch ended because its client did not take its events as
 // fast as they came.
 func errFellBehind(buffer int) error {
-	return &apierr.Error{Code: apierr.Unavailable, Message: fmt.Sprintf(
+	return &apierr.Error{Code: errcode.Unavailable, Message: fmt.Sprintf(
 		"the watch fell behind (more than %d events were waiting to be sent); resume it with after set to the last cursor received", buffer)}
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"better-compute.dev/compute/apierr"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
+	"better-compute.dev/compute/gen/go/bettercompute/compute/v1/errcode"
 	"better-compute.dev/compute/metal"
 	"better-compute.dev/compute/netguard"
 	"better-compute.dev/compute/provider/bmc"
@@ -114,7 +115,7 @@ func TestTwoSystemsThroughTheAPI(t *testing.T) {
 	} {
 		_, err := enroll(tc.name, tc.system)
 		var ae *apierr.Error
-		if !errors.As(err, &ae) || ae.Code != apierr.InvalidInput || ae.Field != "bmc.systemId" || !strings.Contains(ae.Message, tc.want) {
+		if !errors.As(err, &ae) || ae.Code != errcode.InvalidInput || ae.Field != "bmc.systemId" || !strings.Contains(ae.Message, tc.want) {
 			t.Errorf("%s: %v, want INVALID_INPUT on bmc.systemId listing %s", tc.name, err, tc.want)
 		}
 	}
@@ -125,7 +126,7 @@ func TestTwoSystemsThroughTheAPI(t *testing.T) {
 	if err != nil {
 		t.Fatalf("enroll system 2 on the same BMC: %v", err)
 	}
-	if _, err := enroll("blade-2-again", "2"); apierr.CodeOf(err) != apierr.InvalidInput {
+	if _, err := enroll("blade-2-again", "2"); apierr.CodeOf(err) != errcode.InvalidInput {
 		t.Errorf("a second node for system 2: %v, want a duplicate (INVALID_INPUT)", err)
 	}
 	reconciletest.Drain(t, ctx, r)

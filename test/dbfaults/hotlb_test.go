@@ -14,6 +14,7 @@ import (
 	"better-compute.dev/compute/apierr"
 	"better-compute.dev/compute/app/apptest"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
+	"better-compute.dev/compute/gen/go/bettercompute/compute/v1/errcode"
 	"better-compute.dev/compute/store"
 	"better-compute.dev/compute/store/storetest"
 )
@@ -91,7 +92,7 @@ func TestHotLoadBalancerKeepsTheLockOrder(t *testing.T) {
 				} else {
 					g := seen{start: time.Now()}
 					got, err := pick().App.Service.GetLoadBalancer(ctx, &v1.GetLoadBalancerRequest{TenantId: tn.ID, LoadBalancerId: hot.GetId()})
-					if err != nil && apierr.From(err).Code != apierr.Unavailable {
+					if err != nil && apierr.From(err).Code != errcode.Unavailable {
 						t.Errorf("get: %v", err)
 					} else if err == nil {
 						g.path = got.GetHealthCheck().GetPath()
@@ -223,7 +224,7 @@ func churn(t *testing.T, tn apptest.Tenant, replicas []*apptest.Stack, stop time
 					t.Errorf("twin creates of %s made two load balancers: %s and %s", name, lb.GetId(), twins[i].GetId())
 				}
 				lb = twins[i]
-			case apierr.From(err).Code != apierr.QuotaExceeded && apierr.From(err).Code != apierr.Unavailable:
+			case apierr.From(err).Code != errcode.QuotaExceeded && apierr.From(err).Code != errcode.Unavailable:
 				t.Errorf("twin create of %s: %v", name, err)
 			}
 		}
@@ -234,7 +235,7 @@ func churn(t *testing.T, tn apptest.Tenant, replicas []*apptest.Stack, stop time
 		made++
 		svc := replicas[k%len(replicas)].App.Service
 		if _, err := svc.UpdateLoadBalancer(tn.Ctx, &v1.UpdateLoadBalancerRequest{TenantId: tn.ID, LoadBalancerId: lb.GetId(),
-			RedirectHttpToHttps: &yes}); err != nil && apierr.From(err).Code != apierr.InvalidState && !unavailable(err) {
+			RedirectHttpToHttps: &yes}); err != nil && apierr.From(err).Code != errcode.InvalidState && !unavailable(err) {
 			t.Errorf("update %s: %v", name, err)
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -247,5 +248,5 @@ func churn(t *testing.T, tn apptest.Tenant, replicas []*apptest.Stack, stop time
 
 // unavailable: a call answered UNAVAILABLE (a terminated backend met it).
 func unavailable(err error) bool {
-	return apierr.From(err).Code == apierr.Unavailable
+	return apierr.From(err).Code == errcode.Unavailable
 }
