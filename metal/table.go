@@ -19,7 +19,7 @@ type row struct {
 // derived from it. Abort has no row: it is allowed from every transient state below and goes to
 // that state's failure state.
 //
-// It refines DESIGN.md's starting table against OpenStack Ironic's provision state machine and
+// It refines the design's starting table against OpenStack Ironic's provision state machine and
 // MAAS's node status transitions:
 //
 //   - inspect: Ironic inspects a node from "manageable" at any time, so besides a new or failed
@@ -31,7 +31,7 @@ type row struct {
 //   - deploy: from ready, and retried from deploy-failed (MAAS: failed deployment may deploy
 //     again once reallocated). Deadline 40 min (MAAS).
 //   - rescue: only from deployed, and retried from rescue-failed or unrescue-failed, which only
-//     descend from deployed. DESIGN.md also allowed deploy-failed; refused here because
+//     descend from deployed. The starting table also allowed deploy-failed; refused here because
 //     unrescue lands on deployed, so rescue+unrescue would launder a failed deployment into
 //     "deployed" (Ironic likewise rescues only active nodes). Deadline 20 min (MAAS's
 //     entering-rescue timeout).
@@ -43,11 +43,11 @@ type row struct {
 //     exiting-rescue timeout).
 //   - release: from every state in which a tenant's image may be on the disk (deployed,
 //     deploy-failed, rescue, rescue-failed, unrescue-failed) and retried from release-failed,
-//     which DESIGN.md's table missed (MAAS: failed releasing may release again). Deadline 5
+//     which the starting table missed (MAAS: failed releasing may release again). Deadline 5
 //     min (MAAS).
 //   - retire: terminal, from the resting states that hold no tenant's image (enrolled,
 //     inspected, inspect-failed, ready, commission-failed) and from release-failed, which is how
-//     an operator writes off a machine whose wipe keeps failing. DESIGN.md allowed every
+//     an operator writes off a machine whose wipe keeps failing. The starting table allowed every
 //     resting state but deployed and rescue; deploy-failed, rescue-failed and unrescue-failed
 //     are refused here too because the machine still belongs to a tenant: release it first.
 //     Retire has no transient state: the node is retired at once and the reconciler powers it

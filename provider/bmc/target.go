@@ -6,7 +6,7 @@
 // BMC answered and which bmclib driver answered, and never holds a credential; every error is
 // classified retryable or permanent and scrubbed of the password before it leaves the package.
 //
-// Rules this package keeps (see DESIGN.md, "bmclib v2.3.4 facts"): DEBUG_BMCLIB is never set
+// Rules this package keeps (docs/metal.md): DEBUG_BMCLIB is never set
 // and a bmclib Client is never logged or serialised (its Auth.Pass is exported); the registry
 // is filtered before Open, because an unfiltered Open probes every vendor's driver; a node
 // whose power state cannot be read as on or off is never powered on or cycled; the BMC's TLS
