@@ -6,28 +6,37 @@ import (
 
 	"better-compute.dev/compute/apierr"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
+	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
-// lbUpdatePaths maps every accepted update_mask path (the proto name, and the JSON name) to the
-// part's name as events report it.
-var lbUpdatePaths = map[string]string{
-	"targets": "targets", "forwarding": "forwarding",
-	"health_check": "healthCheck", "healthCheck": "healthCheck",
-	"sticky_sessions": "stickySessions", "stickySessions": "stickySessions",
-	"source_ranges": "sourceRanges", "sourceRanges": "sourceRanges",
-	"redirect_http_to_https": "redirectHttpToHttps", "redirectHttpToHttps": "redirectHttpToHttps",
-	"domains":             "domains",
-	"deletion_protection": "deletionProtection", "deletionProtection": "deletionProtection",
-	"size_unit": "sizeUnit", "sizeUnit": "sizeUnit",
-	"http_idle_timeout_seconds": "httpIdleTimeoutSeconds", "httpIdleTimeoutSeconds": "httpIdleTimeoutSeconds",
-	"enable_proxy_protocol": "enableProxyProtocol", "enableProxyProtocol": "enableProxyProtocol",
-	"enable_backend_keepalive": "enableBackendKeepalive", "enableBackendKeepalive": "enableBackendKeepalive",
-	"network":       "network",
-	"network_stack": "networkStack", "networkStack": "networkStack",
-	"tls_cipher_policy": "tlsCipherPolicy", "tlsCipherPolicy": "tlsCipherPolicy",
-	"disable_lets_encrypt_dns_records": "disableLetsEncryptDnsRecords", "disableLetsEncryptDnsRecords": "disableLetsEncryptDnsRecords",
-	"labels": "labels",
+// lbUpdateCallFields are the fields of UpdateLoadBalancerRequest that name or qualify the call;
+// every other field is a part of the load balancer an update replaces.
+var lbUpdateCallFields = map[protoreflect.Name]bool{
+	"tenant_id": true, "load_balancer_id": true, "update_mask": true, "etag": true, "validate_only": true,
 }
+
+// lbUpdateParts are the request's part fields, read from its descriptor so that a new setting
+// is a part by being a field.
+var lbUpdateParts = func() []protoreflect.FieldDescriptor {
+	var parts []protoreflect.FieldDescriptor
+	fields := (&v1.UpdateLoadBalancerRequest{}).ProtoReflect().Descriptor().Fields()
+	for i := range fields.Len() {
+		if f := fields.Get(i); !lbUpdateCallFields[f.Name()] {
+			parts = append(parts, f)
+		}
+	}
+	return parts
+}()
+
+// lbUpdatePaths maps every accepted update_mask path (a part's proto name, and its JSON name) to
+// the part's name as events report it (its JSON name).
+var lbUpdatePaths = func() map[string]string {
+	paths := map[string]string{}
+	for _, f := range lbUpdateParts {
+		paths[string(f.Name())], paths[f.JSONName()] = f.JSONName(), f.JSONName()
+	}
+	return paths
+}()
 
 // updateParts says which parts an update replaces. With an update_mask, exactly the parts it
 // names, so a named part left out of the request is cleared; an empty mask changes nothing.
@@ -45,23 +54,11 @@ func updateParts(r *v1.UpdateLoadBalancerRequest) (map[string]bool, error) {
 		}
 		return given, nil
 	}
-	given["targets"] = r.Targets != nil
-	given["forwarding"] = len(r.GetForwarding()) > 0
-	given["healthCheck"] = r.HealthCheck != nil
-	given["stickySessions"] = r.StickySessions != nil
-	given["sourceRanges"] = r.SourceRanges != nil
-	given["redirectHttpToHttps"] = r.RedirectHttpToHttps != nil
-	given["domains"] = len(r.GetDomains()) > 0
-	given["deletionProtection"] = r.DeletionProtection != nil
-	given["sizeUnit"] = r.SizeUnit != nil
-	given["httpIdleTimeoutSeconds"] = r.HttpIdleTimeoutSeconds != nil
-	given["enableProxyProtocol"] = r.EnableProxyProtocol != nil
-	given["enableBackendKeepalive"] = r.EnableBackendKeepalive != nil
-	given["network"] = r.Network != nil
-	given["networkStack"] = r.NetworkStack != nil
-	given["tlsCipherPolicy"] = r.TlsCipherPolicy != nil
-	given["disableLetsEncryptDnsRecords"] = r.DisableLetsEncryptDnsRecords != nil
-	given["labels"] = len(r.GetLabels()) > 0
+	// Present: a message or optional field set, a list or map not empty.
+	m := r.ProtoReflect()
+	for _, f := range lbUpdateParts {
+		given[f.JSONName()] = m.Has(f)
+	}
 	return given, nil
 }
 
