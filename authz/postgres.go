@@ -11,10 +11,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/openfga/openfga/assets"
 	"github.com/openfga/openfga/pkg/storage"
-	"github.com/openfga/openfga/pkg/storage/migrate"
 	"github.com/openfga/openfga/pkg/storage/postgres"
 	"github.com/openfga/openfga/pkg/storage/sqlcommon"
+	"github.com/pressly/goose/v3"
 
 	"better-compute.dev/compute/store"
 )
@@ -123,12 +124,7 @@ func openPostgres(ctx context.Context, databaseURL, schema string) (ds storage.O
 	}
 
 	migrateMu.Lock()
-	err = migrate.RunMigrations(migrate.MigrationConfig{
-		Engine:      DatastorePostgres,
-		URI:         scopedURL,
-		Timeout:     10 * time.Second,
-		PingTimeout: 5 * time.Second,
-	})
+	err = migrateOpenFGA(ctx, scopedURL)
 	migrateMu.Unlock()
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: migrate schema %s: %w", ErrUnavailable, schema, err)
@@ -169,4 +165,40 @@ func withSearchPath(databaseURL, schema string) (string, error) {
 	q.Set("search_path", schema)
 	u.RawQuery = q.Encode()
 	return u.String(), nil
+}
+
+// migrateOpenFGA applies OpenFGA's PostgreSQL migrations (the SQL files its assets embed) to the
+// schema the URL's search_path names. It drives goose as OpenFGA's own migrate package does, but
+// only for PostgreSQL: that package also links the MySQL and SQLite drivers (a pure-Go SQLite
+// among them), which this service never uses and which cost every binary and test build that
+// links authz their compile and link time. Callers hold migrateMu: goose keeps its settings in
+// package globals.
+func migrateOpenFGA(ctx context.Context, dsn string) error {
+	goose.SetLogger(goose.NopLogger())
+	goose.SetVerbose(false)
+	// "pgx" is the database/sql driver OpenFGA's postgres package registers (pgx's stdlib).
+	db, err := goose.OpenDBWithDriver("pgx", dsn)
+	if err != nil {
+		return fmt.Errorf("open: %w", err)
+	}
+	defer db.Close()
+	// A database that is starting answers within a few seconds; one that does not is unavailable.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err = db.PingContext(pctx)
+		cancel()
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("ping: %w", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	goose.SetBaseFS(assets.EmbedMigrations)
+	if err := goose.UpContext(ctx, db, assets.PostgresMigrationDir); err != nil {
+		return fmt.Errorf("up: %w", err)
+	}
+	return nil
 }
