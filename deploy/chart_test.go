@@ -117,7 +117,7 @@ func TestChartDryRunsOnAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	installCRDs(ctx, t, dyn)
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(srv.Client.Discovery()))
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(srv.Discovery))
 
 	kinds := map[string]bool{}
 	for _, c := range valueCases {

@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"better-compute.dev/compute/reconcile/substrates/k8sapply"
+	"better-compute.dev/compute/reconcile/substrates/k8sapply/k8sfake"
 	"github.com/digitalocean/godo"
 	"golang.org/x/oauth2"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/fake"
 
 	"better-compute.dev/compute/app/apptest"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
@@ -26,25 +26,25 @@ import (
 // test can seed a cluster's objects before the reconciler sees it and read them afterwards.
 type fakeKube struct {
 	mu       sync.Mutex
-	clusters map[string]*fake.Clientset
+	clusters map[string]*k8sfake.Cluster
 }
 
-func (f *fakeKube) ForCluster(_ context.Context, clusterID string, kubeconfig []byte) (kubernetes.Interface, error) {
+func (f *fakeKube) ForCluster(_ context.Context, clusterID string, kubeconfig []byte) (k8sapply.Cluster, error) {
 	if len(kubeconfig) == 0 {
 		return nil, fmt.Errorf("no kubeconfig for %s", clusterID)
 	}
 	return f.cluster(clusterID), nil
 }
 
-func (f *fakeKube) cluster(id string) *fake.Clientset {
+func (f *fakeKube) cluster(id string) *k8sfake.Cluster {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.clusters == nil {
-		f.clusters = map[string]*fake.Clientset{}
+		f.clusters = map[string]*k8sfake.Cluster{}
 	}
 	cs := f.clusters[id]
 	if cs == nil {
-		cs = fake.NewClientset()
+		cs = k8sfake.New()
 		f.clusters[id] = cs
 	}
 	return cs

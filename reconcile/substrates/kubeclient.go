@@ -5,14 +5,15 @@ import (
 	"fmt"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"better-compute.dev/compute/reconcile/substrates/k8sapply"
 )
 
 // KubeClients turns a cluster's kubeconfig into a client of its Kubernetes API. Tests inject
-// client-go's field-managed fake clientset; production uses KubeconfigClients.
+// k8sfake's field-managed fake clusters; production uses KubeconfigClients.
 type KubeClients interface {
-	ForCluster(ctx context.Context, clusterID string, kubeconfig []byte) (kubernetes.Interface, error)
+	ForCluster(ctx context.Context, clusterID string, kubeconfig []byte) (k8sapply.Cluster, error)
 }
 
 // DefaultKubeTimeout bounds one request to a cluster's API server.
@@ -24,9 +25,9 @@ type KubeconfigClients struct {
 	Timeout time.Duration
 }
 
-// ForCluster parses the kubeconfig and builds a clientset. A parse error is not wrapped: it can
+// ForCluster parses the kubeconfig and builds the clients of the groups the reconciler uses. A parse error is not wrapped: it can
 // quote the document, credential included.
-func (k KubeconfigClients) ForCluster(_ context.Context, clusterID string, kubeconfig []byte) (kubernetes.Interface, error) {
+func (k KubeconfigClients) ForCluster(_ context.Context, clusterID string, kubeconfig []byte) (k8sapply.Cluster, error) {
 	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
 	if err != nil {
 		return nil, fmt.Errorf("substrates: cluster %s: the kubeconfig is not usable", clusterID)
@@ -35,7 +36,7 @@ func (k KubeconfigClients) ForCluster(_ context.Context, clusterID string, kubec
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = DefaultKubeTimeout
 	}
-	cs, err := kubernetes.NewForConfig(cfg)
+	cs, err := k8sapply.NewClients(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("substrates: cluster %s: kubernetes client: %w", clusterID, err)
 	}

@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
 	"better-compute.dev/compute/provider/digitalocean/sim"
@@ -203,7 +202,7 @@ func TestRealAdoptTeardown(t *testing.T) {
 }
 
 // getObject reads one object of a kind the substrate applies.
-func getObject(t *testing.T, cs kubernetes.Interface, kind, ns, name string) (metav1.Object, error) {
+func getObject(t *testing.T, cs k8sapply.Cluster, kind, ns, name string) (metav1.Object, error) {
 	t.Helper()
 	ctx := t.Context()
 	get := metav1.GetOptions{}
@@ -230,15 +229,15 @@ func getObject(t *testing.T, cs kubernetes.Interface, kind, ns, name string) (me
 // their DaemonSet is left as it was; once they remove it, ours comes back and it is ready.
 func TestRealDaemonSetTakenIsNotReady(t *testing.T) {
 	e, srv := newRealEnv(t, "realds")
-	daemonSetTaken(t, e, func(string) kubernetes.Interface { return srv.Client })
+	daemonSetTaken(t, e, func(string) k8sapply.Cluster { return srv.Client })
 }
 
 func TestDaemonSetTakenIsNotReady(t *testing.T) {
 	e := newEnv(t, "fakeds")
-	daemonSetTaken(t, e, func(id string) kubernetes.Interface { return e.kube.cluster(id) })
+	daemonSetTaken(t, e, func(id string) k8sapply.Cluster { return e.kube.cluster(id) })
 }
 
-func daemonSetTaken(t *testing.T, e *env, clusterOf func(clusterID string) kubernetes.Interface) {
+func daemonSetTaken(t *testing.T, e *env, clusterOf func(clusterID string) k8sapply.Cluster) {
 	t.Helper()
 	e.setPolicy(t, createPolicy(e.tn.AccountID))
 	e.settle(t)

@@ -3,10 +3,10 @@ package k8sapply_test
 import (
 	"testing"
 
+	"better-compute.dev/compute/reconcile/substrates/k8sapply/k8sfake"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
-	"k8s.io/client-go/kubernetes/fake"
 
 	"better-compute.dev/compute/reconcile/substrates/k8sapply"
 )
@@ -21,7 +21,7 @@ func ourNamespace(name string) *corev1ac.NamespaceApplyConfiguration {
 // applied again.
 func TestEnsureCreatesThenApplies(t *testing.T) {
 	t.Parallel()
-	cs := fake.NewClientset()
+	cs := k8sfake.New()
 	a := k8sapply.Applier{Client: cs, PoolID: pool}
 	out, err := a.Namespace(t.Context(), ourNamespace("bc-system"))
 	if err != nil {
@@ -74,7 +74,7 @@ func TestNoTakeover(t *testing.T) {
 			t.Parallel()
 			theirs := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "bcd-join", Namespace: "kube-system", Labels: tc.labels},
 				StringData: map[string]string{"token": "the tenant's own"}}
-			cs := fake.NewClientset()
+			cs := k8sfake.New()
 			if _, err := cs.CoreV1().Secrets("kube-system").Create(t.Context(), theirs, metav1.CreateOptions{FieldManager: "kubectl"}); err != nil {
 				t.Fatal(err)
 			}
@@ -106,7 +106,7 @@ func TestNoTakeover(t *testing.T) {
 // TestRemoveDeletesOnlyOurs removes what we applied and reports an absent object as gone.
 func TestRemoveDeletesOnlyOurs(t *testing.T) {
 	t.Parallel()
-	cs := fake.NewClientset()
+	cs := k8sfake.New()
 	a := k8sapply.Applier{Client: cs, PoolID: pool}
 	out, err := a.Namespace(t.Context(), ourNamespace("bc-system"))
 	if err != nil {
@@ -132,7 +132,7 @@ func TestRemoveDeletesOnlyOurs(t *testing.T) {
 // the first write is an apply too, so no Update entry of ours holds on to the first manifest.
 func TestDroppedFieldIsRemoved(t *testing.T) {
 	t.Parallel()
-	cs := fake.NewClientset()
+	cs := k8sfake.New()
 	a := k8sapply.Applier{Client: cs, PoolID: pool}
 	first := ourNamespace("bc-system").WithLabels(map[string]string{"tier": "system"})
 	if out, err := a.Namespace(t.Context(), first); err != nil || !out.Applied {

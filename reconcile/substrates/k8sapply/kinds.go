@@ -11,12 +11,11 @@ import (
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
-	"k8s.io/client-go/kubernetes"
 )
 
 // Applier applies and removes the objects of one pool in one cluster.
 type Applier struct {
-	Client kubernetes.Interface
+	Client Cluster
 	PoolID string
 }
 

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"better-compute.dev/compute/reconcile/substrates/k8sapply/k8sfake"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,8 +16,6 @@ import (
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/fake"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"better-compute.dev/compute/reconcile/substrates/k8sapply"
@@ -160,13 +159,13 @@ func realRun() string {
 // racyNamespaces makes the tenant's namespace in the instant between our read (which it
 // answers NotFound) and our first write: the race the first write must not win.
 type racyClient struct {
-	kubernetes.Interface
+	k8sapply.Cluster
 	theirs *corev1.Namespace
 	once   *sync.Once
 }
 
 func (c racyClient) CoreV1() corev1client.CoreV1Interface {
-	return racyCore{CoreV1Interface: c.Interface.CoreV1(), c: c}
+	return racyCore{CoreV1Interface: c.Cluster.CoreV1(), c: c}
 }
 
 type racyCore struct {
@@ -208,10 +207,10 @@ func TestRealRaceNeverTakesOver(t *testing.T) {
 
 // TestRaceNeverTakesOver is the same race on the field-managed fake clientset.
 func TestRaceNeverTakesOver(t *testing.T) {
-	raceNeverTakesOver(t, fake.NewClientset(), "fake")
+	raceNeverTakesOver(t, k8sfake.New(), "fake")
 }
 
-func raceNeverTakesOver(t *testing.T, cs kubernetes.Interface, tag string) {
+func raceNeverTakesOver(t *testing.T, cs k8sapply.Cluster, tag string) {
 	ctx := t.Context()
 	cases := map[string]map[string]string{
 		"bc-" + tag + "-race-differs": {"team": "tenant", "app": "theirs"}, // ourNamespace sets app=bcd
@@ -219,7 +218,7 @@ func raceNeverTakesOver(t *testing.T, cs kubernetes.Interface, tag string) {
 	}
 	for name, labels := range cases {
 		theirs := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
-		a := k8sapply.Applier{Client: racyClient{Interface: cs, theirs: theirs, once: &sync.Once{}}, PoolID: pool}
+		a := k8sapply.Applier{Client: racyClient{Cluster: cs, theirs: theirs, once: &sync.Once{}}, PoolID: pool}
 		out, err := a.Namespace(ctx, ourNamespace(name))
 		if err != nil || out.Applied || out.Conflict == "" {
 			t.Errorf("%s: outcome %+v %v, want a conflict", name, out, err)

@@ -19,8 +19,10 @@ import (
 	"sync"
 	"testing"
 
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
+
+	"better-compute.dev/compute/reconcile/substrates/k8sapply"
 )
 
 // Server is a running kube-apiserver on 127.0.0.1, reached as cluster-admin by a client
@@ -32,7 +34,8 @@ type Server struct {
 	KeyPEM     []byte
 	Kubeconfig []byte
 	Config     *rest.Config
-	Client     kubernetes.Interface
+	Client     *k8sapply.Clients
+	Discovery  discovery.DiscoveryInterface
 	dir        string
 }
 
@@ -119,7 +122,11 @@ func start() (*Server, error) {
 		}
 	}
 	s.Config = &rest.Config{Host: s.URL, TLSClientConfig: rest.TLSClientConfig{CAData: s.CAPEM, CertData: s.CertPEM, KeyData: s.KeyPEM}}
-	if s.Client, err = kubernetes.NewForConfig(s.Config); err != nil {
+	if s.Client, err = k8sapply.NewClients(s.Config); err != nil {
+		s.stop()
+		return nil, err
+	}
+	if s.Discovery, err = discovery.NewDiscoveryClientForConfig(s.Config); err != nil {
 		s.stop()
 		return nil, err
 	}
@@ -128,10 +135,10 @@ func start() (*Server, error) {
 
 // As returns a client that impersonates user (and groups): what that identity may do is what
 // the server's RBAC grants it.
-func (s *Server) As(user string, groups ...string) (kubernetes.Interface, error) {
+func (s *Server) As(user string, groups ...string) (k8sapply.Cluster, error) {
 	cfg := rest.CopyConfig(s.Config)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: groups}
-	return kubernetes.NewForConfig(cfg)
+	return k8sapply.NewClients(cfg)
 }
 
 func (s *Server) stop() {
