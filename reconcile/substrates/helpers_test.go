@@ -22,7 +22,7 @@ import (
 	"better-compute.dev/compute/store"
 )
 
-// fakeKube hands out one field-managed fake clientset per cluster id, made on first use, so a
+// fakeKube hands out one field-managed fake cluster (k8sfake) per cluster id, made on first use, so a
 // test can seed a cluster's objects before the reconciler sees it and read them afterwards.
 type fakeKube struct {
 	mu       sync.Mutex

@@ -173,7 +173,7 @@ func dropUpdateEntry[C any, T metav1.Object](ctx context.Context, k kind[C, T], 
 	}
 	ops := []map[string]any{{"op": "replace", "path": "/metadata/managedFields", "value": keep}}
 	if rv := obj.GetResourceVersion(); rv != "" {
-		// Every API server sets one; only the fake clientset leaves it empty.
+		// Every API server sets one; only the fake cluster (k8sfake) leaves it empty.
 		ops = append([]map[string]any{{"op": "test", "path": "/metadata/resourceVersion", "value": rv}}, ops...)
 	}
 	patch, err := json.Marshal(ops)

@@ -205,7 +205,7 @@ func TestRealRaceNeverTakesOver(t *testing.T) {
 	raceNeverTakesOver(t, kubetest.Start(t).Client, "real"+realRun())
 }
 
-// TestRaceNeverTakesOver is the same race on the field-managed fake clientset.
+// TestRaceNeverTakesOver is the same race on the field-managed fake cluster (k8sfake).
 func TestRaceNeverTakesOver(t *testing.T) {
 	raceNeverTakesOver(t, k8sfake.New(), "fake")
 }
