@@ -9,7 +9,10 @@ PROTOC_GEN_CONNECT_GO_VERSION := v1.21.1
 STATICCHECK_VERSION := v0.8.2
 HELM_VERSION := v4.3.2
 # go test -p bounds parallel packages: each opens its own database pools (max_connections 100 here).
-GO_TEST_FLAGS ?= -p 2 -count=1 -timeout 30m
+# -vet=off: make test's lint has run go vet ./... (every analyzer, test files included) already;
+# go test's own vet uses another analyzer set, so it would analyse every dependency a second time.
+# -ldflags=-w: test binaries without DWARF link faster; stack traces do not need it.
+GO_TEST_FLAGS ?= -p 2 -count=1 -timeout 30m -vet=off -ldflags=-w
 
 .PHONY: run test test-go test-ts generate openapi check-generated lint tools postgres bench clean
 
@@ -20,8 +23,13 @@ run: postgres
 ## test: every test — generated code fresh, lint, vet, Go tests on real PostgreSQL and OpenFGA, the TS SDK from Node and Chromium
 test: postgres check-generated lint test-go test-ts test-web
 
-test-go: helm
-	go test $(GO_TEST_FLAGS) ./...
+# The packages with tests: bench/ packages that hold only benchmarks are left out (make bench runs
+# them; lint's go vet compiles them), so each does not link a test binary that runs nothing.
+TEST_PACKAGES = $$(go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' ./... | \
+	while read -r p; do case $$p in */bench/*) grep -qs '^func Test' $$(go list -f '{{.Dir}}' $$p)/*_test.go || continue;; esac; echo $$p; done)
+
+test-go:
+	go test $(GO_TEST_FLAGS) $(TEST_PACKAGES)
 	# sdk/go is a module of its own: ./... above does not reach it (lint vets it).
 	cd sdk/go && go test -count=1 ./...
 
@@ -72,13 +80,12 @@ tools:
 	@command -v protoc-gen-connect-go >/dev/null || go install connectrpc.com/connect/cmd/protoc-gen-connect-go@$(PROTOC_GEN_CONNECT_GO_VERSION)
 	@command -v staticcheck >/dev/null && staticcheck -version | grep -q '($(STATICCHECK_VERSION:v%=%))' || go install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
-## helm: the chart tests (deploy/) run helm lint and helm template
+## helm: helm on PATH, for working on the chart by hand. The chart tests (deploy/) use the helm
+## scripts/kube-apiserver.sh builds with kube-apiserver (one compile of their shared Kubernetes
+## packages), and else this one.
 .PHONY: helm
 helm:
-	@# .ci/run builds helm beside the tests: a second make helm waits on that build's lock instead of
-	@# compiling helm again.
-	@command -v helm >/dev/null || { mkdir -p $(HOME)/.cache/better-compute && \
-	  flock $(HOME)/.cache/better-compute/helm.lock sh -c 'command -v helm >/dev/null || go install helm.sh/helm/v4/cmd/helm@$(HELM_VERSION)'; }
+	@command -v helm >/dev/null || go install helm.sh/helm/v4/cmd/helm@$(HELM_VERSION)
 
 sdk/ts/node_modules: sdk/ts/package.json sdk/ts/package-lock.json
 	cd sdk/ts && npm ci --no-audit --no-fund

@@ -35,25 +35,11 @@ const chartDir = "helm/better-compute"
 // read the same place): minimal, three zones, external OpenFGA, metrics on their own port.
 var valueCases = []string{"minimal", "three-zones", "external-openfga", "metrics-port"}
 
-// helmBinary finds helm on PATH or where go install puts it; without it the chart tests skip
-// (fail in CI, where make test installs it first).
+// helmBinary is the helm of the real-API-server tier (kubetest.Helm): the chart tests skip
+// without it, and fail in CI, where .ci/run builds it.
 func helmBinary(t *testing.T) string {
 	t.Helper()
-	if p, err := exec.LookPath("helm"); err == nil {
-		return p
-	}
-	if gopath, err := exec.Command("go", "env", "GOPATH").Output(); err == nil {
-		p := filepath.Join(strings.TrimSpace(string(gopath)), "bin", "helm")
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-	}
-	msg := "helm is not installed: go install helm.sh/helm/v4/cmd/helm@v4.3.2 (make helm)"
-	if os.Getenv("CI") != "" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
-	return ""
+	return kubetest.Helm(t)
 }
 
 // render is helm template of the chart with one values case, as objects.

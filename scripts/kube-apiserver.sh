@@ -1,16 +1,21 @@
 #!/usr/bin/env bash
-# The real-API-server test tier: builds (once) a kube-apiserver and links etcd, and starts or
-# stops the pair on 127.0.0.1 for a test run.
+# The real-API-server test tier: builds (once) kube-apiserver and helm, links etcd, and starts or
+# stops etcd and kube-apiserver on 127.0.0.1 for a test run.
 #
-# kube-apiserver comes from the k8s.io/kubernetes module source: its go.mod replaces the
-# k8s.io staging modules with local paths and ships a go.work and vendor/, so the script points
-# those modules at their published v0.X.Y versions (same minor and patch as the v1.X.Y tag)
-# and builds in module mode. etcd comes from Debian's etcd-server package. The build is cached
-# under $HOME/.cache/better-compute, so only the first run pays for it (minutes on two cores).
+# kube-apiserver and helm are compiled by one `go build` of a small module this script writes
+# (the tools module): it requires k8s.io/kubernetes and helm.sh/helm/v4 and points the k8s.io
+# staging modules, which k8s.io/kubernetes's go.mod replaces with local paths, at their published
+# v0.X.Y versions (same minor and patch as the v1.X.Y tag). helm is built against the same
+# client-go, apimachinery, apiserver and api packages, so one build compiles them once for both
+# binaries (helm of the same Kubernetes minor pins the same versions). etcd comes from Debian's
+# etcd-server package. The build is cached under $HOME/.cache/better-compute, so only the first
+# run pays for it (minutes on two cores).
 #
 # Usage:
 #   scripts/kube-apiserver.sh [build]   build or reuse; print the bin dir
-#   scripts/kube-apiserver.sh bin       print the bin dir if both binaries are there, else exit 3
+#   scripts/kube-apiserver.sh bin       print the bin dir if the binaries are there, else exit 3
+#   scripts/kube-apiserver.sh helm      print the path of the built helm; while a build runs, wait
+#                                       for it (KUBE_BUILD_WAIT); exit 3 when it is not built
 #   scripts/kube-apiserver.sh start DIR start etcd + kube-apiserver with state, certificates and
 #                                       logs in DIR; print DIR/kubeconfig (cluster-admin by a
 #                                       client certificate) once /readyz answers ok. While a build
@@ -20,22 +25,31 @@
 #                                       APISERVER_PORT (defaults 23790, 23800, 26443); with
 #                                       WATCH_PID set, both stop when that process exits.
 #   scripts/kube-apiserver.sh stop DIR  stop what start DIR started
-# KUBE_VERSION (default v1.37.2) picks the tag.
+# KUBE_VERSION (default v1.37.2) and HELM_VERSION (default v4.3.2) pick the tags.
 set -euo pipefail
 version="${KUBE_VERSION:-v1.37.2}"
-cache="${HOME}/.cache/better-compute/kube-apiserver-${version}"
+helm_version="${HELM_VERSION:-v4.3.2}"
+cache="${HOME}/.cache/better-compute/kube-${version}-helm-${helm_version}"
 bin="${cache}/bin"
 mode="${1:-build}"
 # A build holds this lock (flock) from start to end: a second build waits instead of compiling
 # again, and start waits for the binaries instead of reporting them missing.
 lock="${cache}.lock"
 
-built() { [ -x "${bin}/kube-apiserver" ] && [ -x "${bin}/etcd" ]; }
+built() { [ -x "${bin}/kube-apiserver" ] && [ -x "${bin}/helm" ] && [ -x "${bin}/etcd" ]; }
 
 # building: true while another process holds the build lock.
 building() {
   [ -f "${lock}" ] || return 1
   ! flock -n "${lock}" true
+}
+
+# wait_for_build: while another process builds, wait for it (up to KUBE_BUILD_WAIT seconds).
+wait_for_build() {
+  if ! built && building; then
+    echo "kube-apiserver.sh: waiting for the build in progress (${lock})" >&2
+    flock -w "${KUBE_BUILD_WAIT:-1800}" "${lock}" true || true
+  fi
 }
 
 build() {
@@ -48,36 +62,34 @@ build() {
   if built; then
     return 0
   fi
-  if [ ! -x "${bin}/kube-apiserver" ]; then
+  if [ ! -x "${bin}/kube-apiserver" ] || [ ! -x "${bin}/helm" ]; then
     (
       export GOFLAGS=-mod=mod GOWORK=off
-      src_dir=$(go mod download -json "k8s.io/kubernetes@${version}" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
-      [ -n "${src_dir}" ] || { echo "kube-apiserver.sh: cannot download k8s.io/kubernetes@${version}" >&2; exit 1; }
-      work="${cache}/src"
+      kube_mod=$(go mod download -json "k8s.io/kubernetes@${version}" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$/\1/p')
+      [ -n "${kube_mod}" ] || { echo "kube-apiserver.sh: cannot download k8s.io/kubernetes@${version}" >&2; exit 1; }
+      work="${cache}/tools"
       rm -rf "${work}"
-      cp -r "${src_dir}" "${work}"
-      chmod -R u+w "${work}"
+      mkdir -p "${work}"
       cd "${work}"
-      rm -rf vendor go.work go.work.sum
       staging_version="v0${version#v1}"
-      # Every replace onto ./staging/... becomes a require of the published module.
-      edits=()
-      while read -r mod; do
-        edits+=("-dropreplace=${mod}" "-require=${mod}@${staging_version}")
-      done < <(sed -n 's#^[[:space:]]*\(k8s\.io/[^ ]*\) => \./staging/.*#\1#p' go.mod)
-      [ "${#edits[@]}" -gt 0 ] || { echo "kube-apiserver.sh: no staging replaces found in go.mod" >&2; exit 1; }
-      go mod edit "${edits[@]}"
-      # The tests drive this server lightly, so it is built for build time, not speed: no
+      # Every replace onto ./staging/... becomes a replace by the published module: as a
+      # dependency, k8s.io/kubernetes requires those modules at v0.0.0.
+      replaces=$(sed -n 's#^[[:space:]]*\(k8s\.io/[^ ]*\) => \./staging/.*#replace \1 => \1 '"${staging_version}"'#p' "${kube_mod}")
+      [ -n "${replaces}" ] || { echo "kube-apiserver.sh: no staging replaces found in k8s.io/kubernetes's go.mod" >&2; exit 1; }
+      printf 'module better-compute.dev/test-tools\n\ngo %s\n\nrequire (\n\tk8s.io/kubernetes %s\n\thelm.sh/helm/v4 %s\n)\n\n%s\n' \
+        "$(go env GOVERSION | sed 's/^go//')" "${version}" "${helm_version}" "${replaces}" >go.mod
+      # The tests drive these binaries lightly, so they are built for build time, not speed: no
       # optimisation or inlining (-N -l) and no symbol table or DWARF (-s -w): those passes are a
       # large share of compiling and linking the server's packages.
       go build -trimpath -gcflags=all='-N -l' \
-        -ldflags "-s -w -X k8s.io/component-base/version.gitVersion=${version}" \
-        -o "${bin}/kube-apiserver.tmp" ./cmd/kube-apiserver
+        -ldflags "-s -w -X k8s.io/component-base/version.gitVersion=${version} -X helm.sh/helm/v4/internal/version.version=${helm_version}" \
+        -o "${work}/bin/" k8s.io/kubernetes/cmd/kube-apiserver helm.sh/helm/v4/cmd/helm
       # CPU seconds the build took (this subshell's children), for .ci/run's summary.
       # (fields 16 and 17 of /proc/PID/stat: the user and system time of its waited-for children, in
       # clock ticks; `times` would run in a pipeline's subshell and see none).
       awk -v hz="$(getconf CLK_TCK)" '{printf "%d\n", ($16 + $17) / hz}' "/proc/${BASHPID}/stat" >"${cache}/build-cpu-seconds"
-      mv "${bin}/kube-apiserver.tmp" "${bin}/kube-apiserver"
+      mv "${work}/bin/helm" "${bin}/helm"
+      mv "${work}/bin/kube-apiserver" "${bin}/kube-apiserver"
       cd / && rm -rf "${work}"
     )
   fi
@@ -122,12 +134,9 @@ certs() {
 
 start() {
   local dir="$1"
-  if ! built && building; then
-    echo "kube-apiserver.sh: waiting for the kube-apiserver build in progress (${lock})" >&2
-    flock -w "${KUBE_BUILD_WAIT:-1800}" "${lock}" true || true
-  fi
+  wait_for_build
   if ! built; then
-    echo "kube-apiserver.sh: ${bin} has no kube-apiserver and etcd: run scripts/kube-apiserver.sh build" >&2
+    echo "kube-apiserver.sh: ${bin} has no kube-apiserver, helm and etcd: run scripts/kube-apiserver.sh build" >&2
     exit 3
   fi
   local etcd_port="${ETCD_PORT:-23790}" peer_port="${ETCD_PEER_PORT:-23800}" api_port="${APISERVER_PORT:-26443}"
@@ -235,6 +244,11 @@ bin)
   built || exit 3
   echo "${bin}"
   ;;
+helm)
+  wait_for_build
+  [ -x "${bin}/helm" ] || exit 3
+  echo "${bin}/helm"
+  ;;
 start)
   [ $# -ge 2 ] || { echo "usage: $0 start DIR" >&2; exit 2; }
   start "$2"
@@ -244,7 +258,7 @@ stop)
   stop "$2"
   ;;
 *)
-  echo "usage: $0 [build | bin | start DIR | stop DIR]" >&2
+  echo "usage: $0 [build | bin | helm | start DIR | stop DIR]" >&2
   exit 2
   ;;
 esac

@@ -148,6 +148,34 @@ func (s *Server) stop() {
 	_ = os.RemoveAll(s.dir)
 }
 
+// Helm returns the helm the chart tests run: the tier's own build (scripts/kube-apiserver.sh
+// builds helm in the same compile as kube-apiserver, sharing their Kubernetes packages), waiting
+// for a build in progress; else helm on PATH or in GOPATH/bin. Without one it skips t (fails it
+// when CI is set).
+func Helm(t testing.TB) string {
+	t.Helper()
+	if script, err := scriptPath(); err == nil {
+		if out, err := exec.Command(script, "helm").Output(); err == nil {
+			return strings.TrimSpace(string(out))
+		}
+	}
+	if p, err := exec.LookPath("helm"); err == nil {
+		return p
+	}
+	if gopath, err := exec.Command("go", "env", "GOPATH").Output(); err == nil {
+		p := filepath.Join(strings.TrimSpace(string(gopath)), "bin", "helm")
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	msg := "kubetest: helm is not built: run scripts/kube-apiserver.sh build (it builds helm with kube-apiserver), or make helm"
+	if os.Getenv("CI") != "" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+	return ""
+}
+
 // scriptPath finds scripts/kube-apiserver.sh at the module's root, above the working directory.
 func scriptPath() (string, error) {
 	dir, err := os.Getwd()
