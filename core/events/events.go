@@ -26,16 +26,16 @@ const DefaultWatchHeartbeat = 15 * time.Second
 
 // ListEvents returns the tenant's events after a cursor.
 func (s *Service) ListEvents(ctx context.Context, r *v1.ListEventsRequest) ([]*v1.Event, int64, error) {
-	if _, err := s.authorizeList(ctx, authz.EventsRead, r.GetTenantId(), tenantOnly); err != nil {
+	if _, err := s.base.AuthorizeList(ctx, authz.EventsRead, r.GetTenantId(), core.TenantOnly); err != nil {
 		return nil, 0, err
 	}
 	return s.readEvents(ctx, r.GetTenantId(), r.GetAfter(), int(r.GetLimit()), r.GetResourceId(), r.GetTypes())
 }
 
 func (s *Service) readEvents(ctx context.Context, tenantID string, after int64, limit int, resourceID string, types []string) ([]*v1.Event, int64, error) {
-	rows, err := store.ListEventsOfTypes(ctx, s.DB.Q(), tenantID, after, limit, resourceID, types)
+	rows, err := store.ListEventsOfTypes(ctx, s.base.Store.Q(), tenantID, after, limit, resourceID, types)
 	if err != nil {
-		return nil, after, storeErr(err, "event")
+		return nil, after, core.StoreErr(err, "event")
 	}
 	out := make([]*v1.Event, 0, len(rows))
 	next := after
@@ -81,11 +81,11 @@ func (s *Service) watches() *watchhub.Hub {
 // WatchPoll for every watch of the replica; between two of its reads the watch asks again,
 // through the caches, whether its caller may still read the tenant's events.
 func (s *Service) WatchEvents(ctx context.Context, r *v1.WatchEventsRequest, send func(*v1.WatchEventsResponse) error) error {
-	c, err := caller(ctx)
+	c, err := core.RequireCaller(ctx)
 	if err != nil {
 		return err
 	}
-	if err := s.authorizeTenant(ctx, c, authz.EventsRead, r.GetTenantId()); err != nil {
+	if err := s.base.AuthorizeTenant(ctx, c, authz.EventsRead, r.GetTenantId()); err != nil {
 		return err
 	}
 	if err := send(nil); err != nil {
@@ -142,15 +142,12 @@ func (s *Service) WatchEvents(ctx context.Context, r *v1.WatchEventsRequest, sen
 // stand: a revoked token ends the stream with UNAUTHENTICATED, a removed
 // role with PERMISSION_DENIED. Both answers come from the principal and decision caches, so this
 // costs a map lookup most of the time and the caches' 1 s bounds are the stream's too.
-func (s *Service) stillAllowed(ctx context.Context, c Caller, tenantID string) error {
-	if c.tokenHash != nil {
-		now, err := s.authenticateHash(ctx, c.tokenHash)
-		if err != nil {
-			return err
-		}
-		c = now
+func (s *Service) stillAllowed(ctx context.Context, c core.Caller, tenantID string) error {
+	c, err := s.base.Reauthenticate(ctx, c)
+	if err != nil {
+		return err
 	}
-	return s.authorizeTenant(ctx, c, authz.EventsRead, tenantID)
+	return s.base.AuthorizeTenant(ctx, c, authz.EventsRead, tenantID)
 }
 
 // ListUsage returns metered usage overlapping a window, clipped to it, with per-meter totals: at
@@ -179,21 +176,21 @@ func (s *Service) ListUsagePage(ctx context.Context, r *v1.ListUsageRequest) ([]
 		return t.AsTime().Format(time.RFC3339Nano)
 	}
 	totals := map[string]float64{}
-	recs, next, err := listPage(ctx, s, r, listing[store.UsageRecord]{
-		method: "usage", what: "usage", perm: authz.UsageRead, tenant: r.GetTenantId(), deflt: store.UsageListLimit,
-		filters: []string{r.GetMeter(), bound(r.StartTime), bound(r.EndTime)},
-		key:     func(u store.UsageRecord) store.Cursor { return byCreated(u.StartedAt, u.ID) },
-		query: func(p store.Page) ([]store.UsageRecord, error) {
+	recs, next, err := core.ListPage(ctx, s.base, r, core.Listing[store.UsageRecord]{
+		Method: "usage", What: "usage", Perm: authz.UsageRead, Tenant: r.GetTenantId(), Default: store.UsageListLimit,
+		Filters: []string{r.GetMeter(), bound(r.StartTime), bound(r.EndTime)},
+		Key:     func(u store.UsageRecord) store.Cursor { return core.ByCreated(u.StartedAt, u.ID) },
+		Query: func(p store.Page) ([]store.UsageRecord, error) {
 			if !to.After(from) {
 				return nil, apierr.Invalid("endTime", "endTime must be after startTime")
 			}
-			return store.ListUsagePage(ctx, s.DB.Q(), r.GetTenantId(), r.GetMeter(), from, to, p)
+			return store.ListUsagePage(ctx, s.base.Store.Q(), r.GetTenantId(), r.GetMeter(), from, to, p)
 		},
-	}, each(infallible(func(u store.UsageRecord) *v1.UsageRecord {
+	}, core.Each(core.Infallible(func(u store.UsageRecord) *v1.UsageRecord {
 		q := UsageHours(u.StartedAt, u.EndedAt, from, to, now)
 		totals[u.Meter] += q
 		return &v1.UsageRecord{Meter: u.Meter, ResourceId: u.ResourceID, StartTime: timestamppb.New(u.StartedAt),
-			EndTime: tsOrNil(u.EndedAt), Quantity: q}
+			EndTime: core.TimeOrNil(u.EndedAt), Quantity: q}
 	})))
 	if err != nil {
 		return nil, nil, "", err

@@ -15,10 +15,7 @@ import (
 	"better-compute.dev/compute/store"
 )
 
-// storedJSON reads what a replica stored. Storage keeps the public v1 messages as protojson: v1 only
-// grows (buf breaking guards it), so a row a newer replica wrote differs only by fields this one does
-// not know, which it must skip rather than fail on (a rolled-back replica reads rows a newer one wrote).
-var storedJSON = protojson.UnmarshalOptions{DiscardUnknown: true}
+
 
 // loadBalancerProto is the tenant's view of a row.
 func loadBalancerProto(row store.LoadBalancer) (*v1.LoadBalancer, error) {
@@ -36,8 +33,8 @@ func loadBalancerView(row store.LoadBalancer, lb *v1.LoadBalancer) *v1.LoadBalan
 	lb.State, lb.Address, lb.AddressV6, lb.LastError = row.State, row.Address, row.AddressV6, row.LastError
 	lb.ReachedInstanceIds = row.ReachedInstanceIDs
 	lb.CreateTime, lb.UpdateTime = timestamppb.New(row.CreatedAt), timestamppb.New(row.UpdatedAt)
-	lb.ReadyTime, lb.DeleteTime = tsOrNil(row.ReadyAt), tsOrNil(row.DeletedAt)
-	lb.LastDriftTime = tsOrNil(row.LastDriftAt)
+	lb.ReadyTime, lb.DeleteTime = core.TimeOrNil(row.ReadyAt), core.TimeOrNil(row.DeletedAt)
+	lb.LastDriftTime = core.TimeOrNil(row.LastDriftAt)
 	lb.Etag = loadBalancerEtag(row)
 	return lb
 }

@@ -70,13 +70,13 @@ func lbRowReads(r *store.Reads, of string, t *v1.LoadBalancerTargets, rules []*v
 
 // checkInstanceAccess decides the seed's rules that depend on the caller's credential: another
 // tenant's instance is ACCESS_DENIED, and each named instance needs compute:instances:update.
-func (s *Service) checkInstanceAccess(ctx context.Context, c Caller, tenantID string, instanceIDs []string, byID map[string]store.Instance) error {
+func (s *Service) checkInstanceAccess(ctx context.Context, c core.Caller, tenantID string, instanceIDs []string, core.ByID map[string]store.Instance) error {
 	if len(instanceIDs) == 0 {
 		return nil
 	}
 	var objs []authz.Object
 	for i, id := range instanceIDs {
-		in, ok := byID[id]
+		in, ok := core.ByID[id]
 		switch {
 		case !ok:
 			return &apierr.Error{Code: errcode.NotFound, Field: fieldIndex("targets.instanceIds", i), Message: "instance " + id + " not found"}
@@ -85,7 +85,7 @@ func (s *Service) checkInstanceAccess(ctx context.Context, c Caller, tenantID st
 		}
 		objs = append(objs, authz.Object{Type: authz.TypeInstance, ID: id, Tenant: in.TenantID})
 	}
-	ok, err := s.filterVisible(ctx, c, authz.InstancesUpdate, objs)
+	ok, err := s.base.FilterVisible(ctx, c, authz.InstancesUpdate, objs)
 	if err != nil {
 		return err
 	}
@@ -106,9 +106,9 @@ func resolveTargets(p lbPlacement, t *v1.LoadBalancerTargets, rows lbRows) (lbPl
 		if len(t.GetLoadBalancerIds()) == 0 {
 			return p, nil, nil, apierr.Invalid("targets.loadBalancerIds", "a global load balancer targets loadBalancerIds")
 		}
-		byID := rows.lbs
+		core.ByID := rows.lbs
 		for i, id := range t.GetLoadBalancerIds() {
-			lb, ok := byID[id]
+			lb, ok := core.ByID[id]
 			field := fieldIndex("targets.loadBalancerIds", i)
 			if !ok || lb.TenantID != p.TenantID || lb.State == "deleted" {
 				return p, nil, nil, &apierr.Error{Code: errcode.NotFound, Field: field, Message: "load balancer " + id + " not found"}
@@ -129,10 +129,10 @@ func resolveTargets(p lbPlacement, t *v1.LoadBalancerTargets, rows lbRows) (lbPl
 	case t.GetPool():
 		return p, nil, nil, nil
 	}
-	byID := rows.instances
+	core.ByID := rows.instances
 	var subnets []string
 	for i, id := range t.GetInstanceIds() {
-		in, ok := byID[id]
+		in, ok := core.ByID[id]
 		field := fieldIndex("targets.instanceIds", i)
 		switch {
 		case !ok || in.State == "deleted":
@@ -150,7 +150,7 @@ func resolveTargets(p lbPlacement, t *v1.LoadBalancerTargets, rows lbRows) (lbPl
 	}
 	if p.SubnetFixed {
 		for i, id := range t.GetInstanceIds() {
-			if byID[id].SubnetID != p.SubnetID {
+			if core.ByID[id].SubnetID != p.SubnetID {
 				if p.SubnetID == "" {
 					return p, nil, nil, apierr.Invalid(fieldIndex("targets.instanceIds", i), "instance %s is on a tenant network; this load balancer reaches only instances on no tenant network", id)
 				}
@@ -170,7 +170,7 @@ func resolveTargets(p lbPlacement, t *v1.LoadBalancerTargets, rows lbRows) (lbPl
 // NOT_FOUND, another region or account INVALID_INPUT.
 func checkSubnet(p lbPlacement, sn store.Subnet, err error) error {
 	usable := sn.TenantID == p.TenantID && sn.State != "deleted" && sn.State != "deleting"
-	if err := refErr(err, usable, &apierr.Error{Code: errcode.NotFound, Field: "subnetId", Message: "subnet " + p.SubnetID + " not found"}); err != nil {
+	if err := core.RefErr(err, usable, &apierr.Error{Code: errcode.NotFound, Field: "subnetId", Message: "subnet " + p.SubnetID + " not found"}); err != nil {
 		return err
 	}
 	if sn.Region != p.Region {
@@ -211,7 +211,7 @@ func checkCertificates(p lbPlacement, rules []*v1.ForwardingRule, domains []*v1.
 			err = store.ErrNotFound
 		}
 		usable := ce.TenantID == p.TenantID && ce.State != "deleted" && ce.State != "deleting"
-		if err := refErr(err, usable, &apierr.Error{Code: errcode.NotFound, Field: r.field, Message: "certificate " + r.id + " not found"}); err != nil {
+		if err := core.RefErr(err, usable, &apierr.Error{Code: errcode.NotFound, Field: r.field, Message: "certificate " + r.id + " not found"}); err != nil {
 			return nil, err
 		}
 		if ce.AccountID != p.AccountID {

@@ -34,11 +34,11 @@ const opCreateLoadBalancer = "loadBalancers.create"
 //
 // A create that ends without a load balancer rolls its transaction back, booking included.
 func (s *Service) CreateLoadBalancer(ctx context.Context, r *v1.CreateLoadBalancerRequest) (*v1.LoadBalancer, error) {
-	c, err := caller(ctx)
+	c, err := core.RequireCaller(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.authorizeTenant(ctx, c, authz.LoadBalancersManage, r.GetTenantId()); err != nil {
+	if err := s.base.AuthorizeTenant(ctx, c, authz.LoadBalancersManage, r.GetTenantId()); err != nil {
 		return nil, err
 	}
 	// A rehearsal (validateOnly) is the same request as the call it rehearses: its key's record,
@@ -57,7 +57,7 @@ func (s *Service) CreateLoadBalancer(ctx context.Context, r *v1.CreateLoadBalanc
 	decide := func() (*store.Writes, error) {
 		return rehearsed(r.GetValidateOnly())(s.decideLoadBalancerCreate(ctx, c, r, hash, &plan))
 	}
-	err = store.ExecuteLockedTwoTrips(ctx, s.DB, queue, decide)
+	err = s.base.Store.ExecuteLockedTwoTrips(ctx, queue, decide)
 	if errors.Is(err, store.ErrQuotaRefused) {
 		// The unit the reads saw free was taken by a concurrent create before this one's writes.
 		err = noQuotaLeft(r)
@@ -78,8 +78,8 @@ func (s *Service) CreateLoadBalancer(ctx context.Context, r *v1.CreateLoadBalanc
 		// No unit was left, perhaps because an idempotent twin of this very request took the
 		// last one and committed while this one waited, or is committing now (awaited first):
 		// then the answer is the twin's.
-		if werr := store.AwaitIdempotencyTwin(ctx, s.DB, r.GetTenantId(), opCreateLoadBalancer, r.GetIdempotencyKey()); werr != nil {
-			return nil, storeErr(werr, "idempotency record")
+		if werr := s.base.Store.AwaitIdempotencyTwin(ctx, r.GetTenantId(), opCreateLoadBalancer, r.GetIdempotencyKey()); werr != nil {
+			return nil, core.StoreErr(werr, "idempotency record")
 		}
 		if lb, done, rerr := s.replayCreate(ctx, r, hash); done {
 			return lb, rerr
@@ -90,7 +90,7 @@ func (s *Service) CreateLoadBalancer(ctx context.Context, r *v1.CreateLoadBalanc
 			"or wait until that one is deleted", r.GetName())
 	}
 	if err != nil {
-		return nil, storeErr(err, "load balancer")
+		return nil, core.StoreErr(err, "load balancer")
 	}
 	// The answer is built from the settings this create stored, not parsed back from their JSON:
 	// the same message either way (TestCreateAnswersAsGet), without a decode per create.
@@ -144,12 +144,12 @@ func (p *lbCreatePlan) queue(rd *store.Reads, r *v1.CreateLoadBalancerRequest) {
 // replayCreate answers a create whose idempotency key was seen: the same request returns the
 // same load balancer; another request with that key is INVALID_INPUT.
 func (s *Service) replayCreate(ctx context.Context, r *v1.CreateLoadBalancerRequest, hash []byte) (*v1.LoadBalancer, bool, error) {
-	rec, err := store.GetIdempotency(ctx, s.DB.Q(), r.GetTenantId(), opCreateLoadBalancer, r.GetIdempotencyKey())
+	rec, err := store.GetIdempotency(ctx, s.base.Store.Q(), r.GetTenantId(), opCreateLoadBalancer, r.GetIdempotencyKey())
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, false, nil
 	}
 	if err != nil {
-		return nil, true, storeErr(err, "idempotency record")
+		return nil, true, core.StoreErr(err, "idempotency record")
 	}
 	lb, err := s.replayed(ctx, r, hash, rec)
 	return lb, true, err
@@ -161,9 +161,9 @@ func (s *Service) replayed(ctx context.Context, r *v1.CreateLoadBalancerRequest,
 	if string(rec.RequestHash) != string(hash) {
 		return nil, apierr.Invalid("idempotencyKey", "idempotencyKey %s was used with a different request", r.GetIdempotencyKey())
 	}
-	row, err := store.GetLoadBalancer(ctx, s.DB.Q(), rec.ResourceID)
+	row, err := store.GetLoadBalancer(ctx, s.base.Store.Q(), rec.ResourceID)
 	if err != nil {
-		return nil, storeErr(err, "load balancer")
+		return nil, core.StoreErr(err, "load balancer")
 	}
 	return loadBalancerProto(row)
 }
@@ -171,7 +171,7 @@ func (s *Service) replayed(ctx context.Context, r *v1.CreateLoadBalancerRequest,
 // decideLoadBalancerCreate judges a create on its first round trip's rows (in the order a caller
 // fixes its mistakes: credentials on named instances, the pool, placement, references, then the
 // quota) and returns the writes of the second.
-func (s *Service) decideLoadBalancerCreate(ctx context.Context, c Caller, r *v1.CreateLoadBalancerRequest, hash []byte, plan *lbCreatePlan) (*store.Writes, error) {
+func (s *Service) decideLoadBalancerCreate(ctx context.Context, c core.Caller, r *v1.CreateLoadBalancerRequest, hash []byte, plan *lbCreatePlan) (*store.Writes, error) {
 	if plan.replay() {
 		return nil, errReplay
 	}
@@ -180,7 +180,7 @@ func (s *Service) decideLoadBalancerCreate(ctx context.Context, c Caller, r *v1.
 		return nil, err
 	}
 	pool := plan.pool
-	err := poolUsable(pool, plan.poolErr, plan.booking.QuotaRows, r.GetTenantId(), r.GetPoolId())
+	err := core.PoolUsable(pool, plan.poolErr, plan.booking.QuotaRows, r.GetTenantId(), r.GetPoolId())
 	if err != nil {
 		return nil, err
 	}
@@ -206,7 +206,7 @@ func (s *Service) decideLoadBalancerCreate(ctx context.Context, c Caller, r *v1.
 		}
 	}
 	if r.GetProjectId() != "" && plan.projectErr != nil {
-		return nil, refErr(plan.projectErr, true, projectTarget(r.GetTenantId(), r.GetProjectId()).notFound(nil))
+		return nil, core.RefErr(plan.projectErr, true, core.ProjectTarget(r.GetTenantId(), r.GetProjectId()).notFound(nil))
 	}
 	p, instanceIDs, lbIDs, err := resolveTargets(p, r.GetTargets(), rows)
 	if err != nil {
@@ -256,14 +256,14 @@ func (s *Service) decideLoadBalancerCreate(ctx context.Context, c Caller, r *v1.
 
 // GetLoadBalancer returns one load balancer.
 func (s *Service) GetLoadBalancer(ctx context.Context, r *v1.GetLoadBalancerRequest) (*v1.LoadBalancer, error) {
-	c, err := caller(ctx)
+	c, err := core.RequireCaller(ctx)
 	if err != nil {
 		return nil, err
 	}
 	// The row carries its tenant: one read serves the prologue and the answer.
-	row, err := store.GetLoadBalancer(ctx, s.DB.Q(), r.GetLoadBalancerId())
-	t := target{Type: authz.TypeProviderLoadBalancer, ID: r.GetLoadBalancerId(), Tenant: r.GetTenantId(), What: "load balancer", Field: "loadBalancerId"}
-	if _, err := s.authorizeOwned(ctx, c, t, row.TenantID, err, authz.LoadBalancersRead, ""); err != nil {
+	row, err := store.GetLoadBalancer(ctx, s.base.Store.Q(), r.GetLoadBalancerId())
+	t := core.Target{Type: authz.TypeProviderLoadBalancer, ID: r.GetLoadBalancerId(), Tenant: r.GetTenantId(), What: "load balancer", Field: "loadBalancerId"}
+	if _, err := s.base.AuthorizeOwned(ctx, c, t, row.TenantID, err, authz.LoadBalancersRead, ""); err != nil {
 		return nil, err
 	}
 	return loadBalancerProto(row)
@@ -279,17 +279,17 @@ func (s *Service) ListLoadBalancers(ctx context.Context, r *v1.ListLoadBalancers
 // ListLoadBalancersPage returns at most 1000 load balancers, or one page of pageSize, in
 // creation order (created_at, id), and the token of the next page when more follow.
 func (s *Service) ListLoadBalancersPage(ctx context.Context, r *v1.ListLoadBalancersRequest) ([]*v1.LoadBalancer, string, error) {
-	return listPage(ctx, s, r, listing[store.LoadBalancer]{
-		method: "loadBalancers", what: "load balancer", perm: authz.LoadBalancersRead, tenant: r.GetTenantId(),
-		filters: []string{r.GetPoolId(), r.GetProjectId(), strconv.FormatBool(r.GetIncludeDeleted())},
-		key:     func(l store.LoadBalancer) store.Cursor { return byCreated(l.CreatedAt, l.ID) },
-		query: func(p store.Page) ([]store.LoadBalancer, error) {
-			return store.ListLoadBalancers(ctx, s.DB.Q(), store.ListLoadBalancersParams{
+	return core.ListPage(ctx, s.base, r, core.Listing[store.LoadBalancer]{
+		Method: "loadBalancers", What: "load balancer", Perm: authz.LoadBalancersRead, Tenant: r.GetTenantId(),
+		Filters: []string{r.GetPoolId(), r.GetProjectId(), strconv.FormatBool(r.GetIncludeDeleted())},
+		Key:     func(l store.LoadBalancer) store.Cursor { return core.ByCreated(l.CreatedAt, l.ID) },
+		Query: func(p store.Page) ([]store.LoadBalancer, error) {
+			return store.ListLoadBalancers(ctx, s.base.Store.Q(), store.ListLoadBalancersParams{
 				TenantID: r.GetTenantId(), PoolID: r.GetPoolId(), ProjectID: r.GetProjectId(), IncludeDeleted: r.GetIncludeDeleted(),
 				Limit: p.Limit, After: p.After,
 			})
 		},
-	}, each(loadBalancerProto))
+	}, core.Each(loadBalancerProto))
 }
 
 // UpdateLoadBalancer replaces each part given, returns it updating and publishes
@@ -309,7 +309,7 @@ func (s *Service) UpdateLoadBalancer(ctx context.Context, r *v1.UpdateLoadBalanc
 		rowErr       error
 		refs         func() lbRows
 	)
-	err = store.ExecuteLockedTwoTrips(ctx, s.DB,
+	err = s.base.Store.ExecuteLockedTwoTrips(ctx, 
 		func(rd *store.Reads) {
 			updated = store.LoadBalancer{}
 			rd.LoadBalancerForUpdate(r.GetLoadBalancerId(), &row, &rowErr)
@@ -326,7 +326,7 @@ func (s *Service) UpdateLoadBalancer(ctx context.Context, r *v1.UpdateLoadBalanc
 			return rehearsed(r.GetValidateOnly())(decideLoadBalancerUpdate(r, row, rows, &updated))
 		})
 	if err != nil {
-		return nil, storeErr(err, "load balancer")
+		return nil, core.StoreErr(err, "load balancer")
 	}
 	if updated.ID == "" {
 		updated = row // nothing changed
@@ -434,7 +434,7 @@ func (s *Service) DeleteLoadBalancer(ctx context.Context, r *v1.DeleteLoadBalanc
 		rowErr        error
 		globals       []string
 	)
-	err = store.ExecuteLockedTwoTrips(ctx, s.DB,
+	err = s.base.Store.ExecuteLockedTwoTrips(ctx, 
 		func(rd *store.Reads) {
 			deleting, globals = store.LoadBalancer{}, nil
 			rd.LoadBalancerForUpdate(obj.ID, &row, &rowErr)
@@ -469,7 +469,7 @@ func (s *Service) DeleteLoadBalancer(ctx context.Context, r *v1.DeleteLoadBalanc
 			return rehearsed(r.GetValidateOnly())(&w, nil)
 		})
 	if err != nil {
-		return nil, storeErr(err, "load balancer")
+		return nil, core.StoreErr(err, "load balancer")
 	}
 	if deleting.ID == "" {
 		deleting = row
@@ -527,8 +527,8 @@ func leaveLoadBalancer(ctx context.Context, tx store.Tx, id string, in store.Ins
 
 // authorizeLoadBalancer checks perm on a load balancer named by id; another tenant's load balancer
 // is NOT_FOUND (field loadBalancerId), exactly like one that does not exist.
-func (s *Service) authorizeLoadBalancer(ctx context.Context, tenantID, id string, perm authz.Permission) (Caller, authz.Object, error) {
-	return s.authorizeByID(ctx, target{Type: authz.TypeProviderLoadBalancer, ID: id, Tenant: tenantID, What: "load balancer", Field: "loadBalancerId"}, perm, authz.LoadBalancersRead)
+func (s *Service) authorizeLoadBalancer(ctx context.Context, tenantID, id string, perm authz.Permission) (core.Caller, authz.Object, error) {
+	return s.base.AuthorizeByID(ctx, core.Target{Type: authz.TypeProviderLoadBalancer, ID: id, Tenant: tenantID, What: "load balancer", Field: "loadBalancerId"}, perm, authz.LoadBalancersRead)
 }
 
 // lbSubject is the load balancer a lifecycle transition happens to.

@@ -64,11 +64,11 @@ func (s *Service) checkMetalSystem(ctx context.Context, b *v1.MetalBmcSettings) 
 // new node's id, and queues a probe of the BMC. It changes nothing at the BMC; for Redfish it
 // reads which systems the BMC manages (checkMetalSystem).
 func (s *Service) EnrollNode(ctx context.Context, r *v1.EnrollNodeRequest) (*v1.MetalNode, error) {
-	c, err := caller(ctx)
+	c, err := core.RequireCaller(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.authorizeTenant(ctx, c, authz.MetalManage, r.GetTenantId()); err != nil {
+	if err := s.base.AuthorizeTenant(ctx, c, authz.MetalManage, r.GetTenantId()); err != nil {
 		return nil, err
 	}
 	b := r.GetBmc()
@@ -78,7 +78,7 @@ func (s *Service) EnrollNode(ctx context.Context, r *v1.EnrollNodeRequest) (*v1.
 	// The address is a connection the control plane will make on the tenant's behalf. A name
 	// that does not resolve yet (DNS provisioned after enrollment) is accepted: the reconciler
 	// checks it again after resolution, at connect time.
-	addrs, err := s.Outbound.Resolve(ctx, b.GetAddress())
+	addrs, err := s.base.Outbound.Resolve(ctx, b.GetAddress())
 	if err != nil && !errors.Is(err, netguard.ErrUnresolved) {
 		return nil, apierr.Invalid("bmc.address", "bmc.address %q is not allowed: %v", b.GetAddress(), err)
 	}
@@ -95,7 +95,7 @@ func (s *Service) EnrollNode(ctx context.Context, r *v1.EnrollNodeRequest) (*v1.
 	if row.BMCPasswordSealed, err = s.sealBMCPassword(row.ID, b.GetPassword()); err != nil {
 		return nil, err
 	}
-	err = store.ExecuteTx(ctx, s.DB, func(tx store.Tx) error {
+	err = s.base.Store.ExecuteTx(ctx, func(tx store.Tx) error {
 		var err error
 		if row, err = store.InsertMetalNode(ctx, tx, row); err != nil {
 			return err
@@ -115,12 +115,12 @@ func (s *Service) EnrollNode(ctx context.Context, r *v1.EnrollNodeRequest) (*v1.
 
 // GetNode returns one node's metal view.
 func (s *Service) GetNode(ctx context.Context, r *v1.GetNodeRequest) (*v1.MetalNode, error) {
-	c, err := caller(ctx)
+	c, err := core.RequireCaller(ctx)
 	if err != nil {
 		return nil, err
 	}
-	n, err := store.GetMetalNode(ctx, s.DB.Q(), r.GetNodeId())
-	if _, err := s.authorizeOwned(ctx, c, metalTarget(r.GetTenantId(), r.GetNodeId()), n.TenantID, err, authz.MetalRead, ""); err != nil {
+	n, err := store.GetMetalNode(ctx, s.base.Store.Q(), r.GetNodeId())
+	if _, err := s.base.AuthorizeOwned(ctx, c, metalTarget(r.GetTenantId(), r.GetNodeId()), n.TenantID, err, authz.MetalRead, ""); err != nil {
 		return nil, err
 	}
 	return metalNodeProto(n), nil
@@ -137,7 +137,7 @@ func (s *Service) ListNodes(ctx context.Context, r *v1.ListNodesRequest) ([]*v1.
 // ListNodesPage returns at most 1000 nodes, or one page, and the next page's token. A state that
 // is none is INVALID_INPUT before anything is checked.
 func (s *Service) ListNodesPage(ctx context.Context, r *v1.ListNodesRequest) ([]*v1.MetalNode, string, error) {
-	if _, err := caller(ctx); err != nil {
+	if _, err := core.RequireCaller(ctx); err != nil {
 		return nil, "", err
 	}
 	if r.GetState() != "" {
@@ -145,13 +145,13 @@ func (s *Service) ListNodesPage(ctx context.Context, r *v1.ListNodesRequest) ([]
 			return nil, "", apierr.Invalid("state", "%q is not a provision state", r.GetState())
 		}
 	}
-	return listPage(ctx, s, r, listing[store.MetalNode]{
-		method: "metal", what: "metal node", perm: authz.MetalRead, tenant: r.GetTenantId(), filters: []string{r.GetState()},
-		key: func(n store.MetalNode) store.Cursor { return byCreated(n.CreatedAt, n.ID) },
-		query: func(p store.Page) ([]store.MetalNode, error) {
-			return store.ListMetalNodes(ctx, s.DB.Q(), store.ListMetalNodesParams{TenantID: r.GetTenantId(), State: r.GetState(), Page: p})
+	return core.ListPage(ctx, s.base, r, core.Listing[store.MetalNode]{
+		Method: "metal", What: "metal node", Perm: authz.MetalRead, Tenant: r.GetTenantId(), Filters: []string{r.GetState()},
+		Key: func(n store.MetalNode) store.Cursor { return core.ByCreated(n.CreatedAt, n.ID) },
+		Query: func(p store.Page) ([]store.MetalNode, error) {
+			return store.ListMetalNodes(ctx, s.base.Store.Q(), store.ListMetalNodesParams{TenantID: r.GetTenantId(), State: r.GetState(), Page: p})
 		},
-	}, each(infallible(metalNodeProto)))
+	}, core.Each(core.Infallible(metalNodeProto)))
 }
 
 // InspectNode is the inspect verb (see MoveNode).
@@ -212,7 +212,7 @@ func (s *Service) MoveNode(ctx context.Context, tenantID, nodeID string, verb me
 		return nil, err
 	}
 	var out store.MetalNode
-	err = store.ExecuteTx(ctx, s.DB, func(tx store.Tx) error {
+	err = s.base.Store.ExecuteTx(ctx, func(tx store.Tx) error {
 		n, err := store.GetMetalNodeForUpdate(ctx, tx, nodeID)
 		if err != nil {
 			return err
@@ -263,7 +263,7 @@ func (s *Service) UpdateNodeCredentials(ctx context.Context, r *v1.UpdateNodeCre
 		return nil, err
 	}
 	var out store.MetalNode
-	err = store.ExecuteTx(ctx, s.DB, func(tx store.Tx) error {
+	err = s.base.Store.ExecuteTx(ctx, func(tx store.Tx) error {
 		n, err := store.GetMetalNodeForUpdate(ctx, tx, obj.ID)
 		if err != nil {
 			return err
@@ -309,22 +309,22 @@ func moveOf(n store.MetalNode, verb metal.Verb) (metal.Transition, error) {
 
 // authorizeMetalNode checks compute:metal:manage on a node named by id: another tenant's node,
 // like a missing one, is NOT_FOUND (field nodeId).
-func (s *Service) authorizeMetalNode(ctx context.Context, tenantID, nodeID string) (Caller, authz.Object, error) {
-	return s.authorizeByID(ctx, metalTarget(tenantID, nodeID), authz.MetalManage, authz.MetalRead)
+func (s *Service) authorizeMetalNode(ctx context.Context, tenantID, nodeID string) (core.Caller, authz.Object, error) {
+	return s.base.AuthorizeByID(ctx, metalTarget(tenantID, nodeID), authz.MetalManage, authz.MetalRead)
 }
 
 // metalTarget names a metal node of tenantID by id for the by-id prologue.
-func metalTarget(tenantID, nodeID string) target {
-	return target{Type: authz.TypeMetalNode, ID: nodeID, Tenant: tenantID, What: "metal node", Field: "nodeId"}
+func metalTarget(tenantID, nodeID string) core.Target {
+	return core.Target{Type: authz.TypeMetalNode, ID: nodeID, Tenant: tenantID, What: "metal node", Field: "nodeId"}
 }
 
 // sealBMCPassword seals a BMC password bound to the node's id: a sealed value copied to another
 // node's row does not open there.
 func (s *Service) sealBMCPassword(nodeID, password string) ([]byte, error) {
-	if s.Keyring == nil {
+	if s.base.Keyring == nil {
 		return nil, apierr.InternalErr(errors.New("core: no sealing key configured for BMC credentials"))
 	}
-	sealed, err := s.Keyring.SealSecret(seal.Secret(password), []byte(nodeID))
+	sealed, err := s.base.Keyring.SealSecret(seal.Secret(password), []byte(nodeID))
 	if err != nil {
 		return nil, apierr.InternalErr(err)
 	}
@@ -348,7 +348,7 @@ func checkBMCSettings(b *v1.MetalBmcSettings) error {
 	case b.GetPassword() == "":
 		return apierr.Invalid("bmc.password", "bmc.password is required")
 	case b.GetInsecureTls() && b.GetCaCertPem() != "":
-		return apierr.Invalid("bmc.caCertPem", "insecureTls and caCertPem exclude each other")
+		return apierr.Invalid("bmc.caCertPem", "insecureTls and caCertPem exclude core.Each other")
 	case b.GetSystemId() != "" && b.GetProtocol() != "redfish":
 		return apierr.Invalid("bmc.systemId", "bmc.systemId names a Redfish system; an IPMI BMC has none")
 	}
@@ -374,7 +374,7 @@ func metalStoreErr(err error) error {
 		return &apierr.Error{Code: errcode.InvalidInput, Field: "bmc.address", Cause: err,
 			Message: "a metal node of this tenant already uses that BMC (the same host, protocol, port and system)"}
 	}
-	return storeErr(err, "metal node")
+	return core.StoreErr(err, "metal node")
 }
 
 // appendMetalEvent publishes what transition t of a metal node publishes (lifecycle.MetalNode).

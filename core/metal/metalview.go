@@ -34,7 +34,7 @@ func metalNodeProto(n store.MetalNode) *v1.MetalNode {
 		inv := &v1.MetalInventory{}
 		// The reconciler writes the inventory as protojson of MetalInventory; a row it cannot
 		// read (an older layout) shows no inventory rather than failing the call.
-		if storedJSON.Unmarshal(n.Inventory, inv) == nil {
+		if core.StoredJSON.Unmarshal(n.Inventory, inv) == nil {
 			out.Inventory = inv
 		}
 	}

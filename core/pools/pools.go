@@ -16,39 +16,39 @@ import (
 
 // CreateProviderAccount stores an account with its token sealed, bound to the account id.
 func (s *Service) CreateProviderAccount(ctx context.Context, r *v1.CreateProviderAccountRequest) (*v1.ProviderAccount, error) {
-	c, err := caller(ctx)
+	c, err := core.RequireCaller(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if err := requirePlatformAdmin(c); err != nil {
+	if err := core.RequirePlatformAdmin(c); err != nil {
 		return nil, err
 	}
-	if _, err := store.GetTenant(ctx, s.DB.Q(), r.GetTenantId()); err != nil {
-		return nil, storeErr(err, "tenant")
+	if _, err := store.GetTenant(ctx, s.base.Store.Q(), r.GetTenantId()); err != nil {
+		return nil, core.StoreErr(err, "tenant")
 	}
 	id := ids.New(ids.Account)
-	sealed, err := s.Keyring.SealSecret(seal.Secret(r.GetToken()), []byte(id))
+	sealed, err := s.base.Keyring.SealSecret(seal.Secret(r.GetToken()), []byte(id))
 	if err != nil {
 		return nil, apierr.InternalErr(err)
 	}
-	a, err := store.InsertAccount(ctx, s.DB.Q(), store.Account{
+	a, err := store.InsertAccount(ctx, s.base.Store.Q(), store.Account{
 		ID: id, TenantID: r.GetTenantId(), Kind: r.GetKind(), Name: r.GetName(), TokenSealed: []byte(sealed), APIURL: r.GetApiUrl(),
 	})
 	if err != nil {
-		return nil, storeErr(err, "provider account")
+		return nil, core.StoreErr(err, "provider account")
 	}
 	return accountProto(a), nil
 }
 
 // GetProviderAccount returns an account (never its token).
 func (s *Service) GetProviderAccount(ctx context.Context, r *v1.GetProviderAccountRequest) (*v1.ProviderAccount, error) {
-	c, err := caller(ctx)
+	c, err := core.RequireCaller(ctx)
 	if err != nil {
 		return nil, err
 	}
-	a, err := store.GetAccount(ctx, s.DB.Q(), r.GetAccountId())
-	t := target{Type: authz.TypeProviderAccount, ID: r.GetAccountId(), Tenant: r.GetTenantId(), What: "provider account", Field: "accountId"}
-	if _, err := s.authorizeOwned(ctx, c, t, a.TenantID, err, authz.ProviderAccountsRead, ""); err != nil {
+	a, err := store.GetAccount(ctx, s.base.Store.Q(), r.GetAccountId())
+	t := core.Target{Type: authz.TypeProviderAccount, ID: r.GetAccountId(), Tenant: r.GetTenantId(), What: "provider account", Field: "accountId"}
+	if _, err := s.base.AuthorizeOwned(ctx, c, t, a.TenantID, err, authz.ProviderAccountsRead, ""); err != nil {
 		return nil, err
 	}
 	return accountProto(a), nil
@@ -63,35 +63,35 @@ func (s *Service) ListProviderAccounts(ctx context.Context, r *v1.ListProviderAc
 
 // ListProviderAccountsPage returns at most 1000 accounts, or one page, and the next page's token.
 func (s *Service) ListProviderAccountsPage(ctx context.Context, r *v1.ListProviderAccountsRequest) ([]*v1.ProviderAccount, string, error) {
-	return listPage(ctx, s, r, listing[store.Account]{
-		method: "providerAccounts", what: "provider account", perm: authz.ProviderAccountsRead, access: platformReads,
-		tenant: r.GetTenantId(),
-		key:    func(a store.Account) store.Cursor { return byID(a.ID) },
-		query: func(p store.Page) ([]store.Account, error) {
-			return store.ListAccounts(ctx, s.DB.Q(), r.GetTenantId(), p)
+	return core.ListPage(ctx, s.base, r, core.Listing[store.Account]{
+		Method: "providerAccounts", What: "provider account", Perm: authz.ProviderAccountsRead, Access: core.PlatformReads,
+		Tenant: r.GetTenantId(),
+		Key:    func(a store.Account) store.Cursor { return core.ByID(a.ID) },
+		Query: func(p store.Page) ([]store.Account, error) {
+			return store.ListAccounts(ctx, s.base.Store.Q(), r.GetTenantId(), p)
 		},
-	}, each(infallible(accountProto)))
+	}, core.Each(core.Infallible(accountProto)))
 }
 
 // CreatePool makes a pool on an account of the tenant.
 func (s *Service) CreatePool(ctx context.Context, r *v1.CreatePoolRequest) (*v1.Pool, error) {
-	c, err := caller(ctx)
+	c, err := core.RequireCaller(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if err := requirePlatformAdmin(c); err != nil {
+	if err := core.RequirePlatformAdmin(c); err != nil {
 		return nil, err
 	}
-	a, err := store.GetAccount(ctx, s.DB.Q(), r.GetAccountId())
-	if err := refErr(err, a.TenantID == r.GetTenantId(), apierr.NotFoundf("provider account %s not found", r.GetAccountId())); err != nil {
-		return nil, storeErr(err, "provider account")
+	a, err := store.GetAccount(ctx, s.base.Store.Q(), r.GetAccountId())
+	if err := core.RefErr(err, a.TenantID == r.GetTenantId(), apierr.NotFoundf("provider account %s not found", r.GetAccountId())); err != nil {
+		return nil, core.StoreErr(err, "provider account")
 	}
 	policy, err := marshalPolicy(r.GetPolicy())
 	if err != nil {
 		return nil, err
 	}
 	var p store.Pool
-	err = store.ExecuteTx(ctx, s.DB, func(tx store.Tx) error {
+	err = s.base.Store.ExecuteTx(ctx, func(tx store.Tx) error {
 		var err error
 		p, err = store.InsertPool(ctx, tx, store.Pool{
 			ID: ids.New(ids.Pool), TenantID: r.GetTenantId(), AccountID: a.ID, Name: r.GetName(), Regions: r.GetRegions(), Policy: policy,
@@ -103,20 +103,20 @@ func (s *Service) CreatePool(ctx context.Context, r *v1.CreatePoolRequest) (*v1.
 		return s.followSubstrate(ctx, tx, p, r.GetPolicy())
 	})
 	if err != nil {
-		return nil, storeErr(err, "pool")
+		return nil, core.StoreErr(err, "pool")
 	}
 	return poolProto(p)
 }
 
 // GetPool returns one pool of the tenant.
 func (s *Service) GetPool(ctx context.Context, r *v1.GetPoolRequest) (*v1.Pool, error) {
-	c, err := caller(ctx)
+	c, err := core.RequireCaller(ctx)
 	if err != nil {
 		return nil, err
 	}
-	p, err := store.GetPool(ctx, s.DB.Q(), r.GetPoolId())
-	t := target{Type: authz.TypePool, ID: r.GetPoolId(), Tenant: r.GetTenantId(), What: "pool", Field: "poolId"}
-	if _, err := s.authorizeOwned(ctx, c, t, p.TenantID, err, authz.PoolsRead, ""); err != nil {
+	p, err := store.GetPool(ctx, s.base.Store.Q(), r.GetPoolId())
+	t := core.Target{Type: authz.TypePool, ID: r.GetPoolId(), Tenant: r.GetTenantId(), What: "pool", Field: "poolId"}
+	if _, err := s.base.AuthorizeOwned(ctx, c, t, p.TenantID, err, authz.PoolsRead, ""); err != nil {
 		return nil, err
 	}
 	return poolProto(p)
@@ -130,13 +130,13 @@ func (s *Service) ListPools(ctx context.Context, r *v1.ListPoolsRequest) ([]*v1.
 
 // ListPoolsPage returns at most 1000 pools, or one page, and the next page's token.
 func (s *Service) ListPoolsPage(ctx context.Context, r *v1.ListPoolsRequest) ([]*v1.Pool, string, error) {
-	return listPage(ctx, s, r, listing[store.Pool]{
-		method: "pools", what: "pool", perm: authz.PoolsRead, access: platformReads, tenant: r.GetTenantId(),
-		key: func(p store.Pool) store.Cursor { return byID(p.ID) },
-		query: func(p store.Page) ([]store.Pool, error) {
-			return store.ListPools(ctx, s.DB.Q(), r.GetTenantId(), p)
+	return core.ListPage(ctx, s.base, r, core.Listing[store.Pool]{
+		Method: "pools", What: "pool", Perm: authz.PoolsRead, Access: core.PlatformReads, Tenant: r.GetTenantId(),
+		Key: func(p store.Pool) store.Cursor { return core.ByID(p.ID) },
+		Query: func(p store.Page) ([]store.Pool, error) {
+			return store.ListPools(ctx, s.base.Store.Q(), r.GetTenantId(), p)
 		},
-	}, each(poolProto))
+	}, core.Each(poolProto))
 }
 
 // UpdatePool replaces a pool's policy (the substrate reconciler follows it).
@@ -150,16 +150,16 @@ func (s *Service) ArchivePool(ctx context.Context, r *v1.ArchivePoolRequest) (*v
 }
 
 func (s *Service) changePool(ctx context.Context, tenantID, poolID string, policy *v1.PoolPolicy, state string) (*v1.Pool, error) {
-	c, err := caller(ctx)
+	c, err := core.RequireCaller(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if err := requirePlatformAdmin(c); err != nil {
+	if err := core.RequirePlatformAdmin(c); err != nil {
 		return nil, err
 	}
-	p, err := store.GetPool(ctx, s.DB.Q(), poolID)
-	if err := refErr(err, p.TenantID == tenantID, apierr.NotFoundf("pool %s not found", poolID)); err != nil {
-		return nil, storeErr(err, "pool")
+	p, err := store.GetPool(ctx, s.base.Store.Q(), poolID)
+	if err := core.RefErr(err, p.TenantID == tenantID, apierr.NotFoundf("pool %s not found", poolID)); err != nil {
+		return nil, core.StoreErr(err, "pool")
 	}
 	if p.State == "archived" {
 		return nil, apierr.State("archived", "pool %s is archived", poolID)
@@ -173,42 +173,42 @@ func (s *Service) changePool(ctx context.Context, tenantID, poolID string, polic
 	if state == "" {
 		state = p.State
 	}
-	err = store.ExecuteTx(ctx, s.DB, func(tx store.Tx) error {
+	err = s.base.Store.ExecuteTx(ctx, func(tx store.Tx) error {
 		var err error
 		if p, err = store.UpdatePool(ctx, tx, poolID, raw, state); err != nil {
 			return err
 		}
 		// The substrate follows the new policy or the archive, in this same transaction.
 		effective := &v1.PoolPolicy{}
-		if err := storedJSON.Unmarshal(p.Policy, effective); err != nil {
+		if err := core.StoredJSON.Unmarshal(p.Policy, effective); err != nil {
 			return apierr.InternalErr(err)
 		}
 		return s.followSubstrate(ctx, tx, p, effective)
 	})
 	if err != nil {
-		return nil, storeErr(err, "pool")
+		return nil, core.StoreErr(err, "pool")
 	}
 	return poolProto(p)
 }
 
 // SetQuota sets one quota row (platform admins).
 func (s *Service) SetQuota(ctx context.Context, r *v1.SetQuotaRequest) (*v1.Quota, error) {
-	c, err := caller(ctx)
+	c, err := core.RequireCaller(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if err := requirePlatformAdmin(c); err != nil {
+	if err := core.RequirePlatformAdmin(c); err != nil {
 		return nil, err
 	}
-	if _, err := store.GetTenant(ctx, s.DB.Q(), r.GetTenantId()); err != nil {
-		return nil, storeErr(err, "tenant")
+	if _, err := store.GetTenant(ctx, s.base.Store.Q(), r.GetTenantId()); err != nil {
+		return nil, core.StoreErr(err, "tenant")
 	}
-	if _, err := store.GetPool(ctx, s.DB.Q(), r.GetPoolId()); err != nil {
-		return nil, storeErr(err, "pool")
+	if _, err := store.GetPool(ctx, s.base.Store.Q(), r.GetPoolId()); err != nil {
+		return nil, core.StoreErr(err, "pool")
 	}
-	q, err := store.SetQuota(ctx, s.DB.Q(), store.Quota{PoolID: r.GetPoolId(), TenantID: r.GetTenantId(), Resource: r.GetResource(), Limit: r.GetLimit()})
+	q, err := store.SetQuota(ctx, s.base.Store.Q(), store.Quota{PoolID: r.GetPoolId(), TenantID: r.GetTenantId(), Resource: r.GetResource(), Limit: r.GetLimit()})
 	if err != nil {
-		return nil, storeErr(err, "quota")
+		return nil, core.StoreErr(err, "quota")
 	}
 	return quotaProto(q), nil
 }
@@ -222,14 +222,14 @@ func (s *Service) ListQuotas(ctx context.Context, r *v1.ListQuotasRequest) ([]*v
 
 // ListQuotasPage returns every quota row, or one page, and the next page's token.
 func (s *Service) ListQuotasPage(ctx context.Context, r *v1.ListQuotasRequest) ([]*v1.Quota, string, error) {
-	return listPage(ctx, s, r, listing[store.Quota]{
-		method: "quotas", what: "quota", perm: authz.PoolsRead, access: platformReads, tenant: r.GetTenantId(),
-		filters: []string{r.GetPoolId()}, deflt: store.NoLimit,
-		key: func(q store.Quota) store.Cursor { return store.Cursor{ID: q.PoolID, Second: q.Resource} },
-		query: func(p store.Page) ([]store.Quota, error) {
-			return store.ListQuotasPage(ctx, s.DB.Q(), r.GetTenantId(), r.GetPoolId(), p)
+	return core.ListPage(ctx, s.base, r, core.Listing[store.Quota]{
+		Method: "quotas", What: "quota", Perm: authz.PoolsRead, Access: core.PlatformReads, Tenant: r.GetTenantId(),
+		Filters: []string{r.GetPoolId()}, Default: store.NoLimit,
+		Key: func(q store.Quota) store.Cursor { return store.Cursor{ID: q.PoolID, Second: q.Resource} },
+		Query: func(p store.Page) ([]store.Quota, error) {
+			return store.ListQuotasPage(ctx, s.base.Store.Q(), r.GetTenantId(), r.GetPoolId(), p)
 		},
-	}, each(infallible(quotaProto)))
+	}, core.Each(core.Infallible(quotaProto)))
 }
 
 func marshalPolicy(p *v1.PoolPolicy) ([]byte, error) {
@@ -249,7 +249,7 @@ func accountProto(a store.Account) *v1.ProviderAccount {
 
 func poolProto(p store.Pool) (*v1.Pool, error) {
 	policy := &v1.PoolPolicy{}
-	if err := storedJSON.Unmarshal(p.Policy, policy); err != nil {
+	if err := core.StoredJSON.Unmarshal(p.Policy, policy); err != nil {
 		return nil, apierr.InternalErr(err)
 	}
 	return &v1.Pool{Id: p.ID, TenantId: p.TenantID, AccountId: p.AccountID, Name: p.Name, Regions: p.Regions, Policy: policy, State: p.State, CreateTime: timestamppb.New(p.CreatedAt)}, nil

@@ -19,43 +19,34 @@ import (
 	"better-compute.dev/compute/store"
 )
 
-// tenantAccount loads an account the tenant owns (else NOT_FOUND).
-func tenantAccount(ctx context.Context, q store.Querier, tenantID, accountID string) (store.Account, error) {
-	a, err := store.GetAccount(ctx, q, accountID)
-	if err := refErr(err, a.TenantID == tenantID, apierr.NotFoundf("provider account %s not found", accountID)); err != nil {
-		return a, err
-	}
-	return a, nil
-}
-
 // CreateNetwork makes a tenant network on one of its accounts.
 func (s *Service) CreateNetwork(ctx context.Context, r *v1.CreateNetworkRequest) (*v1.Network, error) {
-	c, err := caller(ctx)
+	c, err := core.RequireCaller(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.authorizeTenant(ctx, c, authz.NetworksManage, r.GetTenantId()); err != nil {
+	if err := s.base.AuthorizeTenant(ctx, c, authz.NetworksManage, r.GetTenantId()); err != nil {
 		return nil, err
 	}
-	if _, err := tenantAccount(ctx, s.DB.Q(), r.GetTenantId(), r.GetAccountId()); err != nil {
+	if _, err := core.TenantAccount(ctx, s.base.Store.Q(), r.GetTenantId(), r.GetAccountId()); err != nil {
 		return nil, err
 	}
-	n, err := store.InsertNetwork(ctx, s.DB.Q(), store.Network{ID: ids.New(ids.Network), TenantID: r.GetTenantId(), AccountID: r.GetAccountId(), Name: r.GetName()})
+	n, err := store.InsertNetwork(ctx, s.base.Store.Q(), store.Network{ID: ids.New(ids.Network), TenantID: r.GetTenantId(), AccountID: r.GetAccountId(), Name: r.GetName()})
 	if err != nil {
-		return nil, storeErr(err, "network")
+		return nil, core.StoreErr(err, "network")
 	}
 	return networkProto(n), nil
 }
 
 // GetNetwork returns one network.
 func (s *Service) GetNetwork(ctx context.Context, r *v1.GetNetworkRequest) (*v1.Network, error) {
-	c, err := caller(ctx)
+	c, err := core.RequireCaller(ctx)
 	if err != nil {
 		return nil, err
 	}
-	n, err := store.GetNetwork(ctx, s.DB.Q(), r.GetNetworkId())
-	t := target{Type: authz.TypeNetwork, ID: r.GetNetworkId(), Tenant: r.GetTenantId(), What: "network", Field: "networkId"}
-	if _, err := s.authorizeOwned(ctx, c, t, n.TenantID, err, authz.NetworksRead, ""); err != nil {
+	n, err := store.GetNetwork(ctx, s.base.Store.Q(), r.GetNetworkId())
+	t := core.Target{Type: authz.TypeNetwork, ID: r.GetNetworkId(), Tenant: r.GetTenantId(), What: "network", Field: "networkId"}
+	if _, err := s.base.AuthorizeOwned(ctx, c, t, n.TenantID, err, authz.NetworksRead, ""); err != nil {
 		return nil, err
 	}
 	return networkProto(n), nil
@@ -69,28 +60,28 @@ func (s *Service) ListNetworks(ctx context.Context, r *v1.ListNetworksRequest) (
 
 // ListNetworksPage returns at most 1000 networks, or one page, and the next page's token.
 func (s *Service) ListNetworksPage(ctx context.Context, r *v1.ListNetworksRequest) ([]*v1.Network, string, error) {
-	return listPage(ctx, s, r, listing[store.Network]{
-		method: "networks", what: "network", perm: authz.NetworksRead, tenant: r.GetTenantId(),
-		key: func(n store.Network) store.Cursor { return byID(n.ID) },
-		query: func(p store.Page) ([]store.Network, error) {
-			return store.ListNetworks(ctx, s.DB.Q(), r.GetTenantId(), p)
+	return core.ListPage(ctx, s.base, r, core.Listing[store.Network]{
+		Method: "networks", What: "network", Perm: authz.NetworksRead, Tenant: r.GetTenantId(),
+		Key: func(n store.Network) store.Cursor { return core.ByID(n.ID) },
+		Query: func(p store.Page) ([]store.Network, error) {
+			return store.ListNetworks(ctx, s.base.Store.Q(), r.GetTenantId(), p)
 		},
-	}, each(infallible(networkProto)))
+	}, core.Each(core.Infallible(networkProto)))
 }
 
 // CreateSubnet makes a subnet (a VPC at the provider) and queues its reconciler.
 func (s *Service) CreateSubnet(ctx context.Context, r *v1.CreateSubnetRequest) (*v1.Subnet, error) {
-	c, err := caller(ctx)
+	c, err := core.RequireCaller(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.authorizeTenant(ctx, c, authz.NetworksManage, r.GetTenantId()); err != nil {
+	if err := s.base.AuthorizeTenant(ctx, c, authz.NetworksManage, r.GetTenantId()); err != nil {
 		return nil, err
 	}
 	var out store.Subnet
-	err = store.ExecuteTx(ctx, s.DB, func(tx store.Tx) error {
+	err = s.base.Store.ExecuteTx(ctx, func(tx store.Tx) error {
 		n, err := store.GetNetwork(ctx, tx, r.GetNetworkId())
-		if err := refErr(err, n.TenantID == r.GetTenantId(), apierr.NotFoundf("network %s not found", r.GetNetworkId())); err != nil {
+		if err := core.RefErr(err, n.TenantID == r.GetTenantId(), apierr.NotFoundf("network %s not found", r.GetNetworkId())); err != nil {
 			return err
 		}
 		out, err = store.InsertSubnet(ctx, tx, store.Subnet{
@@ -103,20 +94,20 @@ func (s *Service) CreateSubnet(ctx context.Context, r *v1.CreateSubnetRequest) (
 		return store.Enqueue(ctx, tx, contract.VPSKind, out.ID, nil)
 	})
 	if err != nil {
-		return nil, storeErr(err, "subnet")
+		return nil, core.StoreErr(err, "subnet")
 	}
 	return subnetProto(out), nil
 }
 
 // GetSubnet returns one subnet.
 func (s *Service) GetSubnet(ctx context.Context, r *v1.GetSubnetRequest) (*v1.Subnet, error) {
-	c, err := caller(ctx)
+	c, err := core.RequireCaller(ctx)
 	if err != nil {
 		return nil, err
 	}
-	sn, err := store.GetSubnet(ctx, s.DB.Q(), r.GetSubnetId())
-	t := target{Type: authz.TypeSubnet, ID: r.GetSubnetId(), Tenant: r.GetTenantId(), What: "subnet", Field: "subnetId"}
-	if _, err := s.authorizeOwned(ctx, c, t, sn.TenantID, err, authz.NetworksRead, ""); err != nil {
+	sn, err := store.GetSubnet(ctx, s.base.Store.Q(), r.GetSubnetId())
+	t := core.Target{Type: authz.TypeSubnet, ID: r.GetSubnetId(), Tenant: r.GetTenantId(), What: "subnet", Field: "subnetId"}
+	if _, err := s.base.AuthorizeOwned(ctx, c, t, sn.TenantID, err, authz.NetworksRead, ""); err != nil {
 		return nil, err
 	}
 	return subnetProto(sn), nil
@@ -130,22 +121,22 @@ func (s *Service) ListSubnets(ctx context.Context, r *v1.ListSubnetsRequest) ([]
 
 // ListSubnetsPage returns at most 1000 subnets, or one page, and the next page's token.
 func (s *Service) ListSubnetsPage(ctx context.Context, r *v1.ListSubnetsRequest) ([]*v1.Subnet, string, error) {
-	return listPage(ctx, s, r, listing[store.Subnet]{
-		method: "subnets", what: "subnet", perm: authz.NetworksRead, tenant: r.GetTenantId(), filters: []string{r.GetNetworkId()},
-		key: func(n store.Subnet) store.Cursor { return byID(n.ID) },
-		query: func(p store.Page) ([]store.Subnet, error) {
-			return store.ListSubnets(ctx, s.DB.Q(), r.GetTenantId(), r.GetNetworkId(), p)
+	return core.ListPage(ctx, s.base, r, core.Listing[store.Subnet]{
+		Method: "subnets", What: "subnet", Perm: authz.NetworksRead, Tenant: r.GetTenantId(), Filters: []string{r.GetNetworkId()},
+		Key: func(n store.Subnet) store.Cursor { return core.ByID(n.ID) },
+		Query: func(p store.Page) ([]store.Subnet, error) {
+			return store.ListSubnets(ctx, s.base.Store.Q(), r.GetTenantId(), r.GetNetworkId(), p)
 		},
-	}, each(infallible(subnetProto)))
+	}, core.Each(core.Infallible(subnetProto)))
 }
 
 // DeleteSubnet marks a subnet no instance or load balancer uses for deletion.
 func (s *Service) DeleteSubnet(ctx context.Context, r *v1.DeleteSubnetRequest) (*v1.Subnet, error) {
-	if _, _, err := s.authorizeByID(ctx, target{Type: authz.TypeSubnet, ID: r.GetSubnetId(), Tenant: r.GetTenantId(), What: "subnet", Field: "subnetId"}, authz.NetworksManage, authz.NetworksRead); err != nil {
+	if _, _, err := s.base.AuthorizeByID(ctx, core.Target{Type: authz.TypeSubnet, ID: r.GetSubnetId(), Tenant: r.GetTenantId(), What: "subnet", Field: "subnetId"}, authz.NetworksManage, authz.NetworksRead); err != nil {
 		return nil, err
 	}
 	var out store.Subnet
-	err := store.ExecuteTx(ctx, s.DB, func(tx store.Tx) error {
+	err := s.base.Store.ExecuteTx(ctx, func(tx store.Tx) error {
 		inUse, err := store.SubnetInUse(ctx, tx, r.GetSubnetId())
 		if err != nil {
 			return err
@@ -162,18 +153,18 @@ func (s *Service) DeleteSubnet(ctx context.Context, r *v1.DeleteSubnetRequest) (
 		return store.Enqueue(ctx, tx, contract.VPSKind, out.ID, nil)
 	})
 	if err != nil {
-		return nil, storeErr(err, "subnet")
+		return nil, core.StoreErr(err, "subnet")
 	}
 	return subnetProto(out), nil
 }
 
 // CreateCertificate stores a custom (PEM, key sealed) or managed certificate, pending.
 func (s *Service) CreateCertificate(ctx context.Context, r *v1.CreateCertificateRequest) (*v1.Certificate, error) {
-	c, err := caller(ctx)
+	c, err := core.RequireCaller(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.authorizeTenant(ctx, c, authz.CertificatesManage, r.GetTenantId()); err != nil {
+	if err := s.base.AuthorizeTenant(ctx, c, authz.CertificatesManage, r.GetTenantId()); err != nil {
 		return nil, err
 	}
 	row := store.Certificate{ID: ids.New(ids.Certificate), TenantID: r.GetTenantId(), AccountID: r.GetAccountId(), Name: r.GetName()}
@@ -181,15 +172,15 @@ func (s *Service) CreateCertificate(ctx context.Context, r *v1.CreateCertificate
 		row.Kind, row.DNSNames = "managed", m.GetDnsNames()
 	} else {
 		cu := r.GetCustom()
-		sealed, err := s.Keyring.SealSecret(seal.Secret(cu.GetPrivateKey()), []byte(row.ID))
+		sealed, err := s.base.Keyring.SealSecret(seal.Secret(cu.GetPrivateKey()), []byte(row.ID))
 		if err != nil {
 			return nil, apierr.InternalErr(err)
 		}
 		row.Kind, row.PrivateKeySealed = "custom", []byte(sealed)
 		row.LeafCertificate, row.CertificateChain = cu.GetLeafCertificate(), cu.GetCertificateChain()
 	}
-	err = store.ExecuteTx(ctx, s.DB, func(tx store.Tx) error {
-		if _, err := tenantAccount(ctx, tx, r.GetTenantId(), r.GetAccountId()); err != nil {
+	err = s.base.Store.ExecuteTx(ctx, func(tx store.Tx) error {
+		if _, err := core.TenantAccount(ctx, tx, r.GetTenantId(), r.GetAccountId()); err != nil {
 			return err
 		}
 		var err error
@@ -199,20 +190,20 @@ func (s *Service) CreateCertificate(ctx context.Context, r *v1.CreateCertificate
 		return store.Enqueue(ctx, tx, contract.VPSKind, row.ID, nil)
 	})
 	if err != nil {
-		return nil, storeErr(err, "certificate")
+		return nil, core.StoreErr(err, "certificate")
 	}
 	return certificateProto(row), nil
 }
 
 // GetCertificate returns one certificate (never its key).
 func (s *Service) GetCertificate(ctx context.Context, r *v1.GetCertificateRequest) (*v1.Certificate, error) {
-	c, err := caller(ctx)
+	c, err := core.RequireCaller(ctx)
 	if err != nil {
 		return nil, err
 	}
-	ce, err := store.GetCertificate(ctx, s.DB.Q(), r.GetCertificateId())
-	t := target{Type: authz.TypeCertificate, ID: r.GetCertificateId(), Tenant: r.GetTenantId(), What: "certificate", Field: "certificateId"}
-	if _, err := s.authorizeOwned(ctx, c, t, ce.TenantID, err, authz.CertificatesRead, ""); err != nil {
+	ce, err := store.GetCertificate(ctx, s.base.Store.Q(), r.GetCertificateId())
+	t := core.Target{Type: authz.TypeCertificate, ID: r.GetCertificateId(), Tenant: r.GetTenantId(), What: "certificate", Field: "certificateId"}
+	if _, err := s.base.AuthorizeOwned(ctx, c, t, ce.TenantID, err, authz.CertificatesRead, ""); err != nil {
 		return nil, err
 	}
 	return certificateProto(ce), nil
@@ -227,22 +218,22 @@ func (s *Service) ListCertificates(ctx context.Context, r *v1.ListCertificatesRe
 
 // ListCertificatesPage returns at most 1000 certificates, or one page, and the next page's token.
 func (s *Service) ListCertificatesPage(ctx context.Context, r *v1.ListCertificatesRequest) ([]*v1.Certificate, string, error) {
-	return listPage(ctx, s, r, listing[store.Certificate]{
-		method: "certificates", what: "certificate", perm: authz.CertificatesRead, tenant: r.GetTenantId(),
-		key: func(c store.Certificate) store.Cursor { return byID(c.ID) },
-		query: func(p store.Page) ([]store.Certificate, error) {
-			return store.ListCertificates(ctx, s.DB.Q(), r.GetTenantId(), p)
+	return core.ListPage(ctx, s.base, r, core.Listing[store.Certificate]{
+		Method: "certificates", What: "certificate", Perm: authz.CertificatesRead, Tenant: r.GetTenantId(),
+		Key: func(c store.Certificate) store.Cursor { return core.ByID(c.ID) },
+		Query: func(p store.Page) ([]store.Certificate, error) {
+			return store.ListCertificates(ctx, s.base.Store.Q(), r.GetTenantId(), p)
 		},
-	}, each(infallible(certificateProto)))
+	}, core.Each(core.Infallible(certificateProto)))
 }
 
 // DeleteCertificate marks a certificate no load balancer names for deletion.
 func (s *Service) DeleteCertificate(ctx context.Context, r *v1.DeleteCertificateRequest) (*v1.Certificate, error) {
-	if _, _, err := s.authorizeByID(ctx, target{Type: authz.TypeCertificate, ID: r.GetCertificateId(), Tenant: r.GetTenantId(), What: "certificate", Field: "certificateId"}, authz.CertificatesManage, authz.CertificatesRead); err != nil {
+	if _, _, err := s.base.AuthorizeByID(ctx, core.Target{Type: authz.TypeCertificate, ID: r.GetCertificateId(), Tenant: r.GetTenantId(), What: "certificate", Field: "certificateId"}, authz.CertificatesManage, authz.CertificatesRead); err != nil {
 		return nil, err
 	}
 	var out store.Certificate
-	err := store.ExecuteTx(ctx, s.DB, func(tx store.Tx) error {
+	err := s.base.Store.ExecuteTx(ctx, func(tx store.Tx) error {
 		inUse, err := store.CertificateInUse(ctx, tx, r.GetCertificateId())
 		if err != nil {
 			return err
@@ -259,7 +250,7 @@ func (s *Service) DeleteCertificate(ctx context.Context, r *v1.DeleteCertificate
 		return store.Enqueue(ctx, tx, contract.VPSKind, out.ID, nil)
 	})
 	if err != nil {
-		return nil, storeErr(err, "certificate")
+		return nil, core.StoreErr(err, "certificate")
 	}
 	return certificateProto(out), nil
 }
@@ -284,43 +275,27 @@ func poolVisible(p store.Pool, err error, quotas []store.Quota, tenantID, poolID
 
 // poolVisibleWith is poolVisible on the count of the tenant's quota rows on the pool.
 func poolVisibleWith(p store.Pool, err error, quotaRows int64, tenantID, poolID string) (store.Pool, *v1.PoolPolicy, error) {
-	if err := poolUsable(p, err, quotaRows, tenantID, poolID); err != nil {
+	if err := core.PoolUsable(p, err, quotaRows, tenantID, poolID); err != nil {
 		return p, nil, err
 	}
 	policy := &v1.PoolPolicy{}
-	if err := storedJSON.Unmarshal(p.Policy, policy); err != nil {
+	if err := core.StoredJSON.Unmarshal(p.Policy, policy); err != nil {
 		return p, nil, apierr.InternalErr(err)
 	}
 	return p, policy, nil
 }
 
-// poolUsable is poolVisibleWith's verdict without the pool's policy, for callers that do not
-// read it (a load balancer create): decoding the policy is a JSON parse on every call.
-func poolUsable(p store.Pool, err error, quotaRows int64, tenantID, poolID string) error {
-	nf := &apierr.Error{Code: errcode.NotFound, Field: "poolId", Message: "pool " + poolID + " not found"}
-	if err := refErr(err, true, nf); err != nil {
-		return err
-	}
-	if p.TenantID != tenantID && quotaRows == 0 {
-		return refErr(nil, false, nf)
-	}
-	if p.State == "archived" {
-		return apierr.State("archived", "pool %s is archived", poolID)
-	}
-	return nil
-}
-
 // CreateInstance makes an instance in a pool and region, books an instances quota and queues it.
 func (s *Service) CreateInstance(ctx context.Context, r *v1.CreateInstanceRequest) (*v1.Instance, error) {
-	c, err := caller(ctx)
+	c, err := core.RequireCaller(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.authorizeTenant(ctx, c, authz.InstancesManage, r.GetTenantId()); err != nil {
+	if err := s.base.AuthorizeTenant(ctx, c, authz.InstancesManage, r.GetTenantId()); err != nil {
 		return nil, err
 	}
 	var out store.Instance
-	err = store.ExecuteTx(ctx, s.DB, func(tx store.Tx) error {
+	err = s.base.Store.ExecuteTx(ctx, func(tx store.Tx) error {
 		pool, policy, err := visiblePool(ctx, tx, r.GetTenantId(), r.GetPoolId())
 		if err != nil {
 			return err
@@ -333,7 +308,7 @@ func (s *Service) CreateInstance(ctx context.Context, r *v1.CreateInstanceReques
 		}
 		if r.GetSubnetId() != "" {
 			sn, err := store.GetSubnet(ctx, tx, r.GetSubnetId())
-			if err := refErr(err, sn.TenantID == r.GetTenantId() && sn.State != "deleted", apierr.NotFoundf("subnet %s not found", r.GetSubnetId())); err != nil {
+			if err := core.RefErr(err, sn.TenantID == r.GetTenantId() && sn.State != "deleted", apierr.NotFoundf("subnet %s not found", r.GetSubnetId())); err != nil {
 				return err
 			}
 			if sn.Region != r.GetRegion() || sn.AccountID != pool.AccountID {
@@ -342,7 +317,7 @@ func (s *Service) CreateInstance(ctx context.Context, r *v1.CreateInstanceReques
 		}
 		if r.GetProjectId() != "" {
 			if _, err := store.GetProject(ctx, tx, r.GetTenantId(), r.GetProjectId()); err != nil {
-				return refErr(err, true, projectTarget(r.GetTenantId(), r.GetProjectId()).notFound(nil))
+				return core.RefErr(err, true, core.ProjectTarget(r.GetTenantId(), r.GetProjectId()).notFound(nil))
 			}
 		}
 		id := ids.New(ids.Instance)
@@ -363,20 +338,20 @@ func (s *Service) CreateInstance(ctx context.Context, r *v1.CreateInstanceReques
 		return store.Enqueue(ctx, tx, contract.VPSKind, out.ID, nil)
 	})
 	if err != nil {
-		return nil, storeErr(err, "instance")
+		return nil, core.StoreErr(err, "instance")
 	}
 	return instanceProto(out), nil
 }
 
 // GetInstance returns one instance.
 func (s *Service) GetInstance(ctx context.Context, r *v1.GetInstanceRequest) (*v1.Instance, error) {
-	c, err := caller(ctx)
+	c, err := core.RequireCaller(ctx)
 	if err != nil {
 		return nil, err
 	}
-	in, err := store.GetInstance(ctx, s.DB.Q(), r.GetInstanceId())
-	t := target{Type: authz.TypeInstance, ID: r.GetInstanceId(), Tenant: r.GetTenantId(), What: "instance", Field: "instanceId"}
-	if _, err := s.authorizeOwned(ctx, c, t, in.TenantID, err, authz.InstancesRead, ""); err != nil {
+	in, err := store.GetInstance(ctx, s.base.Store.Q(), r.GetInstanceId())
+	t := core.Target{Type: authz.TypeInstance, ID: r.GetInstanceId(), Tenant: r.GetTenantId(), What: "instance", Field: "instanceId"}
+	if _, err := s.base.AuthorizeOwned(ctx, c, t, in.TenantID, err, authz.InstancesRead, ""); err != nil {
 		return nil, err
 	}
 	return instanceProto(in), nil
@@ -391,24 +366,24 @@ func (s *Service) ListInstances(ctx context.Context, r *v1.ListInstancesRequest)
 
 // ListInstancesPage returns at most 1000 instances, or one page, and the next page's token.
 func (s *Service) ListInstancesPage(ctx context.Context, r *v1.ListInstancesRequest) ([]*v1.Instance, string, error) {
-	return listPage(ctx, s, r, listing[store.Instance]{
-		method: "instances", what: "instance", perm: authz.InstancesRead, tenant: r.GetTenantId(),
-		filters: []string{r.GetPoolId(), strconv.FormatBool(r.GetIncludeDeleted())},
-		key:     func(i store.Instance) store.Cursor { return byID(i.ID) },
-		query: func(p store.Page) ([]store.Instance, error) {
-			return store.ListInstances(ctx, s.DB.Q(), r.GetTenantId(), r.GetPoolId(), r.GetIncludeDeleted(), p)
+	return core.ListPage(ctx, s.base, r, core.Listing[store.Instance]{
+		Method: "instances", What: "instance", Perm: authz.InstancesRead, Tenant: r.GetTenantId(),
+		Filters: []string{r.GetPoolId(), strconv.FormatBool(r.GetIncludeDeleted())},
+		Key:     func(i store.Instance) store.Cursor { return core.ByID(i.ID) },
+		Query: func(p store.Page) ([]store.Instance, error) {
+			return store.ListInstances(ctx, s.base.Store.Q(), r.GetTenantId(), r.GetPoolId(), r.GetIncludeDeleted(), p)
 		},
-	}, each(infallible(instanceProto)))
+	}, core.Each(core.Infallible(instanceProto)))
 }
 
 // DeleteInstance marks an instance deleting and, in the same transaction, queues every load
 // balancer that reaches it, so they stop reaching it on their next provider write.
 func (s *Service) DeleteInstance(ctx context.Context, r *v1.DeleteInstanceRequest) (*v1.Instance, error) {
-	if _, _, err := s.authorizeByID(ctx, target{Type: authz.TypeInstance, ID: r.GetInstanceId(), Tenant: r.GetTenantId(), What: "instance", Field: "instanceId"}, authz.InstancesManage, authz.InstancesRead); err != nil {
+	if _, _, err := s.base.AuthorizeByID(ctx, core.Target{Type: authz.TypeInstance, ID: r.GetInstanceId(), Tenant: r.GetTenantId(), What: "instance", Field: "instanceId"}, authz.InstancesManage, authz.InstancesRead); err != nil {
 		return nil, err
 	}
 	var out store.Instance
-	err := store.ExecuteTx(ctx, s.DB, func(tx store.Tx) error {
+	err := s.base.Store.ExecuteTx(ctx, func(tx store.Tx) error {
 		in, err := store.GetInstance(ctx, tx, r.GetInstanceId())
 		if err != nil {
 			return err
@@ -443,7 +418,7 @@ func (s *Service) DeleteInstance(ctx context.Context, r *v1.DeleteInstanceReques
 		return store.Enqueue(ctx, tx, contract.VPSKind, in.ID, nil)
 	})
 	if err != nil {
-		return nil, storeErr(err, "instance")
+		return nil, core.StoreErr(err, "instance")
 	}
 	return instanceProto(out), nil
 }

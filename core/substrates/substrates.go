@@ -38,7 +38,7 @@ func (s *Service) followSubstrate(ctx context.Context, tx store.Tx, p store.Pool
 	want := policy.GetSubstrate()
 	live := want != nil && p.State != "archived"
 	if live {
-		if _, err := tenantAccount(ctx, tx, p.TenantID, want.GetAccount()); err != nil {
+		if _, err := core.TenantAccount(ctx, tx, p.TenantID, want.GetAccount()); err != nil {
 			return err
 		}
 	}
@@ -89,7 +89,7 @@ func (s *Service) newJoinToken(substrateID string) (hash, sealed []byte, err err
 	}
 	token := joinTokenPrefix + base64.RawURLEncoding.EncodeToString(raw[:])
 	digest := sha256.Sum256([]byte(token))
-	box, err := s.Keyring.SealSecret(seal.Secret(token), []byte(substrateID))
+	box, err := s.base.Keyring.SealSecret(seal.Secret(token), []byte(substrateID))
 	if err != nil {
 		return nil, nil, apierr.InternalErr(err)
 	}
@@ -98,20 +98,20 @@ func (s *Service) newJoinToken(substrateID string) (hash, sealed []byte, err err
 
 // GetSubstrate returns the substrate of one pool of the tenant.
 func (s *Service) GetSubstrate(ctx context.Context, r *v1.GetSubstrateRequest) (*v1.Substrate, error) {
-	c, err := caller(ctx)
+	c, err := core.RequireCaller(ctx)
 	if err != nil {
 		return nil, err
 	}
-	sub, err := store.GetSubstrateByPool(ctx, s.DB.Q(), r.GetPoolId())
+	sub, err := store.GetSubstrateByPool(ctx, s.base.Store.Q(), r.GetPoolId())
 	// The caller names the pool; the authorization object is the substrate, whose id a caller
 	// that may not read it must not learn (the NOT_FOUND names the pool).
-	t := target{Type: authz.TypePoolSubstrate, ID: r.GetPoolId(), Object: sub.ID, Tenant: r.GetTenantId(), What: "substrate of pool", Field: "poolId"}
-	if _, err := s.authorizeOwned(ctx, c, t, sub.TenantID, err, authz.SubstratesRead, ""); err != nil {
+	t := core.Target{Type: authz.TypePoolSubstrate, ID: r.GetPoolId(), Object: sub.ID, Tenant: r.GetTenantId(), What: "substrate of pool", Field: "poolId"}
+	if _, err := s.base.AuthorizeOwned(ctx, c, t, sub.TenantID, err, authz.SubstratesRead, ""); err != nil {
 		return nil, err
 	}
-	nodes, err := store.ListSubstrateNodes(ctx, s.DB.Q(), []string{sub.ID})
+	nodes, err := store.ListSubstrateNodes(ctx, s.base.Store.Q(), []string{sub.ID})
 	if err != nil {
-		return nil, storeErr(err, "substrate")
+		return nil, core.StoreErr(err, "substrate")
 	}
 	return substrateProto(sub, nodes), nil
 }
@@ -125,21 +125,21 @@ func (s *Service) ListSubstrates(ctx context.Context, r *v1.ListSubstratesReques
 // ListSubstratesPage returns at most 1000 substrates, or one page, with their nodes (one more
 // statement for the page), and the next page's token.
 func (s *Service) ListSubstratesPage(ctx context.Context, r *v1.ListSubstratesRequest) ([]*v1.Substrate, string, error) {
-	return listPage(ctx, s, r, listing[store.Substrate]{
-		method: "substrates", what: "substrate", perm: authz.SubstratesRead, access: platformReads, tenant: r.GetTenantId(),
-		filters: []string{strconv.FormatBool(r.GetIncludeDeleted())},
-		key:     func(sub store.Substrate) store.Cursor { return byID(sub.PoolID) },
-		query: func(p store.Page) ([]store.Substrate, error) {
-			return store.ListSubstrates(ctx, s.DB.Q(), r.GetTenantId(), r.GetIncludeDeleted(), p)
+	return core.ListPage(ctx, s.base, r, core.Listing[store.Substrate]{
+		Method: "substrates", What: "substrate", Perm: authz.SubstratesRead, Access: core.PlatformReads, Tenant: r.GetTenantId(),
+		Filters: []string{strconv.FormatBool(r.GetIncludeDeleted())},
+		Key:     func(sub store.Substrate) store.Cursor { return core.ByID(sub.PoolID) },
+		Query: func(p store.Page) ([]store.Substrate, error) {
+			return store.ListSubstrates(ctx, s.base.Store.Q(), r.GetTenantId(), r.GetIncludeDeleted(), p)
 		},
 	}, func(subs []store.Substrate) ([]*v1.Substrate, error) {
 		idsOf := make([]string, len(subs))
 		for i, sub := range subs {
 			idsOf[i] = sub.ID
 		}
-		nodes, err := store.ListSubstrateNodes(ctx, s.DB.Q(), idsOf)
+		nodes, err := store.ListSubstrateNodes(ctx, s.base.Store.Q(), idsOf)
 		if err != nil {
-			return nil, storeErr(err, "substrate")
+			return nil, core.StoreErr(err, "substrate")
 		}
 		bySub := map[string][]store.SubstrateNode{}
 		for _, n := range nodes {
@@ -166,7 +166,7 @@ func (s *Service) JoinNode(ctx context.Context, r *v1.JoinNodeRequest) (*v1.Join
 	got := sha256.Sum256([]byte(r.GetToken()))
 	var out store.SubstrateNode
 	var tenantID string
-	err := store.ExecuteTx(ctx, s.DB, func(tx store.Tx) error {
+	err := s.base.Store.ExecuteTx(ctx, func(tx store.Tx) error {
 		sub, err := store.GetSubstrateByPool(ctx, tx, r.GetPoolId())
 		want := make([]byte, sha256.Size)
 		if err == nil {
@@ -192,7 +192,7 @@ func (s *Service) JoinNode(ctx context.Context, r *v1.JoinNodeRequest) (*v1.Join
 		return store.Enqueue(ctx, tx, contract.SubstrateKind, sub.PoolID, nil)
 	})
 	if err != nil {
-		return nil, storeErr(err, "substrate node")
+		return nil, core.StoreErr(err, "substrate node")
 	}
 	return &v1.JoinNodeResponse{TenantId: tenantID, PoolId: out.PoolID, Node: substrateNodeProto(out)}, nil
 }
