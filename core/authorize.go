@@ -70,10 +70,10 @@ func (t Target) object(tenant string) authz.Object {
 	return authz.Object{Type: t.Type, ID: id, Tenant: tenant}
 }
 
-// notFound is the one NOT_FOUND of a by-id call. A missing id, an id of another tenant and an
+// NotFound is the one NOT_FOUND of a by-id call. A missing id, an id of another tenant and an
 // object the caller may not see all answer with it, so they are byte-identical on the wire;
 // cause (kept for logs, never rendered) records which it was.
-func (t Target) notFound(cause error) *apierr.Error {
+func (t Target) NotFound(cause error) *apierr.Error {
 	return &apierr.Error{Code: errcode.NotFound, Field: t.Field, Message: t.What + " " + t.ID + " not found", Cause: cause}
 }
 
@@ -95,11 +95,11 @@ var errHidden = errors.New("core: the caller may not read the object")
 func (s *Base) AuthorizeOwned(ctx context.Context, c Caller, t Target, owner string, lookupErr error, perm, readPerm authz.Permission) (authz.Object, error) {
 	switch {
 	case errors.Is(lookupErr, store.ErrNotFound):
-		return authz.Object{}, t.notFound(lookupErr)
+		return authz.Object{}, t.NotFound(lookupErr)
 	case lookupErr != nil:
 		return authz.Object{}, StoreErr(lookupErr, t.What)
 	case owner != t.Tenant:
-		return authz.Object{}, t.notFound(errTenantMismatch)
+		return authz.Object{}, t.NotFound(errTenantMismatch)
 	}
 	obj := t.object(owner)
 	if c.PlatformAdmin && platformAdministered[t.Type] && perm == readPermOf[t.Type] {
@@ -121,7 +121,7 @@ func (s *Base) AuthorizeOwned(ctx context.Context, c Caller, t Target, owner str
 		return obj, err
 	}
 	if hidden {
-		return obj, t.notFound(errHidden)
+		return obj, t.NotFound(errHidden)
 	}
 	return obj, nil
 }

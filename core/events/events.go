@@ -1,4 +1,4 @@
-package core
+package events
 
 import (
 	"context"
@@ -9,7 +9,8 @@ import (
 
 	"better-compute.dev/compute/apierr"
 	"better-compute.dev/compute/authz"
-	"better-compute.dev/compute/core/watchhub"
+	"better-compute.dev/compute/core"
+	"better-compute.dev/compute/core/events/watchhub"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
 	"better-compute.dev/compute/store"
 )
@@ -62,11 +63,11 @@ func eventMessage(e store.Event) (*v1.Event, error) {
 // watches is the replica's shared event reader, made at the first watch.
 func (s *Service) watches() *watchhub.Hub {
 	s.hubOnce.Do(func() {
-		poll := s.WatchPoll
+		poll := s.opts.Poll
 		if poll <= 0 {
 			poll = DefaultWatchPoll
 		}
-		s.hub = watchhub.New(watchhub.Options{DB: s.DB, Poll: poll, Buffer: s.WatchBuffer, Convert: eventMessage})
+		s.hub = watchhub.New(watchhub.Options{Read: s.base.Store.ReadEventRanges, Poll: poll, Buffer: s.opts.Buffer, Convert: eventMessage})
 	})
 	return s.hub
 }
@@ -91,11 +92,11 @@ func (s *Service) WatchEvents(ctx context.Context, r *v1.WatchEventsRequest, sen
 	if err := send(nil); err != nil {
 		return err
 	}
-	poll := s.WatchPoll
+	poll := s.opts.Poll
 	if poll <= 0 {
 		poll = DefaultWatchPoll
 	}
-	quiet := s.WatchHeartbeat
+	quiet := s.opts.Heartbeat
 	if quiet <= 0 {
 		quiet = DefaultWatchHeartbeat
 	}

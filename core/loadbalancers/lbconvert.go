@@ -1,21 +1,19 @@
-package core
+package loadbalancers
 
 import (
 	"crypto/sha256"
 	"encoding/hex"
 	"strconv"
 
-	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"better-compute.dev/compute/apierr"
 	"better-compute.dev/compute/contract"
+	"better-compute.dev/compute/core"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
 	"better-compute.dev/compute/store"
 )
-
-
 
 // loadBalancerProto is the tenant's view of a row.
 func loadBalancerProto(row store.LoadBalancer) (*v1.LoadBalancer, error) {

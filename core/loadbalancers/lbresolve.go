@@ -1,4 +1,4 @@
-package core
+package loadbalancers
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 
 	"better-compute.dev/compute/apierr"
 	"better-compute.dev/compute/authz"
+	"better-compute.dev/compute/core"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
 	"better-compute.dev/compute/gen/go/bettercompute/compute/v1/errcode"
 	"better-compute.dev/compute/store"
@@ -70,13 +71,13 @@ func lbRowReads(r *store.Reads, of string, t *v1.LoadBalancerTargets, rules []*v
 
 // checkInstanceAccess decides the seed's rules that depend on the caller's credential: another
 // tenant's instance is ACCESS_DENIED, and each named instance needs compute:instances:update.
-func (s *Service) checkInstanceAccess(ctx context.Context, c core.Caller, tenantID string, instanceIDs []string, core.ByID map[string]store.Instance) error {
+func (s *Service) checkInstanceAccess(ctx context.Context, c core.Caller, tenantID string, instanceIDs []string, byID map[string]store.Instance) error {
 	if len(instanceIDs) == 0 {
 		return nil
 	}
 	var objs []authz.Object
 	for i, id := range instanceIDs {
-		in, ok := core.ByID[id]
+		in, ok := byID[id]
 		switch {
 		case !ok:
 			return &apierr.Error{Code: errcode.NotFound, Field: fieldIndex("targets.instanceIds", i), Message: "instance " + id + " not found"}
@@ -106,9 +107,9 @@ func resolveTargets(p lbPlacement, t *v1.LoadBalancerTargets, rows lbRows) (lbPl
 		if len(t.GetLoadBalancerIds()) == 0 {
 			return p, nil, nil, apierr.Invalid("targets.loadBalancerIds", "a global load balancer targets loadBalancerIds")
 		}
-		core.ByID := rows.lbs
+		byID := rows.lbs
 		for i, id := range t.GetLoadBalancerIds() {
-			lb, ok := core.ByID[id]
+			lb, ok := byID[id]
 			field := fieldIndex("targets.loadBalancerIds", i)
 			if !ok || lb.TenantID != p.TenantID || lb.State == "deleted" {
 				return p, nil, nil, &apierr.Error{Code: errcode.NotFound, Field: field, Message: "load balancer " + id + " not found"}
@@ -129,10 +130,10 @@ func resolveTargets(p lbPlacement, t *v1.LoadBalancerTargets, rows lbRows) (lbPl
 	case t.GetPool():
 		return p, nil, nil, nil
 	}
-	core.ByID := rows.instances
+	byID := rows.instances
 	var subnets []string
 	for i, id := range t.GetInstanceIds() {
-		in, ok := core.ByID[id]
+		in, ok := byID[id]
 		field := fieldIndex("targets.instanceIds", i)
 		switch {
 		case !ok || in.State == "deleted":
@@ -150,7 +151,7 @@ func resolveTargets(p lbPlacement, t *v1.LoadBalancerTargets, rows lbRows) (lbPl
 	}
 	if p.SubnetFixed {
 		for i, id := range t.GetInstanceIds() {
-			if core.ByID[id].SubnetID != p.SubnetID {
+			if byID[id].SubnetID != p.SubnetID {
 				if p.SubnetID == "" {
 					return p, nil, nil, apierr.Invalid(fieldIndex("targets.instanceIds", i), "instance %s is on a tenant network; this load balancer reaches only instances on no tenant network", id)
 				}

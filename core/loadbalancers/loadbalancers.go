@@ -1,4 +1,4 @@
-package core
+package loadbalancers
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"better-compute.dev/compute/apierr"
 	"better-compute.dev/compute/authz"
 	"better-compute.dev/compute/contract"
+	"better-compute.dev/compute/core"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
 	"better-compute.dev/compute/gen/go/bettercompute/compute/v1/errcode"
 	"better-compute.dev/compute/ids"
@@ -206,7 +207,7 @@ func (s *Service) decideLoadBalancerCreate(ctx context.Context, c core.Caller, r
 		}
 	}
 	if r.GetProjectId() != "" && plan.projectErr != nil {
-		return nil, core.RefErr(plan.projectErr, true, core.ProjectTarget(r.GetTenantId(), r.GetProjectId()).notFound(nil))
+		return nil, core.RefErr(plan.projectErr, true, core.ProjectTarget(r.GetTenantId(), r.GetProjectId()).NotFound(nil))
 	}
 	p, instanceIDs, lbIDs, err := resolveTargets(p, r.GetTargets(), rows)
 	if err != nil {
@@ -309,7 +310,7 @@ func (s *Service) UpdateLoadBalancer(ctx context.Context, r *v1.UpdateLoadBalanc
 		rowErr       error
 		refs         func() lbRows
 	)
-	err = s.base.Store.ExecuteLockedTwoTrips(ctx, 
+	err = s.base.Store.ExecuteLockedTwoTrips(ctx,
 		func(rd *store.Reads) {
 			updated = store.LoadBalancer{}
 			rd.LoadBalancerForUpdate(r.GetLoadBalancerId(), &row, &rowErr)
@@ -434,7 +435,7 @@ func (s *Service) DeleteLoadBalancer(ctx context.Context, r *v1.DeleteLoadBalanc
 		rowErr        error
 		globals       []string
 	)
-	err = s.base.Store.ExecuteLockedTwoTrips(ctx, 
+	err = s.base.Store.ExecuteLockedTwoTrips(ctx,
 		func(rd *store.Reads) {
 			deleting, globals = store.LoadBalancer{}, nil
 			rd.LoadBalancerForUpdate(obj.ID, &row, &rowErr)
@@ -495,34 +496,6 @@ func rehearsed(validateOnly bool) func(*store.Writes, error) (*store.Writes, err
 		}
 		return w, err
 	}
-}
-
-// leaveLoadBalancer takes a deleted instance out of a load balancer in the delete's transaction
-// (the seed: "deleting an instance updates its load balancers at once"): the next read no longer
-// lists it in reachedInstanceIds, providerLoadBalancer.updated says the targets changed, and the
-// reconciler is queued to send the provider the smaller set. A load balancer that did not reach
-// the instance yet (it had no machine) has nothing to change.
-func leaveLoadBalancer(ctx context.Context, tx store.Tx, id string, in store.Instance) error {
-	row, err := store.GetLoadBalancerForUpdate(ctx, tx, id)
-	if err != nil {
-		return err
-	}
-	instances := slices.DeleteFunc(slices.Clone(row.ReachedInstanceIDs), func(x string) bool { return x == in.ID })
-	machines := slices.DeleteFunc(slices.Clone(row.ReachedMachineIDs), func(x string) bool { return in.MachineID != "" && x == in.MachineID })
-	if len(instances) == len(row.ReachedInstanceIDs) && len(machines) == len(row.ReachedMachineIDs) {
-		return nil
-	}
-	state := row.State
-	if state == "ready" || state == "error" {
-		state = "updating"
-	}
-	if row, err = store.SetLoadBalancerReach(ctx, tx, id, state, instances, machines); err != nil {
-		return err
-	}
-	if err := lifecycle.LoadBalancer.Apply(ctx, tx, lifecycle.Update, lbSubject(row), map[string]any{"changed": []any{"targets"}, "removedInstanceId": in.ID}); err != nil {
-		return err
-	}
-	return store.Enqueue(ctx, tx, contract.VPSKind, id, nil)
 }
 
 // authorizeLoadBalancer checks perm on a load balancer named by id; another tenant's load balancer

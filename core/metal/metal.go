@@ -1,4 +1,4 @@
-package core
+package metal
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"better-compute.dev/compute/apierr"
 	"better-compute.dev/compute/authz"
 	"better-compute.dev/compute/contract"
+	"better-compute.dev/compute/core"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
 	"better-compute.dev/compute/gen/go/bettercompute/compute/v1/errcode"
 	"better-compute.dev/compute/ids"
@@ -28,9 +29,9 @@ const (
 	defaultIPMIPort    = 623
 )
 
-// MetalSystemLister logs in to a Redfish BMC with the enrollment's settings (through the
+// SystemLister logs in to a Redfish BMC with the enrollment's settings (through the
 // outbound policy) and returns the ids of the systems it manages. app wires provider/bmc's.
-type MetalSystemLister func(ctx context.Context, b *v1.MetalBmcSettings) ([]string, error)
+type SystemLister func(ctx context.Context, b *v1.MetalBmcSettings) ([]string, error)
 
 // metalSystemsWait bounds enrollment's look at a Redfish BMC's systems, so a BMC that hangs holds
 // an API call this long at most: a BMC that does not answer in time is enrolled as asked, and the
@@ -42,12 +43,12 @@ const metalSystemsWait = 5 * time.Second
 // BMC before any transaction; a BMC that cannot be asked (unreachable, credentials refused)
 // passes here and is reported by the probe.
 func (s *Service) checkMetalSystem(ctx context.Context, b *v1.MetalBmcSettings) error {
-	if s.MetalSystems == nil || b.GetProtocol() != "redfish" {
+	if s.systems == nil || b.GetProtocol() != "redfish" {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, metalSystemsWait)
 	defer cancel()
-	ids, err := s.MetalSystems(ctx, b)
+	ids, err := s.systems(ctx, b)
 	if err != nil || len(ids) == 0 {
 		return nil
 	}

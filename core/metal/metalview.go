@@ -1,8 +1,9 @@
-package core
+package metal
 
 import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"better-compute.dev/compute/core"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
 	"better-compute.dev/compute/metal"
 	"better-compute.dev/compute/store"

@@ -1,4 +1,4 @@
-package core
+package pools
 
 import (
 	"context"
@@ -8,70 +8,11 @@ import (
 
 	"better-compute.dev/compute/apierr"
 	"better-compute.dev/compute/authz"
+	"better-compute.dev/compute/core"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
 	"better-compute.dev/compute/ids"
-	"better-compute.dev/compute/seal"
 	"better-compute.dev/compute/store"
 )
-
-// CreateProviderAccount stores an account with its token sealed, bound to the account id.
-func (s *Service) CreateProviderAccount(ctx context.Context, r *v1.CreateProviderAccountRequest) (*v1.ProviderAccount, error) {
-	c, err := core.RequireCaller(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if err := core.RequirePlatformAdmin(c); err != nil {
-		return nil, err
-	}
-	if _, err := store.GetTenant(ctx, s.base.Store.Q(), r.GetTenantId()); err != nil {
-		return nil, core.StoreErr(err, "tenant")
-	}
-	id := ids.New(ids.Account)
-	sealed, err := s.base.Keyring.SealSecret(seal.Secret(r.GetToken()), []byte(id))
-	if err != nil {
-		return nil, apierr.InternalErr(err)
-	}
-	a, err := store.InsertAccount(ctx, s.base.Store.Q(), store.Account{
-		ID: id, TenantID: r.GetTenantId(), Kind: r.GetKind(), Name: r.GetName(), TokenSealed: []byte(sealed), APIURL: r.GetApiUrl(),
-	})
-	if err != nil {
-		return nil, core.StoreErr(err, "provider account")
-	}
-	return accountProto(a), nil
-}
-
-// GetProviderAccount returns an account (never its token).
-func (s *Service) GetProviderAccount(ctx context.Context, r *v1.GetProviderAccountRequest) (*v1.ProviderAccount, error) {
-	c, err := core.RequireCaller(ctx)
-	if err != nil {
-		return nil, err
-	}
-	a, err := store.GetAccount(ctx, s.base.Store.Q(), r.GetAccountId())
-	t := core.Target{Type: authz.TypeProviderAccount, ID: r.GetAccountId(), Tenant: r.GetTenantId(), What: "provider account", Field: "accountId"}
-	if _, err := s.base.AuthorizeOwned(ctx, c, t, a.TenantID, err, authz.ProviderAccountsRead, ""); err != nil {
-		return nil, err
-	}
-	return accountProto(a), nil
-}
-
-// ListProviderAccounts returns the tenant's accounts in creation order
-// (ListProviderAccountsPage without the token).
-func (s *Service) ListProviderAccounts(ctx context.Context, r *v1.ListProviderAccountsRequest) ([]*v1.ProviderAccount, error) {
-	as, _, err := s.ListProviderAccountsPage(ctx, r)
-	return as, err
-}
-
-// ListProviderAccountsPage returns at most 1000 accounts, or one page, and the next page's token.
-func (s *Service) ListProviderAccountsPage(ctx context.Context, r *v1.ListProviderAccountsRequest) ([]*v1.ProviderAccount, string, error) {
-	return core.ListPage(ctx, s.base, r, core.Listing[store.Account]{
-		Method: "providerAccounts", What: "provider account", Perm: authz.ProviderAccountsRead, Access: core.PlatformReads,
-		Tenant: r.GetTenantId(),
-		Key:    func(a store.Account) store.Cursor { return core.ByID(a.ID) },
-		Query: func(p store.Page) ([]store.Account, error) {
-			return store.ListAccounts(ctx, s.base.Store.Q(), r.GetTenantId(), p)
-		},
-	}, core.Each(core.Infallible(accountProto)))
-}
 
 // CreatePool makes a pool on an account of the tenant.
 func (s *Service) CreatePool(ctx context.Context, r *v1.CreatePoolRequest) (*v1.Pool, error) {
@@ -191,47 +132,6 @@ func (s *Service) changePool(ctx context.Context, tenantID, poolID string, polic
 	return poolProto(p)
 }
 
-// SetQuota sets one quota row (platform admins).
-func (s *Service) SetQuota(ctx context.Context, r *v1.SetQuotaRequest) (*v1.Quota, error) {
-	c, err := core.RequireCaller(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if err := core.RequirePlatformAdmin(c); err != nil {
-		return nil, err
-	}
-	if _, err := store.GetTenant(ctx, s.base.Store.Q(), r.GetTenantId()); err != nil {
-		return nil, core.StoreErr(err, "tenant")
-	}
-	if _, err := store.GetPool(ctx, s.base.Store.Q(), r.GetPoolId()); err != nil {
-		return nil, core.StoreErr(err, "pool")
-	}
-	q, err := store.SetQuota(ctx, s.base.Store.Q(), store.Quota{PoolID: r.GetPoolId(), TenantID: r.GetTenantId(), Resource: r.GetResource(), Limit: r.GetLimit()})
-	if err != nil {
-		return nil, core.StoreErr(err, "quota")
-	}
-	return quotaProto(q), nil
-}
-
-// ListQuotas returns the tenant's quota rows by pool and resource, all of them (ListQuotasPage
-// without the token).
-func (s *Service) ListQuotas(ctx context.Context, r *v1.ListQuotasRequest) ([]*v1.Quota, error) {
-	qs, _, err := s.ListQuotasPage(ctx, r)
-	return qs, err
-}
-
-// ListQuotasPage returns every quota row, or one page, and the next page's token.
-func (s *Service) ListQuotasPage(ctx context.Context, r *v1.ListQuotasRequest) ([]*v1.Quota, string, error) {
-	return core.ListPage(ctx, s.base, r, core.Listing[store.Quota]{
-		Method: "quotas", What: "quota", Perm: authz.PoolsRead, Access: core.PlatformReads, Tenant: r.GetTenantId(),
-		Filters: []string{r.GetPoolId()}, Default: store.NoLimit,
-		Key: func(q store.Quota) store.Cursor { return store.Cursor{ID: q.PoolID, Second: q.Resource} },
-		Query: func(p store.Page) ([]store.Quota, error) {
-			return store.ListQuotasPage(ctx, s.base.Store.Q(), r.GetTenantId(), r.GetPoolId(), p)
-		},
-	}, core.Each(core.Infallible(quotaProto)))
-}
-
 func marshalPolicy(p *v1.PoolPolicy) ([]byte, error) {
 	if p == nil {
 		return []byte("{}"), nil
@@ -243,18 +143,10 @@ func marshalPolicy(p *v1.PoolPolicy) ([]byte, error) {
 	return b, nil
 }
 
-func accountProto(a store.Account) *v1.ProviderAccount {
-	return &v1.ProviderAccount{Id: a.ID, TenantId: a.TenantID, Kind: a.Kind, Name: a.Name, TokenSet: len(a.TokenSealed) > 0, CreateTime: timestamppb.New(a.CreatedAt)}
-}
-
 func poolProto(p store.Pool) (*v1.Pool, error) {
 	policy := &v1.PoolPolicy{}
 	if err := core.StoredJSON.Unmarshal(p.Policy, policy); err != nil {
 		return nil, apierr.InternalErr(err)
 	}
 	return &v1.Pool{Id: p.ID, TenantId: p.TenantID, AccountId: p.AccountID, Name: p.Name, Regions: p.Regions, Policy: policy, State: p.State, CreateTime: timestamppb.New(p.CreatedAt)}, nil
-}
-
-func quotaProto(q store.Quota) *v1.Quota {
-	return &v1.Quota{PoolId: q.PoolID, TenantId: q.TenantID, Resource: q.Resource, Limit: q.Limit, Used: q.Used}
 }

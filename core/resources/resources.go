@@ -1,4 +1,4 @@
-package core
+package resources
 
 import (
 	"context"
@@ -11,8 +11,8 @@ import (
 	"better-compute.dev/compute/apierr"
 	"better-compute.dev/compute/authz"
 	"better-compute.dev/compute/contract"
+	"better-compute.dev/compute/core"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
-	"better-compute.dev/compute/gen/go/bettercompute/compute/v1/errcode"
 	"better-compute.dev/compute/ids"
 	"better-compute.dev/compute/lifecycle"
 	"better-compute.dev/compute/seal"
@@ -317,7 +317,7 @@ func (s *Service) CreateInstance(ctx context.Context, r *v1.CreateInstanceReques
 		}
 		if r.GetProjectId() != "" {
 			if _, err := store.GetProject(ctx, tx, r.GetTenantId(), r.GetProjectId()); err != nil {
-				return core.RefErr(err, true, core.ProjectTarget(r.GetTenantId(), r.GetProjectId()).notFound(nil))
+				return core.RefErr(err, true, core.ProjectTarget(r.GetTenantId(), r.GetProjectId()).NotFound(nil))
 			}
 		}
 		id := ids.New(ids.Instance)

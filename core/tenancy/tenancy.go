@@ -1,18 +1,14 @@
-package core
+package tenancy
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/base32"
-	"fmt"
-	"strings"
 	"time"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"better-compute.dev/compute/apierr"
 	"better-compute.dev/compute/authz"
+	"better-compute.dev/compute/core"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
 	"better-compute.dev/compute/gen/go/bettercompute/compute/v1/errcode"
 	"better-compute.dev/compute/ids"
@@ -139,7 +135,7 @@ func (s *Service) CreateToken(ctx context.Context, r *v1.CreateTokenRequest) (*v
 	}
 	secret := core.NewSecret()
 	t, err := store.InsertToken(ctx, s.base.Store.Q(), store.Token{
-		ID: ids.New(ids.Token), PrincipalID: r.GetPrincipalId(), SecretHash: HashSecret(secret), ExpiresAt: expires,
+		ID: ids.New(ids.Token), PrincipalID: r.GetPrincipalId(), SecretHash: core.HashSecret(secret), ExpiresAt: expires,
 	})
 	if err != nil {
 		return nil, "", core.StoreErr(err, "token")

@@ -54,7 +54,8 @@ const failuresBeforeEnding = 3
 
 // Options configure a Hub.
 type Options struct {
-	DB *store.DB
+	// Read reads the events of several tenants after their cursors (core.Store.ReadEventRanges).
+	Read func(ctx context.Context, ranges []store.EventRange, limit int) (store.EventFeed, error)
 	// Poll is the interval between reads.
 	Poll time.Duration
 	// Buffer bounds the unsent events of one watch (0: DefaultBuffer).
@@ -168,7 +169,7 @@ func (h *Hub) run() {
 			return
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
-		read, err := store.ReadEventRanges(ctx, h.opts.DB, p.ranges, p.limit)
+		read, err := h.opts.Read(ctx, p.ranges, p.limit)
 		cancel()
 		h.reads.Add(1)
 		again = h.deliver(p, read, err)

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"better-compute.dev/compute/apierr"
-	"better-compute.dev/compute/core/watchhub"
+	"better-compute.dev/compute/core/events/watchhub"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
 	"better-compute.dev/compute/gen/go/bettercompute/compute/v1/errcode"
 	"better-compute.dev/compute/store"
@@ -51,7 +51,9 @@ func newEnv(t *testing.T, buffer int) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(db.Close)
-	return &env{db: db, stmts: c, hub: watchhub.New(watchhub.Options{DB: db, Poll: 20 * time.Millisecond, Buffer: buffer, Convert: convert})}
+	return &env{db: db, stmts: c, hub: watchhub.New(watchhub.Options{Read: func(ctx context.Context, rs []store.EventRange, limit int) (store.EventFeed, error) {
+		return store.ReadEventRanges(ctx, db, rs, limit)
+	}, Poll: 20 * time.Millisecond, Buffer: buffer, Convert: convert})}
 }
 
 // append writes events to a tenant's inbox, committed together.
