@@ -9,7 +9,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"better-compute.dev/compute/app/apptest"
-	"better-compute.dev/compute/core"
+	"better-compute.dev/compute/core/events"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
 	"better-compute.dev/compute/lifecycle"
 	"better-compute.dev/compute/store"
@@ -20,9 +20,9 @@ import (
 func TestList(t *testing.T) {
 	s := apptest.Start(t)
 	tn := s.NewTenant(t, "acme", "editor")
-	svc := s.App.Service
+	svc := s.App
 	second := s.NewPool(t, tn.ID, tn.AccountID, "second", 10)
-	prj, err := svc.CreateProject(tn.Ctx, &v1.CreateProjectRequest{TenantId: tn.ID, Name: "shop"})
+	prj, err := svc.Tenancy.CreateProject(tn.Ctx, &v1.CreateProjectRequest{TenantId: tn.ID, Name: "shop"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +35,7 @@ func TestList(t *testing.T) {
 		if i == 4 {
 			r.ProjectId = prj.GetId()
 		}
-		lb, err := svc.CreateLoadBalancer(tn.Ctx, r)
+		lb, err := svc.LoadBalancers.CreateLoadBalancer(tn.Ctx, r)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -47,7 +47,7 @@ func TestList(t *testing.T) {
 	}
 	list := func(r *v1.ListLoadBalancersRequest) []string {
 		r.TenantId = tn.ID
-		lbs, err := svc.ListLoadBalancers(tn.Ctx, r)
+		lbs, err := svc.LoadBalancers.ListLoadBalancers(tn.Ctx, r)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -108,7 +108,7 @@ func TestUsage(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	recs, totals, err := s.App.Service.ListUsage(tn.Ctx, &v1.ListUsageRequest{TenantId: tn.ID,
+	recs, totals, err := s.App.Events.ListUsage(tn.Ctx, &v1.ListUsageRequest{TenantId: tn.ID,
 		StartTime: timestamppb.New(t0.Add(2 * time.Hour)), EndTime: timestamppb.New(t0.Add(12 * time.Hour))})
 	if err != nil || len(recs) != 2 {
 		t.Fatalf("%v %v", recs, err)
@@ -118,7 +118,7 @@ func TestUsage(t *testing.T) {
 		t.Fatalf("records %v totals %v", recs, totals)
 	}
 	other := s.NewTenant(t, "globex", "editor")
-	if recs, _, err := s.App.Service.ListUsage(other.Ctx, &v1.ListUsageRequest{TenantId: other.ID}); err != nil || len(recs) != 0 {
+	if recs, _, err := s.App.Events.ListUsage(other.Ctx, &v1.ListUsageRequest{TenantId: other.ID}); err != nil || len(recs) != 0 {
 		t.Fatalf("other tenant sees %v %v", recs, err)
 	}
 }
@@ -140,7 +140,7 @@ func TestUsageHours(t *testing.T) {
 		{"before the window", h(1), &end, h(5), h(10), h(20), 0},
 		{"starts before the window", h(1), &end, h(2), h(10), h(20), 1},
 	} {
-		if got := core.UsageHours(tc.start, tc.end, tc.from, tc.to, tc.now); math.Abs(got-tc.want) > 1e-9 {
+		if got := events.UsageHours(tc.start, tc.end, tc.from, tc.to, tc.now); math.Abs(got-tc.want) > 1e-9 {
 			t.Errorf("%s: %v, want %v", tc.reason, got, tc.want)
 		}
 	}

@@ -57,7 +57,7 @@ func newWorld(t *testing.T) *world {
 	w := &world{s: s, a: s.NewTenant(t, "acme", "editor"), b: s.NewTenant(t, "globex", "editor")}
 	for _, tn := range []apptest.Tenant{w.a, w.b} {
 		for _, res := range []string{"loadBalancers", "instances"} {
-			if _, err := s.App.Service.SetQuota(s.AdminCtx, &v1.SetQuotaRequest{TenantId: tn.ID, PoolId: tn.PoolID, Resource: res, Limit: 200}); err != nil {
+			if _, err := s.App.Pools.SetQuota(s.AdminCtx, &v1.SetQuotaRequest{TenantId: tn.ID, PoolId: tn.PoolID, Resource: res, Limit: 200}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -75,11 +75,11 @@ var netN int
 func subnet(t *testing.T, s *apptest.Stack, tn apptest.Tenant, region, cidr string) string {
 	t.Helper()
 	netN++
-	n, err := s.App.Service.CreateNetwork(tn.Ctx, &v1.CreateNetworkRequest{TenantId: tn.ID, AccountId: tn.AccountID, Name: fmt.Sprintf("net%d", netN)})
+	n, err := s.App.Resources.CreateNetwork(tn.Ctx, &v1.CreateNetworkRequest{TenantId: tn.ID, AccountId: tn.AccountID, Name: fmt.Sprintf("net%d", netN)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	sn, err := s.App.Service.CreateSubnet(tn.Ctx, &v1.CreateSubnetRequest{TenantId: tn.ID, NetworkId: n.GetId(), Name: "s", Region: region, IpRange: cidr})
+	sn, err := s.App.Resources.CreateSubnet(tn.Ctx, &v1.CreateSubnetRequest{TenantId: tn.ID, NetworkId: n.GetId(), Name: "s", Region: region, IpRange: cidr})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func subnet(t *testing.T, s *apptest.Stack, tn apptest.Tenant, region, cidr stri
 func cert(t *testing.T, s *apptest.Stack, tn apptest.Tenant, account string) string {
 	t.Helper()
 	netN++
-	c, err := s.App.Service.CreateCertificate(tn.Ctx, &v1.CreateCertificateRequest{TenantId: tn.ID, AccountId: account, Name: fmt.Sprintf("c%d", netN),
+	c, err := s.App.Resources.CreateCertificate(tn.Ctx, &v1.CreateCertificateRequest{TenantId: tn.ID, AccountId: account, Name: fmt.Sprintf("c%d", netN),
 		Source: &v1.CreateCertificateRequest_Managed{Managed: &v1.ManagedCertificate{DnsNames: []string{"www.example.com"}}}})
 	if err != nil {
 		t.Fatal(err)
@@ -108,7 +108,7 @@ func wantCode(t *testing.T, err error, code apierr.Code, field string) {
 // TestSeedSentences asserts each sentence of the seed's loadBalancers page; the case names quote it.
 func TestSeedSentences(t *testing.T) {
 	w := newWorld(t)
-	s, svc, a, b := w.s, w.s.App.Service, w.a, w.b
+	s, svc, a, b := w.s, w.s.App.Services, w.a, w.b
 	ctx := context.Background()
 	inst := func(tn apptest.Tenant, region, subnet string) string {
 		return s.MachineInstance(t, tn, region, subnet).GetId()
@@ -119,24 +119,24 @@ func TestSeedSentences(t *testing.T) {
 		run      func(t *testing.T)
 	}{
 		{"create returns pending", func(t *testing.T) {
-			lb, err := svc.CreateLoadBalancer(a.Ctx, regional(a, poolTargets()))
+			lb, err := svc.LoadBalancers.CreateLoadBalancer(a.Ctx, regional(a, poolTargets()))
 			if err != nil || lb.GetState() != "pending" {
 				t.Fatalf("%v %v", lb, err)
 			}
 		}},
 		{"Publishes providerLoadBalancer.created", func(t *testing.T) {
-			lb, err := svc.CreateLoadBalancer(a.Ctx, regional(a, poolTargets()))
+			lb, err := svc.LoadBalancers.CreateLoadBalancer(a.Ctx, regional(a, poolTargets()))
 			if err != nil {
 				t.Fatal(err)
 			}
-			evs, _, err := svc.ListEvents(a.Ctx, &v1.ListEventsRequest{TenantId: a.ID, ResourceId: lb.GetId()})
+			evs, _, err := svc.Events.ListEvents(a.Ctx, &v1.ListEventsRequest{TenantId: a.ID, ResourceId: lb.GetId()})
 			if err != nil || len(evs) != 1 || evs[0].GetType() != "providerLoadBalancer.created" {
 				t.Fatalf("events %v %v", evs, err)
 			}
 		}},
 		{"A load balancer books one loadBalancers quota on the pool", func(t *testing.T) {
 			before := used(t, s, a)
-			if _, err := svc.CreateLoadBalancer(a.Ctx, regional(a, poolTargets())); err != nil {
+			if _, err := svc.LoadBalancers.CreateLoadBalancer(a.Ctx, regional(a, poolTargets())); err != nil {
 				t.Fatal(err)
 			}
 			if got := used(t, s, a); got != before+1 {
@@ -150,156 +150,156 @@ func TestSeedSentences(t *testing.T) {
 			}
 			r := regional(a, poolTargets())
 			r.PoolId = pool
-			_, err := svc.CreateLoadBalancer(a.Ctx, r)
+			_, err := svc.LoadBalancers.CreateLoadBalancer(a.Ctx, r)
 			wantCode(t, err, errcode.QuotaExceeded, "")
 		}},
 		{"no room is QUOTA_EXCEEDED", func(t *testing.T) {
 			pool := s.NewPool(t, a.ID, a.AccountID, "tiny", 1)
 			r := regional(a, poolTargets())
 			r.PoolId = pool
-			if _, err := svc.CreateLoadBalancer(a.Ctx, r); err != nil {
+			if _, err := svc.LoadBalancers.CreateLoadBalancer(a.Ctx, r); err != nil {
 				t.Fatal(err)
 			}
 			r.IdempotencyKey = newKey()
-			_, err := svc.CreateLoadBalancer(a.Ctx, r)
+			_, err := svc.LoadBalancers.CreateLoadBalancer(a.Ctx, r)
 			wantCode(t, err, errcode.QuotaExceeded, "")
 		}},
 		{"Reading takes read, everything else manage: a viewer reads but cannot create", func(t *testing.T) {
 			_, _, viewer := s.NewPrincipal(t, a.ID, "viewer")
-			lb, err := svc.CreateLoadBalancer(a.Ctx, regional(a, poolTargets()))
+			lb, err := svc.LoadBalancers.CreateLoadBalancer(a.Ctx, regional(a, poolTargets()))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := svc.GetLoadBalancer(viewer, &v1.GetLoadBalancerRequest{TenantId: a.ID, LoadBalancerId: lb.GetId()}); err != nil {
+			if _, err := svc.LoadBalancers.GetLoadBalancer(viewer, &v1.GetLoadBalancerRequest{TenantId: a.ID, LoadBalancerId: lb.GetId()}); err != nil {
 				t.Fatal(err)
 			}
-			_, err = svc.CreateLoadBalancer(viewer, regional(a, poolTargets()))
+			_, err = svc.LoadBalancers.CreateLoadBalancer(viewer, regional(a, poolTargets()))
 			wantCode(t, err, errcode.AccessDenied, "")
-			_, err = svc.DeleteLoadBalancer(viewer, &v1.DeleteLoadBalancerRequest{TenantId: a.ID, LoadBalancerId: lb.GetId()})
+			_, err = svc.LoadBalancers.DeleteLoadBalancer(viewer, &v1.DeleteLoadBalancerRequest{TenantId: a.ID, LoadBalancerId: lb.GetId()})
 			wantCode(t, err, errcode.AccessDenied, "")
-			_, err = svc.UpdateLoadBalancer(viewer, &v1.UpdateLoadBalancerRequest{TenantId: a.ID, LoadBalancerId: lb.GetId(), RedirectHttpToHttps: boolp(true)})
+			_, err = svc.LoadBalancers.UpdateLoadBalancer(viewer, &v1.UpdateLoadBalancerRequest{TenantId: a.ID, LoadBalancerId: lb.GetId(), RedirectHttpToHttps: boolp(true)})
 			wantCode(t, err, errcode.AccessDenied, "")
 		}},
 		{"a regional one targets named instances of the tenant and lives on the subnet they share", func(t *testing.T) {
 			i1, i2 := inst(a, "nyc3", w.aSubnet), inst(a, "nyc3", w.aSubnet)
-			lb, err := svc.CreateLoadBalancer(a.Ctx, regional(a, &v1.LoadBalancerTargets{InstanceIds: []string{i1, i2}}))
+			lb, err := svc.LoadBalancers.CreateLoadBalancer(a.Ctx, regional(a, &v1.LoadBalancerTargets{InstanceIds: []string{i1, i2}}))
 			if err != nil || lb.GetSubnetId() != w.aSubnet {
 				t.Fatalf("%v %v", lb, err)
 			}
 		}},
 		{"named instances on two subnets is INVALID_INPUT", func(t *testing.T) {
 			i1, i2 := inst(a, "nyc3", w.aSubnet), inst(a, "nyc3", w.aSubnet2)
-			_, err := svc.CreateLoadBalancer(a.Ctx, regional(a, &v1.LoadBalancerTargets{InstanceIds: []string{i1, i2}}))
+			_, err := svc.LoadBalancers.CreateLoadBalancer(a.Ctx, regional(a, &v1.LoadBalancerTargets{InstanceIds: []string{i1, i2}}))
 			wantCode(t, err, errcode.InvalidInput, "targets.instanceIds")
 		}},
 		{"named instances not on subnetId is INVALID_INPUT", func(t *testing.T) {
 			r := regional(a, &v1.LoadBalancerTargets{InstanceIds: []string{inst(a, "nyc3", w.aSubnet2)}})
 			r.SubnetId = w.aSubnet
-			_, err := svc.CreateLoadBalancer(a.Ctx, r)
+			_, err := svc.LoadBalancers.CreateLoadBalancer(a.Ctx, r)
 			wantCode(t, err, errcode.InvalidInput, "targets.instanceIds[0]")
 		}},
 		{"Another tenant's instance is ACCESS_DENIED", func(t *testing.T) {
-			_, err := svc.CreateLoadBalancer(a.Ctx, regional(a, &v1.LoadBalancerTargets{InstanceIds: []string{inst(b, "nyc3", "")}}))
+			_, err := svc.LoadBalancers.CreateLoadBalancer(a.Ctx, regional(a, &v1.LoadBalancerTargets{InstanceIds: []string{inst(b, "nyc3", "")}}))
 			wantCode(t, err, errcode.AccessDenied, "targets.instanceIds[0]")
 		}},
 		{"another region is INVALID_INPUT", func(t *testing.T) {
-			_, err := svc.CreateLoadBalancer(a.Ctx, regional(a, &v1.LoadBalancerTargets{InstanceIds: []string{inst(a, "sfo3", "")}}))
+			_, err := svc.LoadBalancers.CreateLoadBalancer(a.Ctx, regional(a, &v1.LoadBalancerTargets{InstanceIds: []string{inst(a, "sfo3", "")}}))
 			wantCode(t, err, errcode.InvalidInput, "targets.instanceIds[0]")
 		}},
 		{"another account is INVALID_INPUT", func(t *testing.T) {
-			acct, err := svc.CreateProviderAccount(s.AdminCtx, &v1.CreateProviderAccountRequest{TenantId: a.ID, Kind: "digitalocean", Name: "second", Token: "t2"})
+			acct, err := svc.Tenancy.CreateProviderAccount(s.AdminCtx, &v1.CreateProviderAccountRequest{TenantId: a.ID, Kind: "digitalocean", Name: "second", Token: "t2"})
 			if err != nil {
 				t.Fatal(err)
 			}
 			other := a
 			other.PoolID = s.NewPool(t, a.ID, acct.GetId(), "second", 5)
 			i := s.MachineInstance(t, other, "nyc3", "").GetId()
-			_, err = svc.CreateLoadBalancer(a.Ctx, regional(a, &v1.LoadBalancerTargets{InstanceIds: []string{i}}))
+			_, err = svc.LoadBalancers.CreateLoadBalancer(a.Ctx, regional(a, &v1.LoadBalancerTargets{InstanceIds: []string{i}}))
 			wantCode(t, err, errcode.InvalidInput, "targets.instanceIds[0]")
 			r := regional(a, poolTargets())
 			r.Forwarding = []*v1.ForwardingRule{{EntryProtocol: "https", EntryPort: 443, TargetProtocol: "http", TargetPort: 80, CertificateId: cert(t, s, a, acct.GetId())}}
-			_, err = svc.CreateLoadBalancer(a.Ctx, r)
+			_, err = svc.LoadBalancers.CreateLoadBalancer(a.Ctx, r)
 			wantCode(t, err, errcode.InvalidInput, "forwarding[0].certificateId")
 		}},
 		{"another tenant's subnet is NOT_FOUND", func(t *testing.T) {
 			r := regional(a, poolTargets())
 			r.SubnetId = w.bSubnet
-			_, err := svc.CreateLoadBalancer(a.Ctx, r)
+			_, err := svc.LoadBalancers.CreateLoadBalancer(a.Ctx, r)
 			wantCode(t, err, errcode.NotFound, "subnetId")
 		}},
 		{"another tenant's certificate is NOT_FOUND", func(t *testing.T) {
 			r := regional(a, poolTargets())
 			r.Forwarding = []*v1.ForwardingRule{{EntryProtocol: "https", EntryPort: 443, TargetProtocol: "http", TargetPort: 80, CertificateId: w.bCert}}
-			_, err := svc.CreateLoadBalancer(a.Ctx, r)
+			_, err := svc.LoadBalancers.CreateLoadBalancer(a.Ctx, r)
 			wantCode(t, err, errcode.NotFound, "forwarding[0].certificateId")
 		}},
 		{"an https entry names a certificate of the tenant on the same account", func(t *testing.T) {
 			r := regional(a, poolTargets())
 			r.Forwarding = []*v1.ForwardingRule{{EntryProtocol: "https", EntryPort: 443, TargetProtocol: "http", TargetPort: 80, CertificateId: w.aCert}}
-			if _, err := svc.CreateLoadBalancer(a.Ctx, r); err != nil {
+			if _, err := svc.LoadBalancers.CreateLoadBalancer(a.Ctx, r); err != nil {
 				t.Fatal(err)
 			}
 		}},
 		{"a global one targets the tenant's regional load balancers; another tenant's is NOT_FOUND", func(t *testing.T) {
-			mine, err := svc.CreateLoadBalancer(a.Ctx, regional(a, poolTargets()))
+			mine, err := svc.LoadBalancers.CreateLoadBalancer(a.Ctx, regional(a, poolTargets()))
 			if err != nil {
 				t.Fatal(err)
 			}
-			theirs, err := svc.CreateLoadBalancer(b.Ctx, regional(b, poolTargets()))
+			theirs, err := svc.LoadBalancers.CreateLoadBalancer(b.Ctx, regional(b, poolTargets()))
 			if err != nil {
 				t.Fatal(err)
 			}
 			g := &v1.CreateLoadBalancerRequest{TenantId: a.ID, PoolId: a.PoolID, Name: "edge", Scope: "global", Forwarding: httpRule(),
 				Targets: &v1.LoadBalancerTargets{LoadBalancerIds: []string{mine.GetId()}}, Domains: []*v1.Domain{{Name: "example.com"}}, IdempotencyKey: newKey()}
-			if lb, err := svc.CreateLoadBalancer(a.Ctx, g); err != nil || lb.GetScope() != "global" {
+			if lb, err := svc.LoadBalancers.CreateLoadBalancer(a.Ctx, g); err != nil || lb.GetScope() != "global" {
 				t.Fatalf("%v %v", lb, err)
 			}
 			g.Targets.LoadBalancerIds, g.IdempotencyKey = []string{theirs.GetId()}, newKey()
-			_, err = svc.CreateLoadBalancer(a.Ctx, g)
+			_, err = svc.LoadBalancers.CreateLoadBalancer(a.Ctx, g)
 			wantCode(t, err, errcode.NotFound, "targets.loadBalancerIds[0]")
 		}},
 		{"A regional load balancer a global one of the tenant targets is INVALID_STATE (reason inUse)", func(t *testing.T) {
-			mine, _ := svc.CreateLoadBalancer(a.Ctx, regional(a, poolTargets()))
+			mine, _ := svc.LoadBalancers.CreateLoadBalancer(a.Ctx, regional(a, poolTargets()))
 			g := &v1.CreateLoadBalancerRequest{TenantId: a.ID, PoolId: a.PoolID, Name: "edge-inuse", Scope: "global", Forwarding: httpRule(),
 				Targets: &v1.LoadBalancerTargets{LoadBalancerIds: []string{mine.GetId()}}, IdempotencyKey: newKey()}
-			glb, err := svc.CreateLoadBalancer(a.Ctx, g)
+			glb, err := svc.LoadBalancers.CreateLoadBalancer(a.Ctx, g)
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = svc.DeleteLoadBalancer(a.Ctx, &v1.DeleteLoadBalancerRequest{TenantId: a.ID, LoadBalancerId: mine.GetId()})
+			_, err = svc.LoadBalancers.DeleteLoadBalancer(a.Ctx, &v1.DeleteLoadBalancerRequest{TenantId: a.ID, LoadBalancerId: mine.GetId()})
 			if pe := apierr.From(err); pe.Code != errcode.InvalidState || pe.StateReason != "inUse" {
 				t.Fatalf("got %v", err)
 			}
 			// Once the global one is being deleted, the regional one may go.
-			if _, err := svc.DeleteLoadBalancer(a.Ctx, &v1.DeleteLoadBalancerRequest{TenantId: a.ID, LoadBalancerId: glb.GetId()}); err != nil {
+			if _, err := svc.LoadBalancers.DeleteLoadBalancer(a.Ctx, &v1.DeleteLoadBalancerRequest{TenantId: a.ID, LoadBalancerId: glb.GetId()}); err != nil {
 				t.Fatal(err)
 			}
-			if lb, err := svc.DeleteLoadBalancer(a.Ctx, &v1.DeleteLoadBalancerRequest{TenantId: a.ID, LoadBalancerId: mine.GetId()}); err != nil || lb.GetState() != "deleting" {
+			if lb, err := svc.LoadBalancers.DeleteLoadBalancer(a.Ctx, &v1.DeleteLoadBalancerRequest{TenantId: a.ID, LoadBalancerId: mine.GetId()}); err != nil || lb.GetState() != "deleting" {
 				t.Fatalf("%v %v", lb, err)
 			}
 		}},
 		{"get returns settings, targets, address and addressV6 once assigned, and state", func(t *testing.T) {
-			lb, _ := svc.CreateLoadBalancer(a.Ctx, regional(a, poolTargets()))
+			lb, _ := svc.LoadBalancers.CreateLoadBalancer(a.Ctx, regional(a, poolTargets()))
 			if _, err := store.RecordLoadBalancerObservation(ctx, s.App.DB.Q(), store.LoadBalancerObservation{
 				ID: lb.GetId(), State: "ready", ProviderID: "p1", Address: "192.0.2.10", AddressV6: "2001:db8::10", MarkReady: true,
 			}); err != nil {
 				t.Fatal(err)
 			}
-			got, err := svc.GetLoadBalancer(a.Ctx, &v1.GetLoadBalancerRequest{TenantId: a.ID, LoadBalancerId: lb.GetId()})
+			got, err := svc.LoadBalancers.GetLoadBalancer(a.Ctx, &v1.GetLoadBalancerRequest{TenantId: a.ID, LoadBalancerId: lb.GetId()})
 			if err != nil || got.GetAddress() != "192.0.2.10" || got.GetAddressV6() != "2001:db8::10" || got.GetState() != "ready" ||
 				!got.GetTargets().GetPool() || len(got.GetForwarding()) != 1 || got.GetReadyTime() == nil {
 				t.Fatalf("%v %v", got, err)
 			}
 		}},
 		{"update replaces each part given, returns it updating, publishes updated with what changed", func(t *testing.T) {
-			lb, _ := svc.CreateLoadBalancer(a.Ctx, regional(a, poolTargets()))
+			lb, _ := svc.LoadBalancers.CreateLoadBalancer(a.Ctx, regional(a, poolTargets()))
 			_, _ = store.RecordLoadBalancerObservation(ctx, s.App.DB.Q(), store.LoadBalancerObservation{ID: lb.GetId(), State: "ready", ProviderID: "p1", MarkReady: true})
-			up, err := svc.UpdateLoadBalancer(a.Ctx, &v1.UpdateLoadBalancerRequest{TenantId: a.ID, LoadBalancerId: lb.GetId(),
+			up, err := svc.LoadBalancers.UpdateLoadBalancer(a.Ctx, &v1.UpdateLoadBalancerRequest{TenantId: a.ID, LoadBalancerId: lb.GetId(),
 				HealthCheck: &v1.HealthCheck{Protocol: "tcp", Port: 8080}, StickySessions: &v1.StickySessions{CookieName: "lb", TtlSeconds: 60}})
 			if err != nil || up.GetState() != "updating" || up.GetHealthCheck().GetProtocol() != "tcp" || !up.GetTargets().GetPool() || len(up.GetForwarding()) != 1 {
 				t.Fatalf("%v %v", up, err)
 			}
-			evs, _, _ := svc.ListEvents(a.Ctx, &v1.ListEventsRequest{TenantId: a.ID, ResourceId: lb.GetId()})
+			evs, _, _ := svc.Events.ListEvents(a.Ctx, &v1.ListEventsRequest{TenantId: a.ID, ResourceId: lb.GetId()})
 			last := evs[len(evs)-1]
 			changed := last.GetData().GetFields()["changed"].GetListValue().AsSlice()
 			if last.GetType() != "providerLoadBalancer.updated" || !slices.Equal(changed, []any{"healthCheck", "stickySessions"}) {
@@ -307,17 +307,17 @@ func TestSeedSentences(t *testing.T) {
 			}
 		}},
 		{"update: named instances must be on its subnet, or without one on no tenant network", func(t *testing.T) {
-			lb, _ := svc.CreateLoadBalancer(a.Ctx, regional(a, poolTargets()))
-			_, err := svc.UpdateLoadBalancer(a.Ctx, &v1.UpdateLoadBalancerRequest{TenantId: a.ID, LoadBalancerId: lb.GetId(),
+			lb, _ := svc.LoadBalancers.CreateLoadBalancer(a.Ctx, regional(a, poolTargets()))
+			_, err := svc.LoadBalancers.UpdateLoadBalancer(a.Ctx, &v1.UpdateLoadBalancerRequest{TenantId: a.ID, LoadBalancerId: lb.GetId(),
 				Targets: &v1.LoadBalancerTargets{InstanceIds: []string{inst(a, "nyc3", w.aSubnet)}}})
 			wantCode(t, err, errcode.InvalidInput, "targets.instanceIds[0]")
-			if _, err := svc.UpdateLoadBalancer(a.Ctx, &v1.UpdateLoadBalancerRequest{TenantId: a.ID, LoadBalancerId: lb.GetId(),
+			if _, err := svc.LoadBalancers.UpdateLoadBalancer(a.Ctx, &v1.UpdateLoadBalancerRequest{TenantId: a.ID, LoadBalancerId: lb.GetId(),
 				Targets: &v1.LoadBalancerTargets{InstanceIds: []string{inst(a, "nyc3", "")}}}); err != nil {
 				t.Fatal(err)
 			}
 		}},
 		{"Named instances are also decided as compute:instances:update on each, with the caller's own credential", func(t *testing.T) {
-			lb, err := svc.CreateLoadBalancer(a.Ctx, regional(a, poolTargets()))
+			lb, err := svc.LoadBalancers.CreateLoadBalancer(a.Ctx, regional(a, poolTargets()))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -325,34 +325,34 @@ func TestSeedSentences(t *testing.T) {
 			// A principal that manages this one load balancer (a direct grant) but may not update the instance.
 			pid, _, p := s.NewPrincipal(t, a.ID, "")
 			grant := func(typ, id string) {
-				if err := svc.GrantRole(s.AdminCtx, &v1.GrantRoleRequest{TenantId: a.ID, PrincipalId: pid, Role: "manager", ObjectType: typ, ObjectId: id}); err != nil {
+				if err := svc.Tenancy.GrantRole(s.AdminCtx, &v1.GrantRoleRequest{TenantId: a.ID, PrincipalId: pid, Role: "manager", ObjectType: typ, ObjectId: id}); err != nil {
 					t.Fatal(err)
 				}
 			}
 			grant("compute-provider-load-balancer", lb.GetId())
 			up := &v1.UpdateLoadBalancerRequest{TenantId: a.ID, LoadBalancerId: lb.GetId(), Targets: &v1.LoadBalancerTargets{InstanceIds: []string{vm}}}
-			_, err = svc.UpdateLoadBalancer(p, up)
+			_, err = svc.LoadBalancers.UpdateLoadBalancer(p, up)
 			wantCode(t, err, errcode.AccessDenied, "targets.instanceIds[0]")
 			grant("compute-instance", vm)
-			if got, err := svc.UpdateLoadBalancer(p, up); err != nil || got.GetTargets().GetInstanceIds()[0] != vm {
+			if got, err := svc.LoadBalancers.UpdateLoadBalancer(p, up); err != nil || got.GetTargets().GetInstanceIds()[0] != vm {
 				t.Fatalf("with instances:update: %v %v", got, err)
 			}
 		}},
 		{"delete returns it deleting", func(t *testing.T) {
-			lb, _ := svc.CreateLoadBalancer(a.Ctx, regional(a, poolTargets()))
-			got, err := svc.DeleteLoadBalancer(a.Ctx, &v1.DeleteLoadBalancerRequest{TenantId: a.ID, LoadBalancerId: lb.GetId()})
+			lb, _ := svc.LoadBalancers.CreateLoadBalancer(a.Ctx, regional(a, poolTargets()))
+			got, err := svc.LoadBalancers.DeleteLoadBalancer(a.Ctx, &v1.DeleteLoadBalancerRequest{TenantId: a.ID, LoadBalancerId: lb.GetId()})
 			if err != nil || got.GetState() != "deleting" {
 				t.Fatalf("%v %v", got, err)
 			}
 		}},
 		{"another tenant's load balancer is NOT_FOUND on get, update and delete", func(t *testing.T) {
-			theirs, _ := svc.CreateLoadBalancer(b.Ctx, regional(b, poolTargets()))
+			theirs, _ := svc.LoadBalancers.CreateLoadBalancer(b.Ctx, regional(b, poolTargets()))
 			for _, tenant := range []string{a.ID, b.ID} {
-				_, err := svc.GetLoadBalancer(a.Ctx, &v1.GetLoadBalancerRequest{TenantId: tenant, LoadBalancerId: theirs.GetId()})
+				_, err := svc.LoadBalancers.GetLoadBalancer(a.Ctx, &v1.GetLoadBalancerRequest{TenantId: tenant, LoadBalancerId: theirs.GetId()})
 				wantCode(t, err, errcode.NotFound, "")
-				_, err = svc.UpdateLoadBalancer(a.Ctx, &v1.UpdateLoadBalancerRequest{TenantId: tenant, LoadBalancerId: theirs.GetId(), RedirectHttpToHttps: boolp(true)})
+				_, err = svc.LoadBalancers.UpdateLoadBalancer(a.Ctx, &v1.UpdateLoadBalancerRequest{TenantId: tenant, LoadBalancerId: theirs.GetId(), RedirectHttpToHttps: boolp(true)})
 				wantCode(t, err, errcode.NotFound, "")
-				_, err = svc.DeleteLoadBalancer(a.Ctx, &v1.DeleteLoadBalancerRequest{TenantId: tenant, LoadBalancerId: theirs.GetId()})
+				_, err = svc.LoadBalancers.DeleteLoadBalancer(a.Ctx, &v1.DeleteLoadBalancerRequest{TenantId: tenant, LoadBalancerId: theirs.GetId()})
 				wantCode(t, err, errcode.NotFound, "")
 			}
 		}},
@@ -401,11 +401,11 @@ func TestCreateAnswersAsGet(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			r := regional(tn, poolTargets())
 			edit(r)
-			created, err := w.s.App.Service.CreateLoadBalancer(tn.Ctx, r)
+			created, err := w.s.App.LoadBalancers.CreateLoadBalancer(tn.Ctx, r)
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := w.s.App.Service.GetLoadBalancer(tn.Ctx, &v1.GetLoadBalancerRequest{TenantId: tn.ID, LoadBalancerId: created.GetId()})
+			got, err := w.s.App.LoadBalancers.GetLoadBalancer(tn.Ctx, &v1.GetLoadBalancerRequest{TenantId: tn.ID, LoadBalancerId: created.GetId()})
 			if err != nil {
 				t.Fatal(err)
 			}

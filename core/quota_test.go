@@ -28,7 +28,7 @@ func TestQuotaRace(t *testing.T) {
 			defer wg.Done()
 			r := regional(tn, poolTargets())
 			r.IdempotencyKey = "race-" + string(rune('a'+i%26)) + string(rune('a'+i/26))
-			_, err := s.App.Service.CreateLoadBalancer(tn.Ctx, r)
+			_, err := s.App.LoadBalancers.CreateLoadBalancer(tn.Ctx, r)
 			mu.Lock()
 			defer mu.Unlock()
 			switch apierr.CodeOf(err) {
@@ -61,21 +61,21 @@ func TestQuotaRace(t *testing.T) {
 func TestIdempotency(t *testing.T) {
 	s := apptest.Start(t)
 	tn := s.NewTenant(t, "acme", "editor")
-	svc := s.App.Service
+	svc := s.App
 	r := regional(tn, poolTargets())
 	r.IdempotencyKey = "same-key"
-	first, err := svc.CreateLoadBalancer(tn.Ctx, r)
+	first, err := svc.LoadBalancers.CreateLoadBalancer(tn.Ctx, r)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// A client that lost the answer (or crashed after sending) retries: same load balancer.
-	again, err := svc.CreateLoadBalancer(tn.Ctx, r)
+	again, err := svc.LoadBalancers.CreateLoadBalancer(tn.Ctx, r)
 	if err != nil || again.GetId() != first.GetId() {
 		t.Fatalf("replay: %v %v", again, err)
 	}
 	changed := regional(tn, poolTargets())
 	changed.IdempotencyKey, changed.Name = "same-key", "other"
-	_, err = svc.CreateLoadBalancer(tn.Ctx, changed)
+	_, err = svc.LoadBalancers.CreateLoadBalancer(tn.Ctx, changed)
 	wantCode(t, err, errcode.InvalidInput, "idempotencyKey")
 
 	// Sixteen concurrent twins with a fresh key: one load balancer, all answers name it.
@@ -88,7 +88,7 @@ func TestIdempotency(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			lb, err := svc.CreateLoadBalancer(tn.Ctx, twin)
+			lb, err := svc.LoadBalancers.CreateLoadBalancer(tn.Ctx, twin)
 			errs[i] = err
 			got[i] = lb.GetId()
 		}()
@@ -106,14 +106,14 @@ func TestIdempotency(t *testing.T) {
 	other := s.NewTenant(t, "globex", "editor")
 	r2 := regional(other, poolTargets())
 	r2.IdempotencyKey = "same-key"
-	if lb, err := svc.CreateLoadBalancer(other.Ctx, r2); err != nil || lb.GetId() == first.GetId() {
+	if lb, err := svc.LoadBalancers.CreateLoadBalancer(other.Ctx, r2); err != nil || lb.GetId() == first.GetId() {
 		t.Fatalf("other tenant: %v %v", lb, err)
 	}
 	// A key whose record expired is a new request.
 	if _, err := s.App.DB.Q().Exec(context.Background(), "UPDATE idempotency_keys SET expires_at = now() - interval '1 second' WHERE idem_key = 'same-key' AND tenant_id = 'acme'"); err != nil {
 		t.Fatal(err)
 	}
-	if lb, err := svc.CreateLoadBalancer(tn.Ctx, changed); err != nil || lb.GetId() == first.GetId() {
+	if lb, err := svc.LoadBalancers.CreateLoadBalancer(tn.Ctx, changed); err != nil || lb.GetId() == first.GetId() {
 		t.Fatalf("after expiry: %v %v", lb, err)
 	}
 	var n int
@@ -130,8 +130,8 @@ func TestFailedCreateKeepsNoUnit(t *testing.T) {
 	t.Parallel()
 	s := apptest.Start(t)
 	tn := s.NewTenant(t, "refunds", "editor")
-	svc := s.App.Service
-	first, err := svc.CreateLoadBalancer(tn.Ctx, regional(tn, poolTargets()))
+	svc := s.App
+	first, err := svc.LoadBalancers.CreateLoadBalancer(tn.Ctx, regional(tn, poolTargets()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,13 +142,13 @@ func TestFailedCreateKeepsNoUnit(t *testing.T) {
 	takenName := regional(tn, poolTargets())
 	takenName.Name = first.GetName()
 	replay := regional(tn, poolTargets())
-	if _, err := svc.CreateLoadBalancer(tn.Ctx, replay); err != nil {
+	if _, err := svc.LoadBalancers.CreateLoadBalancer(tn.Ctx, replay); err != nil {
 		t.Fatal(err)
 	}
 	for name, r := range map[string]*v1.CreateLoadBalancerRequest{
 		"unknown project": badProject, "region not offered": badRegion, "name taken": takenName, "replay": replay,
 	} {
-		_, err := svc.CreateLoadBalancer(tn.Ctx, r)
+		_, err := svc.LoadBalancers.CreateLoadBalancer(tn.Ctx, r)
 		if name == "replay" {
 			if err != nil {
 				t.Fatalf("replay: %v", err)

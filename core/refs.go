@@ -59,4 +59,3 @@ func TimeOrNil(t *time.Time) *timestamppb.Timestamp {
 	}
 	return timestamppb.New(*t)
 }
-

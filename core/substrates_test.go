@@ -25,7 +25,7 @@ func substrateStack(t *testing.T) (*apptest.Stack, apptest.Tenant, string) {
 	policy := &v1.PoolPolicy{Flavors: []*v1.Flavor{{Name: "small", Size: "s-1vcpu-2gb", Count: 1}},
 		Substrate: &v1.PoolSubstrate{Kind: "kubernetes", Account: tn.AccountID,
 			Cluster: &v1.SubstrateCluster{Mode: &v1.SubstrateCluster_Create{Create: &v1.ClusterCreate{Region: "nyc3"}}}}}
-	if _, err := s.App.Service.UpdatePool(s.AdminCtx, &v1.UpdatePoolRequest{TenantId: tn.ID, PoolId: tn.PoolID, Policy: policy}); err != nil {
+	if _, err := s.App.Pools.UpdatePool(s.AdminCtx, &v1.UpdatePoolRequest{TenantId: tn.ID, PoolId: tn.PoolID, Policy: policy}); err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
@@ -41,7 +41,7 @@ func substrateStack(t *testing.T) (*apptest.Stack, apptest.Tenant, string) {
 	if err := store.SaveSubstrate(ctx, s.App.DB.Q(), sub); err != nil {
 		t.Fatal(err)
 	}
-	token, err := s.App.Service.Keyring.OpenSecret(string(sub.JoinTokenSealed), []byte(sub.ID))
+	token, err := s.App.Base.Keyring.OpenSecret(string(sub.JoinTokenSealed), []byte(sub.ID))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func TestJoinNode(t *testing.T) {
 			t.Errorf("%s: %v, want %v", tc.reason, err, tc.want)
 		}
 	}
-	view, err := s.App.Service.GetSubstrate(tn.Ctx, &v1.GetSubstrateRequest{TenantId: tn.ID, PoolId: tn.PoolID})
+	view, err := s.App.Substrates.GetSubstrate(tn.Ctx, &v1.GetSubstrateRequest{TenantId: tn.ID, PoolId: tn.PoolID})
 	if err != nil || len(view.GetNodes()) != 1 || view.GetNodes()[0].GetName() != "bc-pool-small-abcde" {
 		t.Errorf("substrate nodes %v %v: want the one joined node", view.GetNodes(), err)
 	}
@@ -124,21 +124,21 @@ func TestSubstrateVisibility(t *testing.T) {
 		{"its own pool without a substrate", other.ID, other.PoolID},
 	}
 	for _, tc := range cases {
-		_, err := s.App.Service.GetSubstrate(other.Ctx, &v1.GetSubstrateRequest{TenantId: tc.tenantID, PoolId: tc.poolID})
+		_, err := s.App.Substrates.GetSubstrate(other.Ctx, &v1.GetSubstrateRequest{TenantId: tc.tenantID, PoolId: tc.poolID})
 		if apierr.CodeOf(err) != errcode.NotFound {
 			t.Errorf("%s: %v, want NOT_FOUND", tc.reason, err)
 		}
 	}
-	_, err := s.App.Service.ListSubstrates(other.Ctx, &v1.ListSubstratesRequest{TenantId: tn.ID})
+	_, err := s.App.Substrates.ListSubstrates(other.Ctx, &v1.ListSubstratesRequest{TenantId: tn.ID})
 	if apierr.CodeOf(err) != errcode.AccessDenied {
 		t.Errorf("listing another tenant's substrates: %v, want ACCESS_DENIED", err)
 	}
-	mine, err := s.App.Service.ListSubstrates(tn.Ctx, &v1.ListSubstratesRequest{TenantId: tn.ID})
+	mine, err := s.App.Substrates.ListSubstrates(tn.Ctx, &v1.ListSubstratesRequest{TenantId: tn.ID})
 	if err != nil || len(mine) != 1 || mine[0].GetPoolId() != tn.PoolID {
 		t.Errorf("listing its own: %v %v, want the one substrate", mine, err)
 	}
 	var ae *apierr.Error
-	if _, err := s.App.Service.GetSubstrate(context.Background(), &v1.GetSubstrateRequest{TenantId: tn.ID, PoolId: tn.PoolID}); !errors.As(err, &ae) || ae.Code != errcode.Unauthenticated {
+	if _, err := s.App.Substrates.GetSubstrate(context.Background(), &v1.GetSubstrateRequest{TenantId: tn.ID, PoolId: tn.PoolID}); !errors.As(err, &ae) || ae.Code != errcode.Unauthenticated {
 		t.Errorf("no caller: %v, want UNAUTHENTICATED", err)
 	}
 }
@@ -151,7 +151,7 @@ func TestSubstrateAccountMustBeTheTenants(t *testing.T) {
 	other := s.NewTenant(t, "globex", "viewer")
 	policy := &v1.PoolPolicy{Substrate: &v1.PoolSubstrate{Kind: "kubernetes", Account: other.AccountID,
 		Cluster: &v1.SubstrateCluster{Mode: &v1.SubstrateCluster_Adopt{Adopt: &v1.ClusterAdopt{Id: "c-1"}}}}}
-	_, err := s.App.Service.UpdatePool(s.AdminCtx, &v1.UpdatePoolRequest{TenantId: tn.ID, PoolId: tn.PoolID, Policy: policy})
+	_, err := s.App.Pools.UpdatePool(s.AdminCtx, &v1.UpdatePoolRequest{TenantId: tn.ID, PoolId: tn.PoolID, Policy: policy})
 	if apierr.CodeOf(err) != errcode.NotFound {
 		t.Errorf("another tenant's account: %v, want NOT_FOUND", err)
 	}

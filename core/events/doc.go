@@ -24,11 +24,12 @@ type Options struct {
 // Service is the part's use cases, as the server's handlers call them.
 type Service struct {
 	base *core.Base
-	opts Options
+	// Options tune the watches; a test may change them before the first watch.
+	Options
 	// hubOnce makes hub, the replica's shared event reader, at the first watch.
 	hubOnce sync.Once
 	hub     *watchhub.Hub
 }
 
 // New makes the part over the shared base.
-func New(base *core.Base, opts Options) *Service { return &Service{base: base, opts: opts} }
+func New(base *core.Base, opts Options) *Service { return &Service{base: base, Options: opts} }

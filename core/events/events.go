@@ -63,11 +63,11 @@ func eventMessage(e store.Event) (*v1.Event, error) {
 // watches is the replica's shared event reader, made at the first watch.
 func (s *Service) watches() *watchhub.Hub {
 	s.hubOnce.Do(func() {
-		poll := s.opts.Poll
+		poll := s.Poll
 		if poll <= 0 {
 			poll = DefaultWatchPoll
 		}
-		s.hub = watchhub.New(watchhub.Options{Read: s.base.Store.ReadEventRanges, Poll: poll, Buffer: s.opts.Buffer, Convert: eventMessage})
+		s.hub = watchhub.New(watchhub.Options{Read: s.base.Store.ReadEventRanges, Poll: poll, Buffer: s.Buffer, Convert: eventMessage})
 	})
 	return s.hub
 }
@@ -92,11 +92,11 @@ func (s *Service) WatchEvents(ctx context.Context, r *v1.WatchEventsRequest, sen
 	if err := send(nil); err != nil {
 		return err
 	}
-	poll := s.opts.Poll
+	poll := s.Poll
 	if poll <= 0 {
 		poll = DefaultWatchPoll
 	}
-	quiet := s.opts.Heartbeat
+	quiet := s.Heartbeat
 	if quiet <= 0 {
 		quiet = DefaultWatchHeartbeat
 	}

@@ -6,12 +6,12 @@ import "better-compute.dev/compute/core"
 // Service is the part's use cases, as the server's handlers call them.
 type Service struct {
 	base *core.Base
-	// systems lists the systems behind a Redfish BMC at enrollment (nil: not checked there;
+	// Systems lists the systems behind a Redfish BMC at enrollment (nil: not checked there;
 	// the reconciler refuses a run that does not name its system anyway).
-	systems SystemLister
+	Systems SystemLister
 }
 
 // New makes the part over the shared base; systems may be nil.
 func New(base *core.Base, systems SystemLister) *Service {
-	return &Service{base: base, systems: systems}
+	return &Service{base: base, Systems: systems}
 }

@@ -43,12 +43,12 @@ const metalSystemsWait = 5 * time.Second
 // BMC before any transaction; a BMC that cannot be asked (unreachable, credentials refused)
 // passes here and is reported by the probe.
 func (s *Service) checkMetalSystem(ctx context.Context, b *v1.MetalBmcSettings) error {
-	if s.systems == nil || b.GetProtocol() != "redfish" {
+	if s.Systems == nil || b.GetProtocol() != "redfish" {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, metalSystemsWait)
 	defer cancel()
-	ids, err := s.systems(ctx, b)
+	ids, err := s.Systems(ctx, b)
 	if err != nil || len(ids) == 0 {
 		return nil
 	}

@@ -18,7 +18,7 @@ func TestMetalDuplicateBMCByNormalisedHost(t *testing.T) {
 	t.Parallel()
 	e := newMetalEnv(t)
 	// Dev mode and tests allow loopback explicitly; production refuses it (TestMetalEnroll).
-	e.svc.Outbound = netguard.Policy{Allow: netguard.AllowLoopback()}
+	e.svc.Base.Outbound = netguard.Policy{Allow: netguard.AllowLoopback()}
 	type bmc struct {
 		address, protocol string
 		port              int32
@@ -33,7 +33,7 @@ func TestMetalDuplicateBMCByNormalisedHost(t *testing.T) {
 		if b.protocol == "ipmi" {
 			r.Bmc.InsecureTls = false
 		}
-		_, err := e.svc.EnrollNode(ctx, r)
+		_, err := e.svc.Metal.EnrollNode(ctx, r)
 		return err
 	}
 	for _, first := range []bmc{
@@ -83,7 +83,7 @@ func TestMetalDuplicateBMCByNormalisedHost(t *testing.T) {
 	withSystem := func(name, protocol, system string) error {
 		r := metalEnrollRequest(e.tenantA, name, "127.0.0.1")
 		r.Bmc.Protocol, r.Bmc.Port, r.Bmc.SystemId = protocol, 8443, system
-		_, err := e.svc.EnrollNode(e.editorA, r)
+		_, err := e.svc.Metal.EnrollNode(e.editorA, r)
 		return err
 	}
 	if err := withSystem("blade-2", "redfish", "2"); err != nil {
@@ -112,6 +112,6 @@ func TestMetalEnrollRefusesOwnAddresses(t *testing.T) {
 	if own == "" {
 		t.Skip("this machine has no address but loopback and link-local")
 	}
-	_, err = e.svc.EnrollNode(e.editorA, metalEnrollRequest(e.tenantA, "self", own))
+	_, err = e.svc.Metal.EnrollNode(e.editorA, metalEnrollRequest(e.tenantA, "self", own))
 	metalWantErr(t, "an address of this replica", err, errcode.InvalidInput, "bmc.address")
 }

@@ -11,10 +11,13 @@ import (
 	"better-compute.dev/compute/apierr"
 	"better-compute.dev/compute/authz"
 	"better-compute.dev/compute/core"
+	"better-compute.dev/compute/core/events"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
 	"better-compute.dev/compute/ids"
 	"better-compute.dev/compute/metal"
+	"better-compute.dev/compute/netguard"
 	"better-compute.dev/compute/seal"
+	"better-compute.dev/compute/server"
 	"better-compute.dev/compute/store"
 	"better-compute.dev/compute/store/storetest"
 )
@@ -23,7 +26,7 @@ import (
 // two tenants with an editor each, and a viewer of tenant A.
 type metalEnv struct {
 	db   *store.DB
-	svc  *core.Service
+	svc  server.Services
 	ring *seal.Keyring
 	// tenant ids and the contexts of their callers
 	tenantA, tenantB string
@@ -48,8 +51,8 @@ func newMetalEnv(t *testing.T) *metalEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &metalEnv{db: db, ring: ring, svc: &core.Service{DB: db, Authz: az, Keyring: ring,
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}}
+	e := &metalEnv{db: db, ring: ring, svc: server.NewServices(core.NewBase(db, az, ring,
+		slog.New(slog.NewTextHandler(io.Discard, nil)), netguard.Policy{}), nil, events.Options{})}
 	principal := func(tenant string, role authz.Role) context.Context {
 		id := ids.New(ids.Principal)
 		if _, err := store.InsertPrincipal(ctx, db.Q(), store.Principal{ID: id, TenantID: tenant, Kind: "user", DisplayName: id}); err != nil {
@@ -91,7 +94,7 @@ func metalEnrollRequest(tenant, name, address string) *v1.EnrollNodeRequest {
 // enroll makes a node in tenant A.
 func (e *metalEnv) enroll(t *testing.T, name, address string) *v1.MetalNode {
 	t.Helper()
-	n, err := e.svc.EnrollNode(e.editorA, metalEnrollRequest(e.tenantA, name, address))
+	n, err := e.svc.Metal.EnrollNode(e.editorA, metalEnrollRequest(e.tenantA, name, address))
 	if err != nil {
 		t.Fatalf("enroll %s: %v", name, err)
 	}
@@ -118,26 +121,26 @@ func (e *metalEnv) row(t *testing.T, nodeID string) store.MetalNode {
 }
 
 // metalVerbCall calls the API method of a verb.
-func metalVerbCall(svc *core.Service, ctx context.Context, verb metal.Verb, tenant, node string) (*v1.MetalNode, error) {
+func metalVerbCall(svc server.Services, ctx context.Context, verb metal.Verb, tenant, node string) (*v1.MetalNode, error) {
 	switch verb {
 	case metal.Inspect:
-		return svc.InspectNode(ctx, &v1.InspectNodeRequest{TenantId: tenant, NodeId: node})
+		return svc.Metal.InspectNode(ctx, &v1.InspectNodeRequest{TenantId: tenant, NodeId: node})
 	case metal.Commission:
-		return svc.CommissionNode(ctx, &v1.CommissionNodeRequest{TenantId: tenant, NodeId: node})
+		return svc.Metal.CommissionNode(ctx, &v1.CommissionNodeRequest{TenantId: tenant, NodeId: node})
 	case metal.Deploy:
-		return svc.DeployNode(ctx, &v1.DeployNodeRequest{TenantId: tenant, NodeId: node, Image: "ubuntu-24.04"})
+		return svc.Metal.DeployNode(ctx, &v1.DeployNodeRequest{TenantId: tenant, NodeId: node, Image: "ubuntu-24.04"})
 	case metal.RescueVerb:
-		return svc.RescueNode(ctx, &v1.RescueNodeRequest{TenantId: tenant, NodeId: node})
+		return svc.Metal.RescueNode(ctx, &v1.RescueNodeRequest{TenantId: tenant, NodeId: node})
 	case metal.Unrescue:
-		return svc.UnrescueNode(ctx, &v1.UnrescueNodeRequest{TenantId: tenant, NodeId: node})
+		return svc.Metal.UnrescueNode(ctx, &v1.UnrescueNodeRequest{TenantId: tenant, NodeId: node})
 	case metal.Release:
-		return svc.ReleaseNode(ctx, &v1.ReleaseNodeRequest{TenantId: tenant, NodeId: node})
+		return svc.Metal.ReleaseNode(ctx, &v1.ReleaseNodeRequest{TenantId: tenant, NodeId: node})
 	case metal.Retire:
-		return svc.RetireNode(ctx, &v1.RetireNodeRequest{TenantId: tenant, NodeId: node})
+		return svc.Metal.RetireNode(ctx, &v1.RetireNodeRequest{TenantId: tenant, NodeId: node})
 	case metal.Abort:
-		return svc.AbortNode(ctx, &v1.AbortNodeRequest{TenantId: tenant, NodeId: node})
+		return svc.Metal.AbortNode(ctx, &v1.AbortNodeRequest{TenantId: tenant, NodeId: node})
 	}
-	return svc.MoveNode(ctx, tenant, node, verb, "")
+	return svc.Metal.MoveNode(ctx, tenant, node, verb, "")
 }
 
 // metalWantErr checks a platform error's code and, when given, its field or state reason.

@@ -13,10 +13,13 @@ import (
 	"better-compute.dev/compute/apierr"
 	"better-compute.dev/compute/contract"
 	"better-compute.dev/compute/core"
+	"better-compute.dev/compute/core/events"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
 	"better-compute.dev/compute/gen/go/bettercompute/compute/v1/errcode"
 	"better-compute.dev/compute/lifecycle"
 	"better-compute.dev/compute/metal"
+	"better-compute.dev/compute/netguard"
+	"better-compute.dev/compute/server"
 	"better-compute.dev/compute/store"
 )
 
@@ -100,7 +103,7 @@ func TestMetalUnknownVerb(t *testing.T) {
 	e := newMetalEnv(t)
 	n := e.enroll(t, "odd", "10.1.0.1")
 	for _, verb := range []metal.Verb{"reboot", "", "Deploy"} {
-		_, err := e.svc.MoveNode(e.editorA, e.tenantA, n.GetId(), verb, "")
+		_, err := e.svc.Metal.MoveNode(e.editorA, e.tenantA, n.GetId(), verb, "")
 		metalWantErr(t, "verb "+string(verb), err, errcode.InvalidInput, "verb")
 	}
 	if r := e.row(t, n.GetId()); r.State != string(metal.Enrolled) || r.Version != 1 {
@@ -203,11 +206,11 @@ func TestMetalAuthorization(t *testing.T) {
 	type call func(ctx context.Context, tenant, node string) error
 	calls := map[string]call{
 		"get": func(ctx context.Context, tenant, node string) error {
-			_, err := e.svc.GetNode(ctx, &v1.GetNodeRequest{TenantId: tenant, NodeId: node})
+			_, err := e.svc.Metal.GetNode(ctx, &v1.GetNodeRequest{TenantId: tenant, NodeId: node})
 			return err
 		},
 		"updateCredentials": func(ctx context.Context, tenant, node string) error {
-			_, err := e.svc.UpdateNodeCredentials(ctx, &v1.UpdateNodeCredentialsRequest{TenantId: tenant, NodeId: node, Username: "u", Password: "p"})
+			_, err := e.svc.Metal.UpdateNodeCredentials(ctx, &v1.UpdateNodeCredentialsRequest{TenantId: tenant, NodeId: node, Username: "u", Password: "p"})
 			return err
 		},
 	}
@@ -235,34 +238,34 @@ func TestMetalAuthorization(t *testing.T) {
 			}
 		}
 	}
-	if _, err := e.svc.GetNode(e.viewerA, &v1.GetNodeRequest{TenantId: e.tenantA, NodeId: n.GetId()}); err != nil {
+	if _, err := e.svc.Metal.GetNode(e.viewerA, &v1.GetNodeRequest{TenantId: e.tenantA, NodeId: n.GetId()}); err != nil {
 		t.Errorf("viewer get: %v", err)
 	}
-	_, err := e.svc.InspectNode(e.viewerA, &v1.InspectNodeRequest{TenantId: e.tenantA, NodeId: n.GetId()})
+	_, err := e.svc.Metal.InspectNode(e.viewerA, &v1.InspectNodeRequest{TenantId: e.tenantA, NodeId: n.GetId()})
 	metalWantErr(t, "viewer inspect", err, errcode.AccessDenied, "")
-	_, err = e.svc.EnrollNode(e.viewerA, metalEnrollRequest(e.tenantA, "viewer-node", "10.3.0.2"))
+	_, err = e.svc.Metal.EnrollNode(e.viewerA, metalEnrollRequest(e.tenantA, "viewer-node", "10.3.0.2"))
 	metalWantErr(t, "viewer enroll", err, errcode.AccessDenied, "")
-	_, err = e.svc.EnrollNode(e.editorB, metalEnrollRequest(e.tenantA, "intruder", "10.3.0.3"))
+	_, err = e.svc.Metal.EnrollNode(e.editorB, metalEnrollRequest(e.tenantA, "intruder", "10.3.0.3"))
 	metalWantErr(t, "tenant B enrolls into A", err, errcode.AccessDenied, "")
-	_, err = e.svc.ListNodes(e.editorB, &v1.ListNodesRequest{TenantId: e.tenantA})
+	_, err = e.svc.Metal.ListNodes(e.editorB, &v1.ListNodesRequest{TenantId: e.tenantA})
 	metalWantErr(t, "tenant B lists A", err, errcode.AccessDenied, "")
-	if _, err := e.svc.GetNode(context.Background(), &v1.GetNodeRequest{TenantId: e.tenantA, NodeId: n.GetId()}); apierr.CodeOf(err) != errcode.Unauthenticated {
+	if _, err := e.svc.Metal.GetNode(context.Background(), &v1.GetNodeRequest{TenantId: e.tenantA, NodeId: n.GetId()}); apierr.CodeOf(err) != errcode.Unauthenticated {
 		t.Errorf("no caller: %v", err)
 	}
 
-	list, err := e.svc.ListNodes(e.viewerA, &v1.ListNodesRequest{TenantId: e.tenantA})
+	list, err := e.svc.Metal.ListNodes(e.viewerA, &v1.ListNodesRequest{TenantId: e.tenantA})
 	if err != nil || len(list) != 1 || list[0].GetId() != n.GetId() {
 		t.Errorf("viewer list: %v, %v", list, err)
 	}
-	bList, err := e.svc.ListNodes(e.editorB, &v1.ListNodesRequest{TenantId: e.tenantB})
+	bList, err := e.svc.Metal.ListNodes(e.editorB, &v1.ListNodesRequest{TenantId: e.tenantB})
 	if err != nil || len(bList) != 0 {
 		t.Errorf("tenant B sees %v, %v", bList, err)
 	}
-	filtered, err := e.svc.ListNodes(e.viewerA, &v1.ListNodesRequest{TenantId: e.tenantA, State: "ready"})
+	filtered, err := e.svc.Metal.ListNodes(e.viewerA, &v1.ListNodesRequest{TenantId: e.tenantA, State: "ready"})
 	if err != nil || len(filtered) != 0 {
 		t.Errorf("state filter: %v, %v", filtered, err)
 	}
-	_, err = e.svc.ListNodes(e.viewerA, &v1.ListNodesRequest{TenantId: e.tenantA, State: "broken"})
+	_, err = e.svc.Metal.ListNodes(e.viewerA, &v1.ListNodesRequest{TenantId: e.tenantA, State: "broken"})
 	metalWantErr(t, "unknown state filter", err, errcode.InvalidInput, "state")
 }
 
@@ -294,7 +297,7 @@ func TestMetalEnroll(t *testing.T) {
 
 	ipmi := metalEnrollRequest(e.tenantA, "ipmi-box", "192.0.2.7")
 	ipmi.Bmc.Protocol, ipmi.Bmc.InsecureTls = "ipmi", false
-	if got, err := e.svc.EnrollNode(e.editorA, ipmi); err != nil || got.GetBmc().GetPort() != 623 {
+	if got, err := e.svc.Metal.EnrollNode(e.editorA, ipmi); err != nil || got.GetBmc().GetPort() != 623 {
 		t.Errorf("ipmi default port: %v, %v", got.GetBmc(), err)
 	}
 	for _, tc := range []struct {
@@ -320,7 +323,7 @@ func TestMetalEnroll(t *testing.T) {
 	} {
 		r := metalEnrollRequest(e.tenantA, "another", "10.4.0.1")
 		tc.edit(r)
-		_, err := e.svc.EnrollNode(e.editorA, r)
+		_, err := e.svc.Metal.EnrollNode(e.editorA, r)
 		pe := metalWantErr(t, tc.reason, err, errcode.InvalidInput, tc.field)
 		if strings.Contains(pe.Error(), metalPassword) {
 			t.Errorf("%s: error carries the password", tc.reason)
@@ -334,7 +337,7 @@ func TestMetalUpdateCredentials(t *testing.T) {
 	n := e.enroll(t, "rotate", "10.5.0.1")
 	e.force(t, n.GetId(), metal.Deploying)
 	before := e.row(t, n.GetId())
-	got, err := e.svc.UpdateNodeCredentials(e.editorA, &v1.UpdateNodeCredentialsRequest{
+	got, err := e.svc.Metal.UpdateNodeCredentials(e.editorA, &v1.UpdateNodeCredentialsRequest{
 		TenantId: e.tenantA, NodeId: n.GetId(), Username: "root", Password: "new-Pa55",
 	})
 	if err != nil {
@@ -348,7 +351,7 @@ func TestMetalUpdateCredentials(t *testing.T) {
 		t.Errorf("new password not sealed: %v", err)
 	}
 	e.force(t, n.GetId(), metal.Retired)
-	_, err = e.svc.UpdateNodeCredentials(e.editorA, &v1.UpdateNodeCredentialsRequest{
+	_, err = e.svc.Metal.UpdateNodeCredentials(e.editorA, &v1.UpdateNodeCredentialsRequest{
 		TenantId: e.tenantA, NodeId: n.GetId(), Username: "root", Password: "x",
 	})
 	metalWantErr(t, "retired node", err, errcode.InvalidState, "retired")
@@ -357,8 +360,8 @@ func TestMetalUpdateCredentials(t *testing.T) {
 func TestMetalNoKeyring(t *testing.T) {
 	t.Parallel()
 	e := newMetalEnv(t)
-	svc := &core.Service{DB: e.svc.DB, Authz: e.svc.Authz, Log: e.svc.Log}
-	_, err := svc.EnrollNode(e.editorA, metalEnrollRequest(e.tenantA, "nokey", "10.6.0.1"))
+	svc := server.NewServices(core.NewBase(e.db, e.svc.Base.Authz, nil, e.svc.Base.Log, netguard.Policy{}), nil, events.Options{})
+	_, err := svc.Metal.EnrollNode(e.editorA, metalEnrollRequest(e.tenantA, "nokey", "10.6.0.1"))
 	if pe := metalWantErr(t, "no keyring", err, errcode.Internal, ""); pe.Cause == nil {
 		t.Errorf("no cause kept for the log: %+v", pe)
 	}
