@@ -1,4 +1,8 @@
-// Package events is a part of core (see package core for the base the parts share).
+// Package events is core's part for what happened: the EventService (list, and watch through
+// the replica's shared reader, package watchhub) and the UsageService (metered usage).
+//
+// Store surface (test/repository TestCorePartsStoreSurface): events.go, events_feed.go (the
+// watch hub's batch read, through core.Store.ReadEventRanges), usage.go.
 package events
 
 import (

@@ -1,4 +1,12 @@
-// Package loadbalancers is a part of core (see package core for the base the parts share).
+// Package loadbalancers is core's part for the LoadBalancerService: create (with its idempotency
+// key and quota booking), get, list, update (the mask's parts are read from the request's
+// descriptor) and delete, the resolution of a load balancer's targets, subnet and certificates,
+// and the conversion between rows and the public message.
+//
+// Store surface (test/repository TestCorePartsStoreSurface): loadbalancers.go, and what a load
+// balancer refers to or books: instances.go, networks.go (subnets), certificates.go, pools.go,
+// tenancy.go (projects), quota_booking.go, idempotency.go, workqueue.go; the engine through
+// core.Store (two-trip transactions, AwaitIdempotencyTwin).
 package loadbalancers
 
 import "better-compute.dev/compute/core"

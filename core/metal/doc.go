@@ -1,4 +1,9 @@
-// Package metal is a part of core (see package core for the base the parts share).
+// Package metal is core's part for the MetalService: enrolling bare-metal nodes (the BMC
+// address checked against the outbound policy, its password sealed), reading them, and the
+// verbs that move a node through its states (package metal's transitions), each queued to the
+// metal reconciler.
+//
+// Store surface (test/repository TestCorePartsStoreSurface): metal.go, workqueue.go.
 package metal
 
 import "better-compute.dev/compute/core"

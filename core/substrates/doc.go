@@ -1,4 +1,8 @@
-// Package substrates is a part of core (see package core for the base the parts share).
+// Package substrates is core's part for the SubstrateService (a pool's substrate, read) and
+// the SubstrateJoinService (a node joins with its join token). The substrate row itself is
+// written by package pools, in the pool's transaction.
+//
+// Store surface (test/repository TestCorePartsStoreSurface): substrates.go, workqueue.go.
 package substrates
 
 import "better-compute.dev/compute/core"

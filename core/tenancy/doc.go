@@ -1,4 +1,8 @@
-// Package tenancy is a part of core (see package core for the base the parts share).
+// Package tenancy is core's part for tenants, principals, tokens, role grants, projects and
+// provider accounts (the TenantService, ProjectService and ProviderAccountService). Authentication
+// itself is the base's (core.Base.Authenticate): every call needs it, this part only administers.
+//
+// Store surface (test/repository TestCorePartsStoreSurface): tenancy.go, pools.go (accounts).
 package tenancy
 
 import "better-compute.dev/compute/core"
