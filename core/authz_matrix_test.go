@@ -17,6 +17,7 @@ import (
 	"better-compute.dev/compute/gen/go/bettercompute/compute/v1/computev1connect"
 	"better-compute.dev/compute/gen/go/bettercompute/compute/v1/errcode"
 	"better-compute.dev/compute/server"
+	"google.golang.org/protobuf/proto"
 )
 
 // objects of one tenant that the matrix acts on.
@@ -31,16 +32,16 @@ func makeObjects(t *testing.T, s *apptest.Stack, tn apptest.Tenant) objects {
 	t.Helper()
 	svc := s.App
 	o := objects{tenant: tn.ID}
-	lb, err := svc.LoadBalancers.CreateLoadBalancer(tn.Ctx, regional(tn, poolTargets()))
+	lb, err := svc.LoadBalancers.CreateLoadBalancer(tn.Ctx, apptest.LoadBalancerRequest(tn, apptest.PoolTargets()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	o.lb = lb.GetId()
 	o.instance = s.MachineInstance(t, tn, "nyc3", "").GetId()
-	o.subnet = subnet(t, s, tn, "sfo3", "10.9.0.0/24")
+	o.subnet = s.Subnet(t, tn, "sfo3", "10.9.0.0/24")
 	sn, _ := svc.Resources.GetSubnet(tn.Ctx, &v1.GetSubnetRequest{TenantId: tn.ID, SubnetId: o.subnet})
 	o.network = sn.GetNetworkId()
-	o.cert = cert(t, s, tn, tn.AccountID)
+	o.cert = s.Certificate(t, tn, tn.AccountID)
 	p, err := svc.Tenancy.CreateProject(tn.Ctx, &v1.CreateProjectRequest{TenantId: tn.ID, Name: "p" + tn.ID})
 	if err != nil {
 		t.Fatal(err)
@@ -111,7 +112,7 @@ func matrixMethods(svc server.Services) []method {
 			return err
 		}},
 		{"loadBalancers/update", authz.TypeProviderLoadBalancer, func(o objects) string { return o.lb }, func(ctx context.Context, tn string, o objects) error {
-			_, err := svc.LoadBalancers.UpdateLoadBalancer(ctx, &v1.UpdateLoadBalancerRequest{TenantId: tn, LoadBalancerId: o.lb, RedirectHttpToHttps: boolp(true)})
+			_, err := svc.LoadBalancers.UpdateLoadBalancer(ctx, &v1.UpdateLoadBalancerRequest{TenantId: tn, LoadBalancerId: o.lb, RedirectHttpToHttps: proto.Bool(true)})
 			return err
 		}},
 		{"loadBalancers/delete", authz.TypeProviderLoadBalancer, func(o objects) string { return o.lb }, func(ctx context.Context, tn string, o objects) error {
@@ -124,7 +125,7 @@ func matrixMethods(svc server.Services) []method {
 		}},
 		{"loadBalancers/create", authz.TypeTenant, nil, func(ctx context.Context, tn string, o objects) error {
 			r := &v1.CreateLoadBalancerRequest{TenantId: tn, PoolId: "pool_01m8vjp5r2ph80akzhx2janz7c", Name: "x", Region: "nyc3",
-				Targets: poolTargets(), Forwarding: httpRule(), IdempotencyKey: newKey()}
+				Targets: apptest.PoolTargets(), Forwarding: apptest.HTTPRule(), IdempotencyKey: apptest.NewKey()}
 			_, err := svc.LoadBalancers.CreateLoadBalancer(ctx, r)
 			return tenantPastAuth(err) // authorized; the made-up pool is then not found
 		}},
@@ -177,7 +178,7 @@ func matrixMethods(svc server.Services) []method {
 			return tenantPastAuth(err)
 		}},
 		{"networks/create", authz.TypeTenant, nil, func(ctx context.Context, tn string, o objects) error {
-			_, err := svc.Resources.CreateNetwork(ctx, &v1.CreateNetworkRequest{TenantId: tn, AccountId: o.account, Name: "net-" + newKey()})
+			_, err := svc.Resources.CreateNetwork(ctx, &v1.CreateNetworkRequest{TenantId: tn, AccountId: o.account, Name: "net-" + apptest.NewKey()})
 			return tenantPastAuth(err)
 		}},
 		{"networks/list", authz.TypeTenant, nil, func(ctx context.Context, tn string, o objects) error {
@@ -193,7 +194,7 @@ func matrixMethods(svc server.Services) []method {
 			return err
 		}},
 		{"certificates/create", authz.TypeTenant, nil, func(ctx context.Context, tn string, o objects) error {
-			_, err := svc.Resources.CreateCertificate(ctx, &v1.CreateCertificateRequest{TenantId: tn, AccountId: o.account, Name: "c-" + newKey(),
+			_, err := svc.Resources.CreateCertificate(ctx, &v1.CreateCertificateRequest{TenantId: tn, AccountId: o.account, Name: "c-" + apptest.NewKey(),
 				Source: &v1.CreateCertificateRequest_Managed{Managed: &v1.ManagedCertificate{DnsNames: []string{"www.example.com"}}}})
 			return tenantPastAuth(err)
 		}},
@@ -202,7 +203,7 @@ func matrixMethods(svc server.Services) []method {
 			return err
 		}},
 		{"projects/create", authz.TypeTenant, nil, func(ctx context.Context, tn string, o objects) error {
-			_, err := svc.Tenancy.CreateProject(ctx, &v1.CreateProjectRequest{TenantId: tn, Name: "p-" + newKey()})
+			_, err := svc.Tenancy.CreateProject(ctx, &v1.CreateProjectRequest{TenantId: tn, Name: "p-" + apptest.NewKey()})
 			return tenantPastAuth(err)
 		}},
 		{"projects/list", authz.TypeTenant, nil, func(ctx context.Context, tn string, o objects) error {
@@ -261,7 +262,7 @@ func matrixMethods(svc server.Services) []method {
 		}},
 		// The platform surface: no tenant principal, not even a tenant admin, reaches it.
 		{"tenants/create", authz.TypeTenant, nil, func(ctx context.Context, tn string, o objects) error {
-			_, err := svc.Tenancy.CreateTenant(ctx, &v1.CreateTenantRequest{TenantId: "t-" + newKey(), DisplayName: "t"})
+			_, err := svc.Tenancy.CreateTenant(ctx, &v1.CreateTenantRequest{TenantId: "t-" + apptest.NewKey(), DisplayName: "t"})
 			return err
 		}},
 		{"tenants/list", authz.TypeTenant, nil, func(ctx context.Context, tn string, o objects) error {
@@ -298,7 +299,7 @@ func matrixMethods(svc server.Services) []method {
 			return err
 		}},
 		{"metal/enroll", authz.TypeTenant, nil, func(ctx context.Context, tn string, o objects) error {
-			_, err := svc.Metal.EnrollNode(ctx, &v1.EnrollNodeRequest{TenantId: tn, Name: "n-" + newKey(), Bmc: &v1.MetalBmcSettings{
+			_, err := svc.Metal.EnrollNode(ctx, &v1.EnrollNodeRequest{TenantId: tn, Name: "n-" + apptest.NewKey(), Bmc: &v1.MetalBmcSettings{
 				Address: "bmc-2.invalid", Protocol: "redfish", Username: "admin", Password: "bmc-Pa55-matrix", InsecureTls: true}})
 			return tenantPastAuth(err)
 		}},
@@ -467,7 +468,7 @@ func TestAuthorizationMatrix(t *testing.T) {
 		}
 		for _, p := range principalKinds {
 			t.Run(m.name+"/"+p.name, func(t *testing.T) {
-				n := fmt.Sprintf("%d", len(m.name)*100+len(p.name)) + newKey()
+				n := fmt.Sprintf("%d", len(m.name)*100+len(p.name)) + apptest.NewKey()
 				own := s.NewTenant(t, "own-"+n, "editor")
 				ownObj := makeObjects(t, s, own)
 				_, _, ctx := s.NewPrincipal(t, own.ID, p.role)

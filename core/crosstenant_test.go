@@ -19,7 +19,7 @@ func TestCrossTenantProbes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bSubnet := subnet(t, s, b, "nyc3", "10.5.0.0/24")
+	bSubnet := s.Subnet(t, b, "nyc3", "10.5.0.0/24")
 	bPrincipal, _, _ := s.NewPrincipal(t, b.ID, "viewer")
 	bToken, _, err := svc.Tenancy.CreateToken(s.AdminCtx, &v1.CreateTokenRequest{TenantId: b.ID, PrincipalId: bPrincipal})
 	if err != nil {
@@ -29,7 +29,7 @@ func TestCrossTenantProbes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bLB, err := svc.LoadBalancers.CreateLoadBalancer(b.Ctx, regional(b, poolTargets()))
+	bLB, err := svc.LoadBalancers.CreateLoadBalancer(b.Ctx, apptest.LoadBalancerRequest(b, apptest.PoolTargets()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,13 +77,13 @@ func TestCrossTenantProbes(t *testing.T) {
 			return err
 		}, errcode.NotFound},
 		{"loadBalancers/create in another tenant's project", func() error {
-			r := regional(a, poolTargets())
+			r := apptest.LoadBalancerRequest(a, apptest.PoolTargets())
 			r.ProjectId = bPrj.GetId()
 			_, err := svc.LoadBalancers.CreateLoadBalancer(ctx, r)
 			return err
 		}, errcode.NotFound},
 		{"loadBalancers/create in another tenant's pool", func() error {
-			r := regional(a, poolTargets())
+			r := apptest.LoadBalancerRequest(a, apptest.PoolTargets())
 			r.PoolId = b.PoolID
 			_, err := svc.LoadBalancers.CreateLoadBalancer(ctx, r)
 			return err

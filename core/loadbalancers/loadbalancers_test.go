@@ -1,10 +1,8 @@
-package core_test
+package loadbalancers_test
 
 import (
 	"context"
-	"fmt"
 	"slices"
-	"sync"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
@@ -17,29 +15,6 @@ import (
 )
 
 func boolp(b bool) *bool { return &b }
-
-func httpRule() []*v1.ForwardingRule {
-	return []*v1.ForwardingRule{{EntryProtocol: "http", EntryPort: 80, TargetProtocol: "http", TargetPort: 8080}}
-}
-
-func poolTargets() *v1.LoadBalancerTargets { return &v1.LoadBalancerTargets{Pool: boolp(true)} }
-
-var keyN int
-var keyMu sync.Mutex
-
-func newKey() string {
-	keyMu.Lock()
-	defer keyMu.Unlock()
-	keyN++
-	return fmt.Sprintf("key-%d", keyN)
-}
-
-// regional is a create request with a name of its own (names are unique per tenant).
-func regional(tn apptest.Tenant, targets *v1.LoadBalancerTargets) *v1.CreateLoadBalancerRequest {
-	key := newKey()
-	return &v1.CreateLoadBalancerRequest{TenantId: tn.ID, PoolId: tn.PoolID, Name: "web-" + key, Region: "nyc3",
-		Targets: targets, Forwarding: httpRule(), IdempotencyKey: key}
-}
 
 // world is two tenants, each with a pool, a network with a subnet in nyc3 and one in sfo3,
 // instances with machines, and a certificate.
@@ -62,47 +37,12 @@ func newWorld(t *testing.T) *world {
 			}
 		}
 	}
-	w.aSubnet = subnet(t, s, w.a, "nyc3", "10.1.0.0/24")
-	w.aSubnet2 = subnet(t, s, w.a, "nyc3", "10.2.0.0/24")
-	w.bSubnet = subnet(t, s, w.b, "nyc3", "10.3.0.0/24")
-	w.aCert = cert(t, s, w.a, w.a.AccountID)
-	w.bCert = cert(t, s, w.b, w.b.AccountID)
+	w.aSubnet = s.Subnet(t, w.a, "nyc3", "10.1.0.0/24")
+	w.aSubnet2 = s.Subnet(t, w.a, "nyc3", "10.2.0.0/24")
+	w.bSubnet = s.Subnet(t, w.b, "nyc3", "10.3.0.0/24")
+	w.aCert = s.Certificate(t, w.a, w.a.AccountID)
+	w.bCert = s.Certificate(t, w.b, w.b.AccountID)
 	return w
-}
-
-var netN int
-
-func subnet(t *testing.T, s *apptest.Stack, tn apptest.Tenant, region, cidr string) string {
-	t.Helper()
-	netN++
-	n, err := s.App.Resources.CreateNetwork(tn.Ctx, &v1.CreateNetworkRequest{TenantId: tn.ID, AccountId: tn.AccountID, Name: fmt.Sprintf("net%d", netN)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sn, err := s.App.Resources.CreateSubnet(tn.Ctx, &v1.CreateSubnetRequest{TenantId: tn.ID, NetworkId: n.GetId(), Name: "s", Region: region, IpRange: cidr})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sn.GetId()
-}
-
-func cert(t *testing.T, s *apptest.Stack, tn apptest.Tenant, account string) string {
-	t.Helper()
-	netN++
-	c, err := s.App.Resources.CreateCertificate(tn.Ctx, &v1.CreateCertificateRequest{TenantId: tn.ID, AccountId: account, Name: fmt.Sprintf("c%d", netN),
-		Source: &v1.CreateCertificateRequest_Managed{Managed: &v1.ManagedCertificate{DnsNames: []string{"www.example.com"}}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c.GetId()
-}
-
-func wantCode(t *testing.T, err error, code apierr.Code, field string) {
-	t.Helper()
-	pe := apierr.From(err)
-	if err == nil || pe.Code != code || (field != "" && pe.Field != field) {
-		t.Fatalf("got %v, want %s (field %q)", err, code, field)
-	}
 }
 
 // TestSeedSentences asserts each sentence of the seed's loadBalancers page; the case names quote it.
@@ -119,13 +59,13 @@ func TestSeedSentences(t *testing.T) {
 		run      func(t *testing.T)
 	}{
 		{"create returns pending", func(t *testing.T) {
-			lb, err := svc.LoadBalancers.CreateLoadBalancer(a.Ctx, regional(a, poolTargets()))
+			lb, err := svc.LoadBalancers.CreateLoadBalancer(a.Ctx, apptest.LoadBalancerRequest(a, apptest.PoolTargets()))
 			if err != nil || lb.GetState() != "pending" {
 				t.Fatalf("%v %v", lb, err)
 			}
 		}},
 		{"Publishes providerLoadBalancer.created", func(t *testing.T) {
-			lb, err := svc.LoadBalancers.CreateLoadBalancer(a.Ctx, regional(a, poolTargets()))
+			lb, err := svc.LoadBalancers.CreateLoadBalancer(a.Ctx, apptest.LoadBalancerRequest(a, apptest.PoolTargets()))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -136,7 +76,7 @@ func TestSeedSentences(t *testing.T) {
 		}},
 		{"A load balancer books one loadBalancers quota on the pool", func(t *testing.T) {
 			before := used(t, s, a)
-			if _, err := svc.LoadBalancers.CreateLoadBalancer(a.Ctx, regional(a, poolTargets())); err != nil {
+			if _, err := svc.LoadBalancers.CreateLoadBalancer(a.Ctx, apptest.LoadBalancerRequest(a, apptest.PoolTargets())); err != nil {
 				t.Fatal(err)
 			}
 			if got := used(t, s, a); got != before+1 {
@@ -148,63 +88,63 @@ func TestSeedSentences(t *testing.T) {
 			if _, err := s.App.DB.Q().Exec(ctx, "DELETE FROM quotas WHERE pool_id = $1", pool); err != nil {
 				t.Fatal(err)
 			}
-			r := regional(a, poolTargets())
+			r := apptest.LoadBalancerRequest(a, apptest.PoolTargets())
 			r.PoolId = pool
 			_, err := svc.LoadBalancers.CreateLoadBalancer(a.Ctx, r)
-			wantCode(t, err, errcode.QuotaExceeded, "")
+			apptest.WantCode(t, err, errcode.QuotaExceeded, "")
 		}},
 		{"no room is QUOTA_EXCEEDED", func(t *testing.T) {
 			pool := s.NewPool(t, a.ID, a.AccountID, "tiny", 1)
-			r := regional(a, poolTargets())
+			r := apptest.LoadBalancerRequest(a, apptest.PoolTargets())
 			r.PoolId = pool
 			if _, err := svc.LoadBalancers.CreateLoadBalancer(a.Ctx, r); err != nil {
 				t.Fatal(err)
 			}
-			r.IdempotencyKey = newKey()
+			r.IdempotencyKey = apptest.NewKey()
 			_, err := svc.LoadBalancers.CreateLoadBalancer(a.Ctx, r)
-			wantCode(t, err, errcode.QuotaExceeded, "")
+			apptest.WantCode(t, err, errcode.QuotaExceeded, "")
 		}},
 		{"Reading takes read, everything else manage: a viewer reads but cannot create", func(t *testing.T) {
 			_, _, viewer := s.NewPrincipal(t, a.ID, "viewer")
-			lb, err := svc.LoadBalancers.CreateLoadBalancer(a.Ctx, regional(a, poolTargets()))
+			lb, err := svc.LoadBalancers.CreateLoadBalancer(a.Ctx, apptest.LoadBalancerRequest(a, apptest.PoolTargets()))
 			if err != nil {
 				t.Fatal(err)
 			}
 			if _, err := svc.LoadBalancers.GetLoadBalancer(viewer, &v1.GetLoadBalancerRequest{TenantId: a.ID, LoadBalancerId: lb.GetId()}); err != nil {
 				t.Fatal(err)
 			}
-			_, err = svc.LoadBalancers.CreateLoadBalancer(viewer, regional(a, poolTargets()))
-			wantCode(t, err, errcode.AccessDenied, "")
+			_, err = svc.LoadBalancers.CreateLoadBalancer(viewer, apptest.LoadBalancerRequest(a, apptest.PoolTargets()))
+			apptest.WantCode(t, err, errcode.AccessDenied, "")
 			_, err = svc.LoadBalancers.DeleteLoadBalancer(viewer, &v1.DeleteLoadBalancerRequest{TenantId: a.ID, LoadBalancerId: lb.GetId()})
-			wantCode(t, err, errcode.AccessDenied, "")
+			apptest.WantCode(t, err, errcode.AccessDenied, "")
 			_, err = svc.LoadBalancers.UpdateLoadBalancer(viewer, &v1.UpdateLoadBalancerRequest{TenantId: a.ID, LoadBalancerId: lb.GetId(), RedirectHttpToHttps: boolp(true)})
-			wantCode(t, err, errcode.AccessDenied, "")
+			apptest.WantCode(t, err, errcode.AccessDenied, "")
 		}},
 		{"a regional one targets named instances of the tenant and lives on the subnet they share", func(t *testing.T) {
 			i1, i2 := inst(a, "nyc3", w.aSubnet), inst(a, "nyc3", w.aSubnet)
-			lb, err := svc.LoadBalancers.CreateLoadBalancer(a.Ctx, regional(a, &v1.LoadBalancerTargets{InstanceIds: []string{i1, i2}}))
+			lb, err := svc.LoadBalancers.CreateLoadBalancer(a.Ctx, apptest.LoadBalancerRequest(a, &v1.LoadBalancerTargets{InstanceIds: []string{i1, i2}}))
 			if err != nil || lb.GetSubnetId() != w.aSubnet {
 				t.Fatalf("%v %v", lb, err)
 			}
 		}},
 		{"named instances on two subnets is INVALID_INPUT", func(t *testing.T) {
 			i1, i2 := inst(a, "nyc3", w.aSubnet), inst(a, "nyc3", w.aSubnet2)
-			_, err := svc.LoadBalancers.CreateLoadBalancer(a.Ctx, regional(a, &v1.LoadBalancerTargets{InstanceIds: []string{i1, i2}}))
-			wantCode(t, err, errcode.InvalidInput, "targets.instanceIds")
+			_, err := svc.LoadBalancers.CreateLoadBalancer(a.Ctx, apptest.LoadBalancerRequest(a, &v1.LoadBalancerTargets{InstanceIds: []string{i1, i2}}))
+			apptest.WantCode(t, err, errcode.InvalidInput, "targets.instanceIds")
 		}},
 		{"named instances not on subnetId is INVALID_INPUT", func(t *testing.T) {
-			r := regional(a, &v1.LoadBalancerTargets{InstanceIds: []string{inst(a, "nyc3", w.aSubnet2)}})
+			r := apptest.LoadBalancerRequest(a, &v1.LoadBalancerTargets{InstanceIds: []string{inst(a, "nyc3", w.aSubnet2)}})
 			r.SubnetId = w.aSubnet
 			_, err := svc.LoadBalancers.CreateLoadBalancer(a.Ctx, r)
-			wantCode(t, err, errcode.InvalidInput, "targets.instanceIds[0]")
+			apptest.WantCode(t, err, errcode.InvalidInput, "targets.instanceIds[0]")
 		}},
 		{"Another tenant's instance is ACCESS_DENIED", func(t *testing.T) {
-			_, err := svc.LoadBalancers.CreateLoadBalancer(a.Ctx, regional(a, &v1.LoadBalancerTargets{InstanceIds: []string{inst(b, "nyc3", "")}}))
-			wantCode(t, err, errcode.AccessDenied, "targets.instanceIds[0]")
+			_, err := svc.LoadBalancers.CreateLoadBalancer(a.Ctx, apptest.LoadBalancerRequest(a, &v1.LoadBalancerTargets{InstanceIds: []string{inst(b, "nyc3", "")}}))
+			apptest.WantCode(t, err, errcode.AccessDenied, "targets.instanceIds[0]")
 		}},
 		{"another region is INVALID_INPUT", func(t *testing.T) {
-			_, err := svc.LoadBalancers.CreateLoadBalancer(a.Ctx, regional(a, &v1.LoadBalancerTargets{InstanceIds: []string{inst(a, "sfo3", "")}}))
-			wantCode(t, err, errcode.InvalidInput, "targets.instanceIds[0]")
+			_, err := svc.LoadBalancers.CreateLoadBalancer(a.Ctx, apptest.LoadBalancerRequest(a, &v1.LoadBalancerTargets{InstanceIds: []string{inst(a, "sfo3", "")}}))
+			apptest.WantCode(t, err, errcode.InvalidInput, "targets.instanceIds[0]")
 		}},
 		{"another account is INVALID_INPUT", func(t *testing.T) {
 			acct, err := svc.Tenancy.CreateProviderAccount(s.AdminCtx, &v1.CreateProviderAccountRequest{TenantId: a.ID, Kind: "digitalocean", Name: "second", Token: "t2"})
@@ -214,54 +154,54 @@ func TestSeedSentences(t *testing.T) {
 			other := a
 			other.PoolID = s.NewPool(t, a.ID, acct.GetId(), "second", 5)
 			i := s.MachineInstance(t, other, "nyc3", "").GetId()
-			_, err = svc.LoadBalancers.CreateLoadBalancer(a.Ctx, regional(a, &v1.LoadBalancerTargets{InstanceIds: []string{i}}))
-			wantCode(t, err, errcode.InvalidInput, "targets.instanceIds[0]")
-			r := regional(a, poolTargets())
-			r.Forwarding = []*v1.ForwardingRule{{EntryProtocol: "https", EntryPort: 443, TargetProtocol: "http", TargetPort: 80, CertificateId: cert(t, s, a, acct.GetId())}}
+			_, err = svc.LoadBalancers.CreateLoadBalancer(a.Ctx, apptest.LoadBalancerRequest(a, &v1.LoadBalancerTargets{InstanceIds: []string{i}}))
+			apptest.WantCode(t, err, errcode.InvalidInput, "targets.instanceIds[0]")
+			r := apptest.LoadBalancerRequest(a, apptest.PoolTargets())
+			r.Forwarding = []*v1.ForwardingRule{{EntryProtocol: "https", EntryPort: 443, TargetProtocol: "http", TargetPort: 80, CertificateId: s.Certificate(t, a, acct.GetId())}}
 			_, err = svc.LoadBalancers.CreateLoadBalancer(a.Ctx, r)
-			wantCode(t, err, errcode.InvalidInput, "forwarding[0].certificateId")
+			apptest.WantCode(t, err, errcode.InvalidInput, "forwarding[0].certificateId")
 		}},
 		{"another tenant's subnet is NOT_FOUND", func(t *testing.T) {
-			r := regional(a, poolTargets())
+			r := apptest.LoadBalancerRequest(a, apptest.PoolTargets())
 			r.SubnetId = w.bSubnet
 			_, err := svc.LoadBalancers.CreateLoadBalancer(a.Ctx, r)
-			wantCode(t, err, errcode.NotFound, "subnetId")
+			apptest.WantCode(t, err, errcode.NotFound, "subnetId")
 		}},
 		{"another tenant's certificate is NOT_FOUND", func(t *testing.T) {
-			r := regional(a, poolTargets())
+			r := apptest.LoadBalancerRequest(a, apptest.PoolTargets())
 			r.Forwarding = []*v1.ForwardingRule{{EntryProtocol: "https", EntryPort: 443, TargetProtocol: "http", TargetPort: 80, CertificateId: w.bCert}}
 			_, err := svc.LoadBalancers.CreateLoadBalancer(a.Ctx, r)
-			wantCode(t, err, errcode.NotFound, "forwarding[0].certificateId")
+			apptest.WantCode(t, err, errcode.NotFound, "forwarding[0].certificateId")
 		}},
 		{"an https entry names a certificate of the tenant on the same account", func(t *testing.T) {
-			r := regional(a, poolTargets())
+			r := apptest.LoadBalancerRequest(a, apptest.PoolTargets())
 			r.Forwarding = []*v1.ForwardingRule{{EntryProtocol: "https", EntryPort: 443, TargetProtocol: "http", TargetPort: 80, CertificateId: w.aCert}}
 			if _, err := svc.LoadBalancers.CreateLoadBalancer(a.Ctx, r); err != nil {
 				t.Fatal(err)
 			}
 		}},
 		{"a global one targets the tenant's regional load balancers; another tenant's is NOT_FOUND", func(t *testing.T) {
-			mine, err := svc.LoadBalancers.CreateLoadBalancer(a.Ctx, regional(a, poolTargets()))
+			mine, err := svc.LoadBalancers.CreateLoadBalancer(a.Ctx, apptest.LoadBalancerRequest(a, apptest.PoolTargets()))
 			if err != nil {
 				t.Fatal(err)
 			}
-			theirs, err := svc.LoadBalancers.CreateLoadBalancer(b.Ctx, regional(b, poolTargets()))
+			theirs, err := svc.LoadBalancers.CreateLoadBalancer(b.Ctx, apptest.LoadBalancerRequest(b, apptest.PoolTargets()))
 			if err != nil {
 				t.Fatal(err)
 			}
-			g := &v1.CreateLoadBalancerRequest{TenantId: a.ID, PoolId: a.PoolID, Name: "edge", Scope: "global", Forwarding: httpRule(),
-				Targets: &v1.LoadBalancerTargets{LoadBalancerIds: []string{mine.GetId()}}, Domains: []*v1.Domain{{Name: "example.com"}}, IdempotencyKey: newKey()}
+			g := &v1.CreateLoadBalancerRequest{TenantId: a.ID, PoolId: a.PoolID, Name: "edge", Scope: "global", Forwarding: apptest.HTTPRule(),
+				Targets: &v1.LoadBalancerTargets{LoadBalancerIds: []string{mine.GetId()}}, Domains: []*v1.Domain{{Name: "example.com"}}, IdempotencyKey: apptest.NewKey()}
 			if lb, err := svc.LoadBalancers.CreateLoadBalancer(a.Ctx, g); err != nil || lb.GetScope() != "global" {
 				t.Fatalf("%v %v", lb, err)
 			}
-			g.Targets.LoadBalancerIds, g.IdempotencyKey = []string{theirs.GetId()}, newKey()
+			g.Targets.LoadBalancerIds, g.IdempotencyKey = []string{theirs.GetId()}, apptest.NewKey()
 			_, err = svc.LoadBalancers.CreateLoadBalancer(a.Ctx, g)
-			wantCode(t, err, errcode.NotFound, "targets.loadBalancerIds[0]")
+			apptest.WantCode(t, err, errcode.NotFound, "targets.loadBalancerIds[0]")
 		}},
 		{"A regional load balancer a global one of the tenant targets is INVALID_STATE (reason inUse)", func(t *testing.T) {
-			mine, _ := svc.LoadBalancers.CreateLoadBalancer(a.Ctx, regional(a, poolTargets()))
-			g := &v1.CreateLoadBalancerRequest{TenantId: a.ID, PoolId: a.PoolID, Name: "edge-inuse", Scope: "global", Forwarding: httpRule(),
-				Targets: &v1.LoadBalancerTargets{LoadBalancerIds: []string{mine.GetId()}}, IdempotencyKey: newKey()}
+			mine, _ := svc.LoadBalancers.CreateLoadBalancer(a.Ctx, apptest.LoadBalancerRequest(a, apptest.PoolTargets()))
+			g := &v1.CreateLoadBalancerRequest{TenantId: a.ID, PoolId: a.PoolID, Name: "edge-inuse", Scope: "global", Forwarding: apptest.HTTPRule(),
+				Targets: &v1.LoadBalancerTargets{LoadBalancerIds: []string{mine.GetId()}}, IdempotencyKey: apptest.NewKey()}
 			glb, err := svc.LoadBalancers.CreateLoadBalancer(a.Ctx, g)
 			if err != nil {
 				t.Fatal(err)
@@ -279,7 +219,7 @@ func TestSeedSentences(t *testing.T) {
 			}
 		}},
 		{"get returns settings, targets, address and addressV6 once assigned, and state", func(t *testing.T) {
-			lb, _ := svc.LoadBalancers.CreateLoadBalancer(a.Ctx, regional(a, poolTargets()))
+			lb, _ := svc.LoadBalancers.CreateLoadBalancer(a.Ctx, apptest.LoadBalancerRequest(a, apptest.PoolTargets()))
 			if _, err := store.RecordLoadBalancerObservation(ctx, s.App.DB.Q(), store.LoadBalancerObservation{
 				ID: lb.GetId(), State: "ready", ProviderID: "p1", Address: "192.0.2.10", AddressV6: "2001:db8::10", MarkReady: true,
 			}); err != nil {
@@ -292,7 +232,7 @@ func TestSeedSentences(t *testing.T) {
 			}
 		}},
 		{"update replaces each part given, returns it updating, publishes updated with what changed", func(t *testing.T) {
-			lb, _ := svc.LoadBalancers.CreateLoadBalancer(a.Ctx, regional(a, poolTargets()))
+			lb, _ := svc.LoadBalancers.CreateLoadBalancer(a.Ctx, apptest.LoadBalancerRequest(a, apptest.PoolTargets()))
 			_, _ = store.RecordLoadBalancerObservation(ctx, s.App.DB.Q(), store.LoadBalancerObservation{ID: lb.GetId(), State: "ready", ProviderID: "p1", MarkReady: true})
 			up, err := svc.LoadBalancers.UpdateLoadBalancer(a.Ctx, &v1.UpdateLoadBalancerRequest{TenantId: a.ID, LoadBalancerId: lb.GetId(),
 				HealthCheck: &v1.HealthCheck{Protocol: "tcp", Port: 8080}, StickySessions: &v1.StickySessions{CookieName: "lb", TtlSeconds: 60}})
@@ -307,17 +247,17 @@ func TestSeedSentences(t *testing.T) {
 			}
 		}},
 		{"update: named instances must be on its subnet, or without one on no tenant network", func(t *testing.T) {
-			lb, _ := svc.LoadBalancers.CreateLoadBalancer(a.Ctx, regional(a, poolTargets()))
+			lb, _ := svc.LoadBalancers.CreateLoadBalancer(a.Ctx, apptest.LoadBalancerRequest(a, apptest.PoolTargets()))
 			_, err := svc.LoadBalancers.UpdateLoadBalancer(a.Ctx, &v1.UpdateLoadBalancerRequest{TenantId: a.ID, LoadBalancerId: lb.GetId(),
 				Targets: &v1.LoadBalancerTargets{InstanceIds: []string{inst(a, "nyc3", w.aSubnet)}}})
-			wantCode(t, err, errcode.InvalidInput, "targets.instanceIds[0]")
+			apptest.WantCode(t, err, errcode.InvalidInput, "targets.instanceIds[0]")
 			if _, err := svc.LoadBalancers.UpdateLoadBalancer(a.Ctx, &v1.UpdateLoadBalancerRequest{TenantId: a.ID, LoadBalancerId: lb.GetId(),
 				Targets: &v1.LoadBalancerTargets{InstanceIds: []string{inst(a, "nyc3", "")}}}); err != nil {
 				t.Fatal(err)
 			}
 		}},
 		{"Named instances are also decided as compute:instances:update on each, with the caller's own credential", func(t *testing.T) {
-			lb, err := svc.LoadBalancers.CreateLoadBalancer(a.Ctx, regional(a, poolTargets()))
+			lb, err := svc.LoadBalancers.CreateLoadBalancer(a.Ctx, apptest.LoadBalancerRequest(a, apptest.PoolTargets()))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -332,28 +272,28 @@ func TestSeedSentences(t *testing.T) {
 			grant("compute-provider-load-balancer", lb.GetId())
 			up := &v1.UpdateLoadBalancerRequest{TenantId: a.ID, LoadBalancerId: lb.GetId(), Targets: &v1.LoadBalancerTargets{InstanceIds: []string{vm}}}
 			_, err = svc.LoadBalancers.UpdateLoadBalancer(p, up)
-			wantCode(t, err, errcode.AccessDenied, "targets.instanceIds[0]")
+			apptest.WantCode(t, err, errcode.AccessDenied, "targets.instanceIds[0]")
 			grant("compute-instance", vm)
 			if got, err := svc.LoadBalancers.UpdateLoadBalancer(p, up); err != nil || got.GetTargets().GetInstanceIds()[0] != vm {
 				t.Fatalf("with instances:update: %v %v", got, err)
 			}
 		}},
 		{"delete returns it deleting", func(t *testing.T) {
-			lb, _ := svc.LoadBalancers.CreateLoadBalancer(a.Ctx, regional(a, poolTargets()))
+			lb, _ := svc.LoadBalancers.CreateLoadBalancer(a.Ctx, apptest.LoadBalancerRequest(a, apptest.PoolTargets()))
 			got, err := svc.LoadBalancers.DeleteLoadBalancer(a.Ctx, &v1.DeleteLoadBalancerRequest{TenantId: a.ID, LoadBalancerId: lb.GetId()})
 			if err != nil || got.GetState() != "deleting" {
 				t.Fatalf("%v %v", got, err)
 			}
 		}},
 		{"another tenant's load balancer is NOT_FOUND on get, update and delete", func(t *testing.T) {
-			theirs, _ := svc.LoadBalancers.CreateLoadBalancer(b.Ctx, regional(b, poolTargets()))
+			theirs, _ := svc.LoadBalancers.CreateLoadBalancer(b.Ctx, apptest.LoadBalancerRequest(b, apptest.PoolTargets()))
 			for _, tenant := range []string{a.ID, b.ID} {
 				_, err := svc.LoadBalancers.GetLoadBalancer(a.Ctx, &v1.GetLoadBalancerRequest{TenantId: tenant, LoadBalancerId: theirs.GetId()})
-				wantCode(t, err, errcode.NotFound, "")
+				apptest.WantCode(t, err, errcode.NotFound, "")
 				_, err = svc.LoadBalancers.UpdateLoadBalancer(a.Ctx, &v1.UpdateLoadBalancerRequest{TenantId: tenant, LoadBalancerId: theirs.GetId(), RedirectHttpToHttps: boolp(true)})
-				wantCode(t, err, errcode.NotFound, "")
+				apptest.WantCode(t, err, errcode.NotFound, "")
 				_, err = svc.LoadBalancers.DeleteLoadBalancer(a.Ctx, &v1.DeleteLoadBalancerRequest{TenantId: tenant, LoadBalancerId: theirs.GetId()})
-				wantCode(t, err, errcode.NotFound, "")
+				apptest.WantCode(t, err, errcode.NotFound, "")
 			}
 		}},
 	}
@@ -399,7 +339,7 @@ func TestCreateAnswersAsGet(t *testing.T) {
 	}
 	for name, edit := range cases {
 		t.Run(name, func(t *testing.T) {
-			r := regional(tn, poolTargets())
+			r := apptest.LoadBalancerRequest(tn, apptest.PoolTargets())
 			edit(r)
 			created, err := w.s.App.LoadBalancers.CreateLoadBalancer(tn.Ctx, r)
 			if err != nil {

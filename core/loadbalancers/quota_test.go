@@ -1,4 +1,4 @@
-package core_test
+package loadbalancers_test
 
 import (
 	"context"
@@ -26,7 +26,7 @@ func TestQuotaRace(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r := regional(tn, poolTargets())
+			r := apptest.LoadBalancerRequest(tn, apptest.PoolTargets())
 			r.IdempotencyKey = "race-" + string(rune('a'+i%26)) + string(rune('a'+i/26))
 			_, err := s.App.LoadBalancers.CreateLoadBalancer(tn.Ctx, r)
 			mu.Lock()
@@ -62,7 +62,7 @@ func TestIdempotency(t *testing.T) {
 	s := apptest.Start(t)
 	tn := s.NewTenant(t, "acme", "editor")
 	svc := s.App
-	r := regional(tn, poolTargets())
+	r := apptest.LoadBalancerRequest(tn, apptest.PoolTargets())
 	r.IdempotencyKey = "same-key"
 	first, err := svc.LoadBalancers.CreateLoadBalancer(tn.Ctx, r)
 	if err != nil {
@@ -73,13 +73,13 @@ func TestIdempotency(t *testing.T) {
 	if err != nil || again.GetId() != first.GetId() {
 		t.Fatalf("replay: %v %v", again, err)
 	}
-	changed := regional(tn, poolTargets())
+	changed := apptest.LoadBalancerRequest(tn, apptest.PoolTargets())
 	changed.IdempotencyKey, changed.Name = "same-key", "other"
 	_, err = svc.LoadBalancers.CreateLoadBalancer(tn.Ctx, changed)
-	wantCode(t, err, errcode.InvalidInput, "idempotencyKey")
+	apptest.WantCode(t, err, errcode.InvalidInput, "idempotencyKey")
 
 	// Sixteen concurrent twins with a fresh key: one load balancer, all answers name it.
-	twin := regional(tn, poolTargets())
+	twin := apptest.LoadBalancerRequest(tn, apptest.PoolTargets())
 	twin.IdempotencyKey = "twin-key"
 	var wg sync.WaitGroup
 	got := make([]string, 16)
@@ -104,7 +104,7 @@ func TestIdempotency(t *testing.T) {
 	}
 	// Another tenant may use the same key: keys are per tenant.
 	other := s.NewTenant(t, "globex", "editor")
-	r2 := regional(other, poolTargets())
+	r2 := apptest.LoadBalancerRequest(other, apptest.PoolTargets())
 	r2.IdempotencyKey = "same-key"
 	if lb, err := svc.LoadBalancers.CreateLoadBalancer(other.Ctx, r2); err != nil || lb.GetId() == first.GetId() {
 		t.Fatalf("other tenant: %v %v", lb, err)
@@ -131,17 +131,17 @@ func TestFailedCreateKeepsNoUnit(t *testing.T) {
 	s := apptest.Start(t)
 	tn := s.NewTenant(t, "refunds", "editor")
 	svc := s.App
-	first, err := svc.LoadBalancers.CreateLoadBalancer(tn.Ctx, regional(tn, poolTargets()))
+	first, err := svc.LoadBalancers.CreateLoadBalancer(tn.Ctx, apptest.LoadBalancerRequest(tn, apptest.PoolTargets()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	badProject := regional(tn, poolTargets())
+	badProject := apptest.LoadBalancerRequest(tn, apptest.PoolTargets())
 	badProject.ProjectId = "prj_01m8y0000000000000000000"
-	badRegion := regional(tn, poolTargets())
+	badRegion := apptest.LoadBalancerRequest(tn, apptest.PoolTargets())
 	badRegion.Region = "ams3"
-	takenName := regional(tn, poolTargets())
+	takenName := apptest.LoadBalancerRequest(tn, apptest.PoolTargets())
 	takenName.Name = first.GetName()
-	replay := regional(tn, poolTargets())
+	replay := apptest.LoadBalancerRequest(tn, apptest.PoolTargets())
 	if _, err := svc.LoadBalancers.CreateLoadBalancer(tn.Ctx, replay); err != nil {
 		t.Fatal(err)
 	}

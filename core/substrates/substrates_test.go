@@ -1,4 +1,4 @@
-package core_test
+package substrates_test
 
 import (
 	"context"
