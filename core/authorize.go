@@ -210,8 +210,8 @@ func (s *Base) AuthorizeList(ctx context.Context, perm authz.Permission, tenantI
 	return c, s.AuthorizeTenant(ctx, c, perm, tenantID)
 }
 
-// ConvertAll converts the rows of a list (after AuthorizeList) in order.
-func ConvertAll[R any, P any](rows []R, conv func(R) (P, error)) ([]P, error) {
+// convertAll converts the rows of a list (after AuthorizeList) in order.
+func convertAll[R any, P any](rows []R, conv func(R) (P, error)) ([]P, error) {
 	out := make([]P, 0, len(rows))
 	for _, r := range rows {
 		p, err := conv(r)
@@ -223,7 +223,7 @@ func ConvertAll[R any, P any](rows []R, conv func(R) (P, error)) ([]P, error) {
 	return out, nil
 }
 
-// Infallible adapts a conversion that cannot fail to ConvertAll.
+// Infallible adapts a conversion that cannot fail to convertAll.
 func Infallible[R any, P any](conv func(R) P) func(R) (P, error) {
 	return func(r R) (P, error) { return conv(r), nil }
 }

@@ -142,7 +142,7 @@ func ListPage[R, P any](ctx context.Context, s *Base, r PageRequest, l Listing[R
 
 // Each converts a page row by row (convertAll).
 func Each[R, P any](conv func(R) (P, error)) func([]R) ([]P, error) {
-	return func(rows []R) ([]P, error) { return ConvertAll(rows, conv) }
+	return func(rows []R) ([]P, error) { return convertAll(rows, conv) }
 }
 
 // ByID is the sort key of the lists in id order (ids are time-ordered: creation order).
