@@ -2,7 +2,6 @@ package pools
 
 import (
 	"context"
-
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"

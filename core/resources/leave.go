@@ -2,7 +2,6 @@ package resources
 
 import (
 	"context"
-
 	"slices"
 
 	"better-compute.dev/compute/contract"

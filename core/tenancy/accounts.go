@@ -3,6 +3,8 @@ package tenancy
 import (
 	"context"
 
+	"google.golang.org/protobuf/types/known/timestamppb"
+
 	"better-compute.dev/compute/apierr"
 	"better-compute.dev/compute/authz"
 	"better-compute.dev/compute/core"
@@ -10,7 +12,6 @@ import (
 	"better-compute.dev/compute/ids"
 	"better-compute.dev/compute/seal"
 	"better-compute.dev/compute/store"
-	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
 // CreateProviderAccount stores an account with its token sealed, bound to the account id.
