@@ -6,18 +6,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"golang.org/x/net/netutil"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
 	"time"
 
+	"golang.org/x/net/netutil"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 
 	"better-compute.dev/compute/authz"
 	"better-compute.dev/compute/core"
+	"better-compute.dev/compute/core/events"
 	"better-compute.dev/compute/netguard"
 	"better-compute.dev/compute/observe"
 	"better-compute.dev/compute/reconcile"
@@ -81,10 +83,11 @@ type Config struct {
 
 // App is a running replica.
 type App struct {
-	Config  Config
-	DB      *store.DB
-	Authz   authz.Authorizer
-	Service *core.Service
+	Config Config
+	DB     *store.DB
+	Authz  authz.Authorizer
+	// Services are core's parts (a.LoadBalancers, a.Tenancy, ...) and their base.
+	server.Services
 	Handler http.Handler
 	// URL is http://host:port of the listener once Start returned.
 	URL string
@@ -150,12 +153,11 @@ func Start(ctx context.Context, cfg Config) (*App, error) {
 		return nil, fmt.Errorf("authorization: %w", err)
 	}
 	a.Authz = server.TimedAuthorizer(a.Authz)
-	a.Service = &core.Service{DB: db, Authz: a.Authz, Keyring: ring, Log: cfg.Logger, Outbound: netguard.Policy{Allow: cfg.OutboundAllow},
-		WatchPoll: cfg.WatchPoll, WatchHeartbeat: cfg.WatchHeartbeat}
-	a.Service.MetalSystems = metalSystems(a.Service.Outbound)
+	base := core.NewBase(db, a.Authz, ring, cfg.Logger, netguard.Policy{Allow: cfg.OutboundAllow})
+	a.Services = server.NewServices(base, metalSystems(base.Outbound), events.Options{Poll: cfg.WatchPoll, Heartbeat: cfg.WatchHeartbeat})
 	a.health = server.NewHealth(db, a.Authz)
 	reg := prometheus.NewRegistry()
-	if a.Handler, err = server.New(server.Options{Service: a.Service, Logger: cfg.Logger, CORSOrigins: cfg.CORSOrigins, Health: a.health,
+	if a.Handler, err = server.New(server.Options{Services: a.Services, DB: db, Logger: cfg.Logger, CORSOrigins: cfg.CORSOrigins, Health: a.health,
 		BodyReadTimeout: cfg.BodyReadTimeout, Registry: reg, MetricsElsewhere: cfg.MetricsListen != "", TracerProvider: tp}); err != nil {
 		a.Close(context.Background())
 		return nil, err

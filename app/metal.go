@@ -12,10 +12,10 @@ import (
 // metalRunner is the BMC runner of the metal reconciler and of enrollment's look at a BMC's
 // systems: the outbound policy and the power-settle bound (BC_METAL_POWER_SETTLE) configured.
 func (a *App) metalRunner() *bmc.Runner {
-	return &bmc.Runner{Logger: a.Config.Logger, Outbound: a.Service.Outbound, PowerSettle: a.Config.Reconcilers.MetalPowerSettle}
+	return &bmc.Runner{Logger: a.Config.Logger, Outbound: a.Base.Outbound, PowerSettle: a.Config.Reconcilers.MetalPowerSettle}
 }
 
-// metalSystems lists the systems behind a Redfish BMC being enrolled (core.MetalSystemLister),
+// metalSystems lists the systems behind a Redfish BMC being enrolled (metal.SystemLister),
 // through the outbound policy like every BMC connection.
 func metalSystems(outbound netguard.Policy) func(ctx context.Context, b *v1.MetalBmcSettings) ([]string, error) {
 	r := &bmc.Runner{Outbound: outbound}

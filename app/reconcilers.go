@@ -45,7 +45,7 @@ func (a *App) newRunner(rc ReconcileConfig) (*reconcile.Runner, error) {
 		do.Budget = vps.Budget{DB: a.DB}
 	}
 	rec, err := vps.New(vps.Options{
-		DB: a.DB, Keyring: a.Service.Keyring, Factory: digitalocean.NewFactory(do),
+		DB: a.DB, Keyring: a.Base.Keyring, Factory: digitalocean.NewFactory(do),
 		ProviderPoll: rc.ProviderPoll, DependencyPoll: rc.DependencyPoll, CreateWindow: rc.CreateWindow,
 		Logger: a.Config.Logger,
 	})
@@ -53,7 +53,7 @@ func (a *App) newRunner(rc ReconcileConfig) (*reconcile.Runner, error) {
 		return nil, err
 	}
 	subs, err := substrates.New(substrates.Options{
-		DB: a.DB, Keyring: a.Service.Keyring, Factory: digitalocean.NewFactory(do),
+		DB: a.DB, Keyring: a.Base.Keyring, Factory: digitalocean.NewFactory(do),
 		JoinURL: rc.PublicURL(a.URL), CreateWindow: rc.CreateWindow, Logger: a.Config.Logger,
 	})
 	if err != nil {
@@ -62,7 +62,7 @@ func (a *App) newRunner(rc ReconcileConfig) (*reconcile.Runner, error) {
 	runner, err := reconcile.New(reconcile.Options{
 		DB: a.DB, Holder: a.Config.Replica, Handlers: map[string]reconcile.Handler{
 			contract.VPSKind: rec,
-			metalrec.Kind:    metalrec.New(a.DB, a.Service.Keyring, a.metalRunner(), a.Config.Logger),
+			metalrec.Kind:    metalrec.New(a.DB, a.Base.Keyring, a.metalRunner(), a.Config.Logger),
 			substrates.Kind:  subs,
 		},
 		// Metal waits on tenant-named BMCs that may hang: it gets a bounded share, per tenant too.

@@ -15,10 +15,10 @@ import (
 // it) and hidden otherwise: hidden reports it, and the caller answers with its own NOT_FOUND so
 // that a refusal and a missing object read the same. An engine failure fails closed with
 // UNAVAILABLE.
-func (s *Service) decide(ctx context.Context, c Caller, perm authz.Permission, obj authz.Object, readPerm authz.Permission, what string) (hidden bool, err error) {
+func (s *Base) decide(ctx context.Context, c Caller, perm authz.Permission, obj authz.Object, readPerm authz.Permission, what string) (hidden bool, err error) {
 	ok, err := s.Authz.Check(ctx, authz.Check{Principal: c.PrincipalID, Permission: perm, Object: obj})
 	if err != nil {
-		return false, authzErr(err)
+		return false, AuthzErr(err)
 	}
 	if ok {
 		return false, nil
@@ -26,7 +26,7 @@ func (s *Service) decide(ctx context.Context, c Caller, perm authz.Permission, o
 	if readPerm != "" && readPerm != perm {
 		visible, err := s.Authz.Check(ctx, authz.Check{Principal: c.PrincipalID, Permission: readPerm, Object: obj})
 		if err != nil {
-			return false, authzErr(err)
+			return false, AuthzErr(err)
 		}
 		if visible {
 			return false, apierr.Denied("%s on %s %s is not granted", perm, what, obj.ID)
@@ -35,10 +35,10 @@ func (s *Service) decide(ctx context.Context, c Caller, perm authz.Permission, o
 	return true, nil
 }
 
-// authorizeTenant checks perm on the tenant itself (list and create: the object does not exist
+// AuthorizeTenant checks perm on the tenant itself (list and create: the object does not exist
 // yet). A refusal on a tenant is ACCESS_DENIED: tenant ids are not secret from their members,
 // and a stranger learns nothing from "not granted".
-func (s *Service) authorizeTenant(ctx context.Context, c Caller, perm authz.Permission, tenantID string) error {
+func (s *Base) AuthorizeTenant(ctx context.Context, c Caller, perm authz.Permission, tenantID string) error {
 	hidden, err := s.decide(ctx, c, perm, authz.TenantObject(tenantID), "", "tenant")
 	if err != nil {
 		return err
@@ -49,8 +49,8 @@ func (s *Service) authorizeTenant(ctx context.Context, c Caller, perm authz.Perm
 	return nil
 }
 
-// target names the object a by-id call is about, as the request names it.
-type target struct {
+// Target names the object a by-id call is about, as the request names it.
+type Target struct {
 	Type   string // authorization type (authz.TypeX)
 	ID     string // the id the request names
 	Tenant string // the tenant the request names
@@ -62,7 +62,7 @@ type target struct {
 }
 
 // object is the authorization object of t owned by tenant.
-func (t target) object(tenant string) authz.Object {
+func (t Target) object(tenant string) authz.Object {
 	id := t.Object
 	if id == "" {
 		id = t.ID
@@ -70,10 +70,10 @@ func (t target) object(tenant string) authz.Object {
 	return authz.Object{Type: t.Type, ID: id, Tenant: tenant}
 }
 
-// notFound is the one NOT_FOUND of a by-id call. A missing id, an id of another tenant and an
+// NotFound is the one NOT_FOUND of a by-id call. A missing id, an id of another tenant and an
 // object the caller may not see all answer with it, so they are byte-identical on the wire;
 // cause (kept for logs, never rendered) records which it was.
-func (t target) notFound(cause error) *apierr.Error {
+func (t Target) NotFound(cause error) *apierr.Error {
 	return &apierr.Error{Code: errcode.NotFound, Field: t.Field, Message: t.What + " " + t.ID + " not found", Cause: cause}
 }
 
@@ -83,23 +83,23 @@ var errTenantMismatch = errors.New("core: the object belongs to another tenant")
 // errHidden is the cause of a NOT_FOUND for an object the caller may not read.
 var errHidden = errors.New("core: the caller may not read the object")
 
-// authorizeOwned is the one prologue of every call on an object named by id, once its row (or
+// AuthorizeOwned is the one prologue of every call on an object named by id, once its row (or
 // owner) has been looked up: lookupErr is that lookup's error and owner the row's tenant.
 //
 //   - store.ErrNotFound or a tenant other than the request's: NOT_FOUND (t.notFound).
 //   - any other lookup error keeps its cause and its class (UNAVAILABLE for a database fault,
-//     see storeErr): it is never turned into NOT_FOUND, which would tell a client that an
+//     see StoreErr): it is never turned into NOT_FOUND, which would tell a client that an
 //     existing object is gone.
 //   - then perm on the object; readPerm decides ACCESS_DENIED versus NOT_FOUND on a refusal.
 //     Platform admins read the types they administer (pools, accounts) without a check.
-func (s *Service) authorizeOwned(ctx context.Context, c Caller, t target, owner string, lookupErr error, perm, readPerm authz.Permission) (authz.Object, error) {
+func (s *Base) AuthorizeOwned(ctx context.Context, c Caller, t Target, owner string, lookupErr error, perm, readPerm authz.Permission) (authz.Object, error) {
 	switch {
 	case errors.Is(lookupErr, store.ErrNotFound):
-		return authz.Object{}, t.notFound(lookupErr)
+		return authz.Object{}, t.NotFound(lookupErr)
 	case lookupErr != nil:
-		return authz.Object{}, storeErr(lookupErr, t.What)
+		return authz.Object{}, StoreErr(lookupErr, t.What)
 	case owner != t.Tenant:
-		return authz.Object{}, t.notFound(errTenantMismatch)
+		return authz.Object{}, t.NotFound(errTenantMismatch)
 	}
 	obj := t.object(owner)
 	if c.PlatformAdmin && platformAdministered[t.Type] && perm == readPermOf[t.Type] {
@@ -112,7 +112,7 @@ func (s *Service) authorizeOwned(ctx context.Context, c Caller, t target, owner 
 	// check per object; a caller without the tenant permission is then checked on the object
 	// itself (a direct grant), as before.
 	if ok, err := s.Authz.Check(ctx, authz.Check{Principal: c.PrincipalID, Permission: perm, Object: authz.TenantObject(owner)}); err != nil {
-		return obj, authzErr(err)
+		return obj, AuthzErr(err)
 	} else if ok {
 		return obj, nil
 	}
@@ -121,17 +121,17 @@ func (s *Service) authorizeOwned(ctx context.Context, c Caller, t target, owner 
 		return obj, err
 	}
 	if hidden {
-		return obj, t.notFound(errHidden)
+		return obj, t.NotFound(errHidden)
 	}
 	return obj, nil
 }
 
-// refErr is the answer to a lookup of a row a request refers to (a pool, a subnet, a project):
+// RefErr is the answer to a lookup of a row a request refers to (a pool, a subnet, a project):
 // nf when the row is missing (store.ErrNotFound) or found but not acceptable (usable false: another
 // tenant's, deleted); the lookup's own error, unchanged, for anything else, so that a database
-// fault stays a database fault (storeErr classifies it once, at the boundary) and a
+// fault stays a database fault (StoreErr classifies it once, at the boundary) and a
 // serialization failure inside ExecuteTx is still retried; nil when the row is usable.
-func refErr(err error, usable bool, nf *apierr.Error) error {
+func RefErr(err error, usable bool, nf *apierr.Error) error {
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		nf.Cause = err
@@ -145,15 +145,15 @@ func refErr(err error, usable bool, nf *apierr.Error) error {
 	return nil
 }
 
-// authorizeByID is authorizeOwned for calls that look up only the owner first (mutations: the
+// AuthorizeByID is AuthorizeOwned for calls that look up only the owner first (mutations: the
 // row itself is read again inside the transaction).
-func (s *Service) authorizeByID(ctx context.Context, t target, perm, readPerm authz.Permission) (Caller, authz.Object, error) {
-	c, err := caller(ctx)
+func (s *Base) AuthorizeByID(ctx context.Context, t Target, perm, readPerm authz.Permission) (Caller, authz.Object, error) {
+	c, err := RequireCaller(ctx)
 	if err != nil {
 		return c, authz.Object{}, err
 	}
-	owner, err := s.ownerOf(ctx, t.Type, t.ID)
-	obj, err := s.authorizeOwned(ctx, c, t, owner, err, perm, readPerm)
+	owner, err := s.OwnerOf(ctx, t.Type, t.ID)
+	obj, err := s.AuthorizeOwned(ctx, c, t, owner, err, perm, readPerm)
 	return c, obj, err
 }
 
@@ -166,23 +166,23 @@ var readPermOf = map[string]authz.Permission{
 	authz.TypePool: authz.PoolsRead, authz.TypeProviderAccount: authz.ProviderAccountsRead, authz.TypePoolSubstrate: authz.SubstratesRead,
 }
 
-// listAccess says who, besides holders of the permission on the tenant, may list.
-type listAccess int
+// ListAccess says who, besides holders of the permission on the tenant, may list.
+type ListAccess int
 
 const (
-	// tenantOnly: holders of the permission on the tenant.
-	tenantOnly listAccess = iota
-	// platformReads: also platform admins, without a check, for what they administer (pools,
+	// TenantOnly: holders of the permission on the tenant.
+	TenantOnly ListAccess = iota
+	// PlatformReads: also platform admins, without a check, for what they administer (pools,
 	// accounts, quotas, substrates).
-	platformReads
-	// platformKnownTenant: also platform admins, once the tenant exists (principals: a missing
+	PlatformReads
+	// PlatformKnownTenant: also platform admins, once the tenant exists (principals: a missing
 	// tenant is NOT_FOUND tenant).
-	platformKnownTenant
-	// platformOnly: platform admins alone (tenants/list; the permission is unused).
-	platformOnly
+	PlatformKnownTenant
+	// PlatformOnly: platform admins alone (tenants/list; the permission is unused).
+	PlatformOnly
 )
 
-// authorizeList is the one prologue of every list (and of the calls on a tenant as a whole): the
+// AuthorizeList is the one prologue of every list (and of the calls on a tenant as a whole): the
 // caller, then perm on the tenant the request names, or the platform rule of access.
 //
 // A list needs no per-item check after that. In the model (authz/model.fga) every read relation
@@ -190,27 +190,27 @@ const (
 // on every object of the tenant, and the rows come from the database filtered by that tenant,
 // so a per-item check cannot narrow the answer. TestReadRelationsInheritFromTenant keeps this
 // true: a model change that lets a per-object relation narrow a tenant grant fails it, and
-// per-item checks (filterVisible) must come back for that type.
-func (s *Service) authorizeList(ctx context.Context, perm authz.Permission, tenantID string, access listAccess) (Caller, error) {
-	c, err := caller(ctx)
+// per-item checks (FilterVisible) must come back for that type.
+func (s *Base) AuthorizeList(ctx context.Context, perm authz.Permission, tenantID string, access ListAccess) (Caller, error) {
+	c, err := RequireCaller(ctx)
 	if err != nil {
 		return c, err
 	}
 	switch {
-	case access == platformOnly:
-		return c, requirePlatformAdmin(c)
-	case access == platformReads && c.PlatformAdmin:
+	case access == PlatformOnly:
+		return c, RequirePlatformAdmin(c)
+	case access == PlatformReads && c.PlatformAdmin:
 		return c, nil
-	case access == platformKnownTenant && c.PlatformAdmin:
-		if _, err := store.GetTenant(ctx, s.DB.Q(), tenantID); err != nil {
-			return c, storeErr(err, "tenant")
+	case access == PlatformKnownTenant && c.PlatformAdmin:
+		if _, err := store.GetTenant(ctx, s.Store.Q(), tenantID); err != nil {
+			return c, StoreErr(err, "tenant")
 		}
 		return c, nil
 	}
-	return c, s.authorizeTenant(ctx, c, perm, tenantID)
+	return c, s.AuthorizeTenant(ctx, c, perm, tenantID)
 }
 
-// convertAll converts the rows of a list (after authorizeList) in order.
+// convertAll converts the rows of a list (after AuthorizeList) in order.
 func convertAll[R any, P any](rows []R, conv func(R) (P, error)) ([]P, error) {
 	out := make([]P, 0, len(rows))
 	for _, r := range rows {
@@ -223,14 +223,14 @@ func convertAll[R any, P any](rows []R, conv func(R) (P, error)) ([]P, error) {
 	return out, nil
 }
 
-// infallible adapts a conversion that cannot fail to convertAll.
-func infallible[R any, P any](conv func(R) P) func(R) (P, error) {
+// Infallible adapts a conversion that cannot fail to convertAll.
+func Infallible[R any, P any](conv func(R) P) func(R) (P, error) {
 	return func(r R) (P, error) { return conv(r), nil }
 }
 
-// filterVisible batch-checks perm on each object and reports which are granted (instances a load
+// FilterVisible batch-checks perm on each object and reports which are granted (instances a load
 // balancer targets: the caller names them, and each needs its own grant).
-func (s *Service) filterVisible(ctx context.Context, c Caller, perm authz.Permission, objs []authz.Object) ([]bool, error) {
+func (s *Base) FilterVisible(ctx context.Context, c Caller, perm authz.Permission, objs []authz.Object) ([]bool, error) {
 	if len(objs) == 0 {
 		return nil, nil
 	}
@@ -240,20 +240,22 @@ func (s *Service) filterVisible(ctx context.Context, c Caller, perm authz.Permis
 	}
 	ok, err := s.Authz.BatchCheck(ctx, checks)
 	if err != nil {
-		return nil, authzErr(err)
+		return nil, AuthzErr(err)
 	}
 	return ok, nil
 }
 
-// requirePlatformAdmin guards the platform surface (tenants, accounts, pools, quotas).
-func requirePlatformAdmin(c Caller) error {
+// RequirePlatformAdmin guards the platform surface (tenants, accounts, pools, quotas).
+func RequirePlatformAdmin(c Caller) error {
 	if !c.PlatformAdmin {
 		return apierr.Denied("only platform admins may do this")
 	}
 	return nil
 }
 
-func authzErr(err error) error {
+// AuthzErr maps an authorization engine failure: UNAVAILABLE when the engine cannot answer (fail
+// closed), INTERNAL otherwise.
+func AuthzErr(err error) error {
 	if errors.Is(err, authz.ErrUnavailable) {
 		return apierr.UnavailableErr("authorization", err)
 	}

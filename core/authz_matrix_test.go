@@ -12,10 +12,12 @@ import (
 	"better-compute.dev/compute/app/apptest"
 	"better-compute.dev/compute/authz"
 	"better-compute.dev/compute/core"
+	"better-compute.dev/compute/core/events"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
 	"better-compute.dev/compute/gen/go/bettercompute/compute/v1/computev1connect"
 	"better-compute.dev/compute/gen/go/bettercompute/compute/v1/errcode"
 	"better-compute.dev/compute/server"
+	"google.golang.org/protobuf/proto"
 )
 
 // objects of one tenant that the matrix acts on.
@@ -28,37 +30,37 @@ type objects struct {
 
 func makeObjects(t *testing.T, s *apptest.Stack, tn apptest.Tenant) objects {
 	t.Helper()
-	svc := s.App.Service
+	svc := s.App
 	o := objects{tenant: tn.ID}
-	lb, err := svc.CreateLoadBalancer(tn.Ctx, regional(tn, poolTargets()))
+	lb, err := svc.LoadBalancers.CreateLoadBalancer(tn.Ctx, apptest.LoadBalancerRequest(tn, apptest.PoolTargets()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	o.lb = lb.GetId()
 	o.instance = s.MachineInstance(t, tn, "nyc3", "").GetId()
-	o.subnet = subnet(t, s, tn, "sfo3", "10.9.0.0/24")
-	sn, _ := svc.GetSubnet(tn.Ctx, &v1.GetSubnetRequest{TenantId: tn.ID, SubnetId: o.subnet})
+	o.subnet = s.Subnet(t, tn, "sfo3", "10.9.0.0/24")
+	sn, _ := svc.Resources.GetSubnet(tn.Ctx, &v1.GetSubnetRequest{TenantId: tn.ID, SubnetId: o.subnet})
 	o.network = sn.GetNetworkId()
-	o.cert = cert(t, s, tn, tn.AccountID)
-	p, err := svc.CreateProject(tn.Ctx, &v1.CreateProjectRequest{TenantId: tn.ID, Name: "p" + tn.ID})
+	o.cert = s.Certificate(t, tn, tn.AccountID)
+	p, err := svc.Tenancy.CreateProject(tn.Ctx, &v1.CreateProjectRequest{TenantId: tn.ID, Name: "p" + tn.ID})
 	if err != nil {
 		t.Fatal(err)
 	}
 	o.prj = p.GetId()
-	pool, err := svc.CreatePool(s.AdminCtx, &v1.CreatePoolRequest{TenantId: tn.ID, AccountId: tn.AccountID, Name: "k8s", Regions: []string{"nyc3"},
+	pool, err := svc.Pools.CreatePool(s.AdminCtx, &v1.CreatePoolRequest{TenantId: tn.ID, AccountId: tn.AccountID, Name: "k8s", Regions: []string{"nyc3"},
 		Policy: &v1.PoolPolicy{Substrate: &v1.PoolSubstrate{Kind: "kubernetes", Account: tn.AccountID,
 			Cluster: &v1.SubstrateCluster{Mode: &v1.SubstrateCluster_Adopt{Adopt: &v1.ClusterAdopt{Id: "cluster-1"}}}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	sub, err := svc.GetSubstrate(s.AdminCtx, &v1.GetSubstrateRequest{TenantId: tn.ID, PoolId: pool.GetId()})
+	sub, err := svc.Substrates.GetSubstrate(s.AdminCtx, &v1.GetSubstrateRequest{TenantId: tn.ID, PoolId: pool.GetId()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	o.substratePool, o.substrate = pool.GetId(), sub.GetId()
 	o.account, o.pool = tn.AccountID, tn.PoolID
 	// An address that does not resolve is accepted at enrollment; nothing here reaches a BMC.
-	node, err := svc.EnrollNode(tn.Ctx, &v1.EnrollNodeRequest{TenantId: tn.ID, Name: "n" + tn.ID, Bmc: &v1.MetalBmcSettings{
+	node, err := svc.Metal.EnrollNode(tn.Ctx, &v1.EnrollNodeRequest{TenantId: tn.ID, Name: "n" + tn.ID, Bmc: &v1.MetalBmcSettings{
 		Address: "bmc-" + tn.ID + ".invalid", Protocol: "redfish", Username: "admin", Password: "bmc-Pa55-matrix", InsecureTls: true}})
 	if err != nil {
 		t.Fatal(err)
@@ -102,138 +104,138 @@ var errStop = errors.New("matrix: stop watching")
 
 // matrixMethods lists every bearer-authorized procedure (TestMatrixCoversEveryProcedure), calling
 // svc; svc may be nil to read the names only.
-func matrixMethods(svc *core.Service) []method {
+func matrixMethods(svc server.Services) []method {
 	const made = "made-up"
 	return []method{
 		{"loadBalancers/get", authz.TypeProviderLoadBalancer, func(o objects) string { return o.lb }, func(ctx context.Context, tn string, o objects) error {
-			_, err := svc.GetLoadBalancer(ctx, &v1.GetLoadBalancerRequest{TenantId: tn, LoadBalancerId: o.lb})
+			_, err := svc.LoadBalancers.GetLoadBalancer(ctx, &v1.GetLoadBalancerRequest{TenantId: tn, LoadBalancerId: o.lb})
 			return err
 		}},
 		{"loadBalancers/update", authz.TypeProviderLoadBalancer, func(o objects) string { return o.lb }, func(ctx context.Context, tn string, o objects) error {
-			_, err := svc.UpdateLoadBalancer(ctx, &v1.UpdateLoadBalancerRequest{TenantId: tn, LoadBalancerId: o.lb, RedirectHttpToHttps: boolp(true)})
+			_, err := svc.LoadBalancers.UpdateLoadBalancer(ctx, &v1.UpdateLoadBalancerRequest{TenantId: tn, LoadBalancerId: o.lb, RedirectHttpToHttps: proto.Bool(true)})
 			return err
 		}},
 		{"loadBalancers/delete", authz.TypeProviderLoadBalancer, func(o objects) string { return o.lb }, func(ctx context.Context, tn string, o objects) error {
-			_, err := svc.DeleteLoadBalancer(ctx, &v1.DeleteLoadBalancerRequest{TenantId: tn, LoadBalancerId: o.lb})
+			_, err := svc.LoadBalancers.DeleteLoadBalancer(ctx, &v1.DeleteLoadBalancerRequest{TenantId: tn, LoadBalancerId: o.lb})
 			return err
 		}},
 		{"loadBalancers/list", authz.TypeTenant, nil, func(ctx context.Context, tn string, o objects) error {
-			_, err := svc.ListLoadBalancers(ctx, &v1.ListLoadBalancersRequest{TenantId: tn})
+			_, err := svc.LoadBalancers.ListLoadBalancers(ctx, &v1.ListLoadBalancersRequest{TenantId: tn})
 			return err
 		}},
 		{"loadBalancers/create", authz.TypeTenant, nil, func(ctx context.Context, tn string, o objects) error {
 			r := &v1.CreateLoadBalancerRequest{TenantId: tn, PoolId: "pool_01m8vjp5r2ph80akzhx2janz7c", Name: "x", Region: "nyc3",
-				Targets: poolTargets(), Forwarding: httpRule(), IdempotencyKey: newKey()}
-			_, err := svc.CreateLoadBalancer(ctx, r)
+				Targets: apptest.PoolTargets(), Forwarding: apptest.HTTPRule(), IdempotencyKey: apptest.NewKey()}
+			_, err := svc.LoadBalancers.CreateLoadBalancer(ctx, r)
 			return tenantPastAuth(err) // authorized; the made-up pool is then not found
 		}},
 		{"instances/get", authz.TypeInstance, func(o objects) string { return o.instance }, func(ctx context.Context, tn string, o objects) error {
-			_, err := svc.GetInstance(ctx, &v1.GetInstanceRequest{TenantId: tn, InstanceId: o.instance})
+			_, err := svc.Resources.GetInstance(ctx, &v1.GetInstanceRequest{TenantId: tn, InstanceId: o.instance})
 			return err
 		}},
 		{"instances/list", authz.TypeTenant, nil, func(ctx context.Context, tn string, o objects) error {
-			_, err := svc.ListInstances(ctx, &v1.ListInstancesRequest{TenantId: tn})
+			_, err := svc.Resources.ListInstances(ctx, &v1.ListInstancesRequest{TenantId: tn})
 			return err
 		}},
 		{"subnets/get", authz.TypeSubnet, func(o objects) string { return o.subnet }, func(ctx context.Context, tn string, o objects) error {
-			_, err := svc.GetSubnet(ctx, &v1.GetSubnetRequest{TenantId: tn, SubnetId: o.subnet})
+			_, err := svc.Resources.GetSubnet(ctx, &v1.GetSubnetRequest{TenantId: tn, SubnetId: o.subnet})
 			return err
 		}},
 		{"networks/get", authz.TypeNetwork, func(o objects) string { return o.network }, func(ctx context.Context, tn string, o objects) error {
-			_, err := svc.GetNetwork(ctx, &v1.GetNetworkRequest{TenantId: tn, NetworkId: o.network})
+			_, err := svc.Resources.GetNetwork(ctx, &v1.GetNetworkRequest{TenantId: tn, NetworkId: o.network})
 			return err
 		}},
 		{"certificates/get", authz.TypeCertificate, func(o objects) string { return o.cert }, func(ctx context.Context, tn string, o objects) error {
-			_, err := svc.GetCertificate(ctx, &v1.GetCertificateRequest{TenantId: tn, CertificateId: o.cert})
+			_, err := svc.Resources.GetCertificate(ctx, &v1.GetCertificateRequest{TenantId: tn, CertificateId: o.cert})
 			return err
 		}},
 		{"projects/get", authz.TypeProject, func(o objects) string { return o.prj }, func(ctx context.Context, tn string, o objects) error {
-			_, err := svc.GetProject(ctx, &v1.GetProjectRequest{TenantId: tn, ProjectId: o.prj})
+			_, err := svc.Tenancy.GetProject(ctx, &v1.GetProjectRequest{TenantId: tn, ProjectId: o.prj})
 			return err
 		}},
 		{"substrates/get", authz.TypePoolSubstrate, func(o objects) string { return o.substrate }, func(ctx context.Context, tn string, o objects) error {
-			_, err := svc.GetSubstrate(ctx, &v1.GetSubstrateRequest{TenantId: tn, PoolId: o.substratePool})
+			_, err := svc.Substrates.GetSubstrate(ctx, &v1.GetSubstrateRequest{TenantId: tn, PoolId: o.substratePool})
 			return err
 		}},
 		{"substrates/list", authz.TypeTenant, nil, func(ctx context.Context, tn string, o objects) error {
-			_, err := svc.ListSubstrates(ctx, &v1.ListSubstratesRequest{TenantId: tn})
+			_, err := svc.Substrates.ListSubstrates(ctx, &v1.ListSubstratesRequest{TenantId: tn})
 			return err
 		}},
 		{"events/list", authz.TypeTenant, nil, func(ctx context.Context, tn string, o objects) error {
-			_, _, err := svc.ListEvents(ctx, &v1.ListEventsRequest{TenantId: tn})
+			_, _, err := svc.Events.ListEvents(ctx, &v1.ListEventsRequest{TenantId: tn})
 			return err
 		}},
 		{"usage/list", authz.TypeTenant, nil, func(ctx context.Context, tn string, o objects) error {
-			_, _, err := svc.ListUsage(ctx, &v1.ListUsageRequest{TenantId: tn})
+			_, _, err := svc.Events.ListUsage(ctx, &v1.ListUsageRequest{TenantId: tn})
 			return err
 		}},
 		{"principals/list", authz.TypeTenant, nil, func(ctx context.Context, tn string, o objects) error {
-			_, err := svc.ListPrincipals(ctx, &v1.ListPrincipalsRequest{TenantId: tn})
+			_, err := svc.Tenancy.ListPrincipals(ctx, &v1.ListPrincipalsRequest{TenantId: tn})
 			return err
 		}},
 		{"instances/create", authz.TypeTenant, nil, func(ctx context.Context, tn string, o objects) error {
-			_, err := svc.CreateInstance(ctx, &v1.CreateInstanceRequest{TenantId: tn, PoolId: o.pool, Name: "vm2", Region: "nyc3", Flavor: "small"})
+			_, err := svc.Resources.CreateInstance(ctx, &v1.CreateInstanceRequest{TenantId: tn, PoolId: o.pool, Name: "vm2", Region: "nyc3", Flavor: "small"})
 			return tenantPastAuth(err)
 		}},
 		{"networks/create", authz.TypeTenant, nil, func(ctx context.Context, tn string, o objects) error {
-			_, err := svc.CreateNetwork(ctx, &v1.CreateNetworkRequest{TenantId: tn, AccountId: o.account, Name: "net-" + newKey()})
+			_, err := svc.Resources.CreateNetwork(ctx, &v1.CreateNetworkRequest{TenantId: tn, AccountId: o.account, Name: "net-" + apptest.NewKey()})
 			return tenantPastAuth(err)
 		}},
 		{"networks/list", authz.TypeTenant, nil, func(ctx context.Context, tn string, o objects) error {
-			_, err := svc.ListNetworks(ctx, &v1.ListNetworksRequest{TenantId: tn})
+			_, err := svc.Resources.ListNetworks(ctx, &v1.ListNetworksRequest{TenantId: tn})
 			return err
 		}},
 		{"subnets/create", authz.TypeTenant, nil, func(ctx context.Context, tn string, o objects) error {
-			_, err := svc.CreateSubnet(ctx, &v1.CreateSubnetRequest{TenantId: tn, NetworkId: o.network, Name: "s2", Region: "nyc3", IpRange: "10.8.0.0/24"})
+			_, err := svc.Resources.CreateSubnet(ctx, &v1.CreateSubnetRequest{TenantId: tn, NetworkId: o.network, Name: "s2", Region: "nyc3", IpRange: "10.8.0.0/24"})
 			return tenantPastAuth(err)
 		}},
 		{"subnets/list", authz.TypeTenant, nil, func(ctx context.Context, tn string, o objects) error {
-			_, err := svc.ListSubnets(ctx, &v1.ListSubnetsRequest{TenantId: tn})
+			_, err := svc.Resources.ListSubnets(ctx, &v1.ListSubnetsRequest{TenantId: tn})
 			return err
 		}},
 		{"certificates/create", authz.TypeTenant, nil, func(ctx context.Context, tn string, o objects) error {
-			_, err := svc.CreateCertificate(ctx, &v1.CreateCertificateRequest{TenantId: tn, AccountId: o.account, Name: "c-" + newKey(),
+			_, err := svc.Resources.CreateCertificate(ctx, &v1.CreateCertificateRequest{TenantId: tn, AccountId: o.account, Name: "c-" + apptest.NewKey(),
 				Source: &v1.CreateCertificateRequest_Managed{Managed: &v1.ManagedCertificate{DnsNames: []string{"www.example.com"}}}})
 			return tenantPastAuth(err)
 		}},
 		{"certificates/list", authz.TypeTenant, nil, func(ctx context.Context, tn string, o objects) error {
-			_, err := svc.ListCertificates(ctx, &v1.ListCertificatesRequest{TenantId: tn})
+			_, err := svc.Resources.ListCertificates(ctx, &v1.ListCertificatesRequest{TenantId: tn})
 			return err
 		}},
 		{"projects/create", authz.TypeTenant, nil, func(ctx context.Context, tn string, o objects) error {
-			_, err := svc.CreateProject(ctx, &v1.CreateProjectRequest{TenantId: tn, Name: "p-" + newKey()})
+			_, err := svc.Tenancy.CreateProject(ctx, &v1.CreateProjectRequest{TenantId: tn, Name: "p-" + apptest.NewKey()})
 			return tenantPastAuth(err)
 		}},
 		{"projects/list", authz.TypeTenant, nil, func(ctx context.Context, tn string, o objects) error {
-			_, err := svc.ListProjects(ctx, &v1.ListProjectsRequest{TenantId: tn})
+			_, err := svc.Tenancy.ListProjects(ctx, &v1.ListProjectsRequest{TenantId: tn})
 			return err
 		}},
 		{"providerAccounts/get", authz.TypeProviderAccount, func(o objects) string { return o.account }, func(ctx context.Context, tn string, o objects) error {
-			_, err := svc.GetProviderAccount(ctx, &v1.GetProviderAccountRequest{TenantId: tn, AccountId: o.account})
+			_, err := svc.Tenancy.GetProviderAccount(ctx, &v1.GetProviderAccountRequest{TenantId: tn, AccountId: o.account})
 			return err
 		}},
 		{"providerAccounts/list", authz.TypeTenant, nil, func(ctx context.Context, tn string, o objects) error {
-			_, err := svc.ListProviderAccounts(ctx, &v1.ListProviderAccountsRequest{TenantId: tn})
+			_, err := svc.Tenancy.ListProviderAccounts(ctx, &v1.ListProviderAccountsRequest{TenantId: tn})
 			return err
 		}},
 		{"pools/get", authz.TypePool, func(o objects) string { return o.pool }, func(ctx context.Context, tn string, o objects) error {
-			_, err := svc.GetPool(ctx, &v1.GetPoolRequest{TenantId: tn, PoolId: o.pool})
+			_, err := svc.Pools.GetPool(ctx, &v1.GetPoolRequest{TenantId: tn, PoolId: o.pool})
 			return err
 		}},
 		{"pools/list", authz.TypeTenant, nil, func(ctx context.Context, tn string, o objects) error {
-			_, err := svc.ListPools(ctx, &v1.ListPoolsRequest{TenantId: tn})
+			_, err := svc.Pools.ListPools(ctx, &v1.ListPoolsRequest{TenantId: tn})
 			return err
 		}},
 		{"quotas/list", authz.TypeTenant, nil, func(ctx context.Context, tn string, o objects) error {
-			_, err := svc.ListQuotas(ctx, &v1.ListQuotasRequest{TenantId: tn})
+			_, err := svc.Pools.ListQuotas(ctx, &v1.ListQuotasRequest{TenantId: tn})
 			return err
 		}},
 		{"tenants/get", authz.TypeTenant, nil, func(ctx context.Context, tn string, o objects) error {
-			_, err := svc.GetTenant(ctx, &v1.GetTenantRequest{TenantId: tn})
+			_, err := svc.Tenancy.GetTenant(ctx, &v1.GetTenantRequest{TenantId: tn})
 			return err
 		}},
 		{computev1connect.EventServiceWatchEventsProcedure, authz.TypeTenant, nil, func(ctx context.Context, tn string, o objects) error {
-			err := svc.WatchEvents(ctx, &v1.WatchEventsRequest{TenantId: tn}, func(*v1.WatchEventsResponse) error { return errStop })
+			err := svc.Events.WatchEvents(ctx, &v1.WatchEventsRequest{TenantId: tn}, func(*v1.WatchEventsResponse) error { return errStop })
 			if errors.Is(err, errStop) { // the watch began: authorized
 				return nil
 			}
@@ -241,113 +243,113 @@ func matrixMethods(svc *core.Service) []method {
 		}},
 		// The tenant's administration: admins only.
 		{"principals/create", authz.TypeTenant, nil, func(ctx context.Context, tn string, o objects) error {
-			_, err := svc.CreatePrincipal(ctx, &v1.CreatePrincipalRequest{TenantId: tn, Kind: "serviceAccount", DisplayName: "robot"})
+			_, err := svc.Tenancy.CreatePrincipal(ctx, &v1.CreatePrincipalRequest{TenantId: tn, Kind: "serviceAccount", DisplayName: "robot"})
 			return err
 		}},
 		{"tokens/create", authz.TypeTenant, nil, func(ctx context.Context, tn string, o objects) error {
-			_, _, err := svc.CreateToken(ctx, &v1.CreateTokenRequest{TenantId: tn, PrincipalId: made})
+			_, _, err := svc.Tenancy.CreateToken(ctx, &v1.CreateTokenRequest{TenantId: tn, PrincipalId: made})
 			return tenantPastAuth(err)
 		}},
 		{"tokens/revoke", authz.TypeTenant, nil, func(ctx context.Context, tn string, o objects) error {
-			_, err := svc.RevokeToken(ctx, &v1.RevokeTokenRequest{TenantId: tn, TokenId: made})
+			_, err := svc.Tenancy.RevokeToken(ctx, &v1.RevokeTokenRequest{TenantId: tn, TokenId: made})
 			return tenantPastAuth(err)
 		}},
 		{"roles/grant", authz.TypeTenant, nil, func(ctx context.Context, tn string, o objects) error {
-			return tenantPastAuth(svc.GrantRole(ctx, &v1.GrantRoleRequest{TenantId: tn, PrincipalId: made, Role: "viewer"}))
+			return tenantPastAuth(svc.Tenancy.GrantRole(ctx, &v1.GrantRoleRequest{TenantId: tn, PrincipalId: made, Role: "viewer"}))
 		}},
 		{"roles/revoke", authz.TypeTenant, nil, func(ctx context.Context, tn string, o objects) error {
-			return tenantPastAuth(svc.RevokeRole(ctx, &v1.GrantRoleRequest{TenantId: tn, PrincipalId: made, Role: "viewer"}))
+			return tenantPastAuth(svc.Tenancy.RevokeRole(ctx, &v1.GrantRoleRequest{TenantId: tn, PrincipalId: made, Role: "viewer"}))
 		}},
 		// The platform surface: no tenant principal, not even a tenant admin, reaches it.
 		{"tenants/create", authz.TypeTenant, nil, func(ctx context.Context, tn string, o objects) error {
-			_, err := svc.CreateTenant(ctx, &v1.CreateTenantRequest{TenantId: "t-" + newKey(), DisplayName: "t"})
+			_, err := svc.Tenancy.CreateTenant(ctx, &v1.CreateTenantRequest{TenantId: "t-" + apptest.NewKey(), DisplayName: "t"})
 			return err
 		}},
 		{"tenants/list", authz.TypeTenant, nil, func(ctx context.Context, tn string, o objects) error {
-			_, _, err := svc.ListTenantsPage(ctx, &v1.ListTenantsRequest{})
+			_, _, err := svc.Tenancy.ListTenantsPage(ctx, &v1.ListTenantsRequest{})
 			return err
 		}},
 		{"providerAccounts/create", authz.TypeTenant, nil, func(ctx context.Context, tn string, o objects) error {
-			_, err := svc.CreateProviderAccount(ctx, &v1.CreateProviderAccountRequest{TenantId: tn, Kind: "digitalocean", Name: "x", Token: "do-token-x"})
+			_, err := svc.Tenancy.CreateProviderAccount(ctx, &v1.CreateProviderAccountRequest{TenantId: tn, Kind: "digitalocean", Name: "x", Token: "do-token-x"})
 			return err
 		}},
 		{"pools/create", authz.TypeTenant, nil, func(ctx context.Context, tn string, o objects) error {
-			_, err := svc.CreatePool(ctx, &v1.CreatePoolRequest{TenantId: tn, AccountId: o.account, Name: "x", Regions: []string{"nyc3"}})
+			_, err := svc.Pools.CreatePool(ctx, &v1.CreatePoolRequest{TenantId: tn, AccountId: o.account, Name: "x", Regions: []string{"nyc3"}})
 			return err
 		}},
 		{"pools/update", authz.TypeTenant, nil, func(ctx context.Context, tn string, o objects) error {
-			_, err := svc.UpdatePool(ctx, &v1.UpdatePoolRequest{TenantId: tn, PoolId: o.pool, Policy: &v1.PoolPolicy{}})
+			_, err := svc.Pools.UpdatePool(ctx, &v1.UpdatePoolRequest{TenantId: tn, PoolId: o.pool, Policy: &v1.PoolPolicy{}})
 			return err
 		}},
 		{"pools/archive", authz.TypeTenant, nil, func(ctx context.Context, tn string, o objects) error {
-			_, err := svc.ArchivePool(ctx, &v1.ArchivePoolRequest{TenantId: tn, PoolId: o.pool})
+			_, err := svc.Pools.ArchivePool(ctx, &v1.ArchivePoolRequest{TenantId: tn, PoolId: o.pool})
 			return err
 		}},
 		{"quotas/set", authz.TypeTenant, nil, func(ctx context.Context, tn string, o objects) error {
-			_, err := svc.SetQuota(ctx, &v1.SetQuotaRequest{TenantId: tn, PoolId: o.pool, Resource: "loadBalancers", Limit: 1})
+			_, err := svc.Pools.SetQuota(ctx, &v1.SetQuotaRequest{TenantId: tn, PoolId: o.pool, Resource: "loadBalancers", Limit: 1})
 			return err
 		}},
 		// Metal: the node's own rows; a verb the node's state refuses was authorized.
 		{"metal/get", authz.TypeMetalNode, func(o objects) string { return o.node }, func(ctx context.Context, tn string, o objects) error {
-			_, err := svc.GetNode(ctx, &v1.GetNodeRequest{TenantId: tn, NodeId: o.node})
+			_, err := svc.Metal.GetNode(ctx, &v1.GetNodeRequest{TenantId: tn, NodeId: o.node})
 			return err
 		}},
 		{"metal/list", authz.TypeTenant, nil, func(ctx context.Context, tn string, o objects) error {
-			_, err := svc.ListNodes(ctx, &v1.ListNodesRequest{TenantId: tn})
+			_, err := svc.Metal.ListNodes(ctx, &v1.ListNodesRequest{TenantId: tn})
 			return err
 		}},
 		{"metal/enroll", authz.TypeTenant, nil, func(ctx context.Context, tn string, o objects) error {
-			_, err := svc.EnrollNode(ctx, &v1.EnrollNodeRequest{TenantId: tn, Name: "n-" + newKey(), Bmc: &v1.MetalBmcSettings{
+			_, err := svc.Metal.EnrollNode(ctx, &v1.EnrollNodeRequest{TenantId: tn, Name: "n-" + apptest.NewKey(), Bmc: &v1.MetalBmcSettings{
 				Address: "bmc-2.invalid", Protocol: "redfish", Username: "admin", Password: "bmc-Pa55-matrix", InsecureTls: true}})
 			return tenantPastAuth(err)
 		}},
 		{"metal/inspect", authz.TypeMetalNode, func(o objects) string { return o.node }, func(ctx context.Context, tn string, o objects) error {
-			_, err := svc.InspectNode(ctx, &v1.InspectNodeRequest{TenantId: tn, NodeId: o.node})
+			_, err := svc.Metal.InspectNode(ctx, &v1.InspectNodeRequest{TenantId: tn, NodeId: o.node})
 			return pastAuth(err)
 		}},
 		{"metal/commission", authz.TypeMetalNode, func(o objects) string { return o.node }, func(ctx context.Context, tn string, o objects) error {
-			_, err := svc.CommissionNode(ctx, &v1.CommissionNodeRequest{TenantId: tn, NodeId: o.node})
+			_, err := svc.Metal.CommissionNode(ctx, &v1.CommissionNodeRequest{TenantId: tn, NodeId: o.node})
 			return pastAuth(err)
 		}},
 		{"metal/deploy", authz.TypeMetalNode, func(o objects) string { return o.node }, func(ctx context.Context, tn string, o objects) error {
-			_, err := svc.DeployNode(ctx, &v1.DeployNodeRequest{TenantId: tn, NodeId: o.node, Image: "ubuntu-24.04"})
+			_, err := svc.Metal.DeployNode(ctx, &v1.DeployNodeRequest{TenantId: tn, NodeId: o.node, Image: "ubuntu-24.04"})
 			return pastAuth(err)
 		}},
 		{"metal/rescue", authz.TypeMetalNode, func(o objects) string { return o.node }, func(ctx context.Context, tn string, o objects) error {
-			_, err := svc.RescueNode(ctx, &v1.RescueNodeRequest{TenantId: tn, NodeId: o.node})
+			_, err := svc.Metal.RescueNode(ctx, &v1.RescueNodeRequest{TenantId: tn, NodeId: o.node})
 			return pastAuth(err)
 		}},
 		{"metal/unrescue", authz.TypeMetalNode, func(o objects) string { return o.node }, func(ctx context.Context, tn string, o objects) error {
-			_, err := svc.UnrescueNode(ctx, &v1.UnrescueNodeRequest{TenantId: tn, NodeId: o.node})
+			_, err := svc.Metal.UnrescueNode(ctx, &v1.UnrescueNodeRequest{TenantId: tn, NodeId: o.node})
 			return pastAuth(err)
 		}},
 		{"metal/release", authz.TypeMetalNode, func(o objects) string { return o.node }, func(ctx context.Context, tn string, o objects) error {
-			_, err := svc.ReleaseNode(ctx, &v1.ReleaseNodeRequest{TenantId: tn, NodeId: o.node})
+			_, err := svc.Metal.ReleaseNode(ctx, &v1.ReleaseNodeRequest{TenantId: tn, NodeId: o.node})
 			return pastAuth(err)
 		}},
 		{"metal/abort", authz.TypeMetalNode, func(o objects) string { return o.node }, func(ctx context.Context, tn string, o objects) error {
-			_, err := svc.AbortNode(ctx, &v1.AbortNodeRequest{TenantId: tn, NodeId: o.node})
+			_, err := svc.Metal.AbortNode(ctx, &v1.AbortNodeRequest{TenantId: tn, NodeId: o.node})
 			return pastAuth(err)
 		}},
 		{"metal/updateCredentials", authz.TypeMetalNode, func(o objects) string { return o.node }, func(ctx context.Context, tn string, o objects) error {
-			_, err := svc.UpdateNodeCredentials(ctx, &v1.UpdateNodeCredentialsRequest{TenantId: tn, NodeId: o.node, Username: "admin", Password: "bmc-Pa55-matrix2"})
+			_, err := svc.Metal.UpdateNodeCredentials(ctx, &v1.UpdateNodeCredentialsRequest{TenantId: tn, NodeId: o.node, Username: "admin", Password: "bmc-Pa55-matrix2"})
 			return pastAuth(err)
 		}},
 		{"metal/retire", authz.TypeMetalNode, func(o objects) string { return o.node }, func(ctx context.Context, tn string, o objects) error {
-			_, err := svc.RetireNode(ctx, &v1.RetireNodeRequest{TenantId: tn, NodeId: o.node})
+			_, err := svc.Metal.RetireNode(ctx, &v1.RetireNodeRequest{TenantId: tn, NodeId: o.node})
 			return pastAuth(err)
 		}},
 		// Deletes last: they change the objects' state (and are idempotent).
 		{"certificates/delete", authz.TypeCertificate, func(o objects) string { return o.cert }, func(ctx context.Context, tn string, o objects) error {
-			_, err := svc.DeleteCertificate(ctx, &v1.DeleteCertificateRequest{TenantId: tn, CertificateId: o.cert})
+			_, err := svc.Resources.DeleteCertificate(ctx, &v1.DeleteCertificateRequest{TenantId: tn, CertificateId: o.cert})
 			return err
 		}},
 		{"subnets/delete", authz.TypeSubnet, func(o objects) string { return o.subnet }, func(ctx context.Context, tn string, o objects) error {
-			_, err := svc.DeleteSubnet(ctx, &v1.DeleteSubnetRequest{TenantId: tn, SubnetId: o.subnet})
+			_, err := svc.Resources.DeleteSubnet(ctx, &v1.DeleteSubnetRequest{TenantId: tn, SubnetId: o.subnet})
 			return err
 		}},
 		{"instances/delete", authz.TypeInstance, func(o objects) string { return o.instance }, func(ctx context.Context, tn string, o objects) error {
-			_, err := svc.DeleteInstance(ctx, &v1.DeleteInstanceRequest{TenantId: tn, InstanceId: o.instance})
+			_, err := svc.Resources.DeleteInstance(ctx, &v1.DeleteInstanceRequest{TenantId: tn, InstanceId: o.instance})
 			return err
 		}},
 	}
@@ -425,7 +427,7 @@ func matrixNames() map[string]string {
 func TestMatrixCoversEveryProcedure(t *testing.T) {
 	names := matrixNames()
 	rows := map[string]bool{}
-	for _, m := range matrixMethods(nil) {
+	for _, m := range matrixMethods(server.Services{}) {
 		if rows[m.name] {
 			t.Errorf("%s has two rows", m.name)
 		}
@@ -450,11 +452,11 @@ func TestMatrixCoversEveryProcedure(t *testing.T) {
 // The permission each method needs is its (access) option's.
 func TestAuthorizationMatrix(t *testing.T) {
 	s := apptest.Start(t)
-	svc := s.App.Service
+	svc := s.App
 	// The calls under test go through a Service of their own whose engine records what it is
 	// asked: the first permission a call checks must be its (access) option's, exactly.
-	rec := &recordingAuthz{Authorizer: svc.Authz}
-	checked := &core.Service{DB: svc.DB, Authz: rec, Keyring: svc.Keyring, Log: svc.Log, Outbound: svc.Outbound, WatchPoll: svc.WatchPoll}
+	rec := &recordingAuthz{Authorizer: svc.Base.Authz}
+	checked := server.NewServices(core.NewBase(svc.DB, rec, svc.Base.Keyring, svc.Base.Log, svc.Base.Outbound), nil, events.Options{Poll: svc.Events.Poll})
 	names := matrixNames()
 	// The other tenant's objects are made once: every probe of them is refused, so none changes.
 	other := s.NewTenant(t, "other-matrix", "editor")
@@ -466,13 +468,13 @@ func TestAuthorizationMatrix(t *testing.T) {
 		}
 		for _, p := range principalKinds {
 			t.Run(m.name+"/"+p.name, func(t *testing.T) {
-				n := fmt.Sprintf("%d", len(m.name)*100+len(p.name)) + newKey()
+				n := fmt.Sprintf("%d", len(m.name)*100+len(p.name)) + apptest.NewKey()
 				own := s.NewTenant(t, "own-"+n, "editor")
 				ownObj := makeObjects(t, s, own)
 				_, _, ctx := s.NewPrincipal(t, own.ID, p.role)
 				if p.level != "" && m.object != nil {
 					pid := principalOf(ctx)
-					if err := svc.GrantRole(s.AdminCtx, &v1.GrantRoleRequest{TenantId: own.ID, PrincipalId: pid, Role: p.level,
+					if err := svc.Tenancy.GrantRole(s.AdminCtx, &v1.GrantRoleRequest{TenantId: own.ID, PrincipalId: pid, Role: p.level,
 						ObjectType: m.typ, ObjectId: m.object(ownObj)}); err != nil {
 						t.Fatal(err)
 					}

@@ -86,7 +86,7 @@ func MintPlatformAdminToken(ctx context.Context, db *store.DB, rotate bool) (Adm
 }
 
 func mintToken(ctx context.Context, tx store.Tx, principalID string) (id, secret string, err error) {
-	secret = newSecret()
+	secret = NewSecret()
 	t, err := store.InsertToken(ctx, tx, store.Token{ID: ids.New(ids.Token), PrincipalID: principalID, SecretHash: HashSecret(secret)})
 	if err != nil {
 		return "", "", err

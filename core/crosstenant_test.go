@@ -13,23 +13,23 @@ import (
 // tenant b's ids, finds nothing (NOT_FOUND) — and writes nothing.
 func TestCrossTenantProbes(t *testing.T) {
 	s := apptest.Start(t)
-	svc := s.App.Service
+	svc := s.App
 	a, b := s.NewTenant(t, "acme", "admin"), s.NewTenant(t, "globex", "admin")
-	bNet, err := svc.CreateNetwork(b.Ctx, &v1.CreateNetworkRequest{TenantId: b.ID, AccountId: b.AccountID, Name: "n"})
+	bNet, err := svc.Resources.CreateNetwork(b.Ctx, &v1.CreateNetworkRequest{TenantId: b.ID, AccountId: b.AccountID, Name: "n"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	bSubnet := subnet(t, s, b, "nyc3", "10.5.0.0/24")
+	bSubnet := s.Subnet(t, b, "nyc3", "10.5.0.0/24")
 	bPrincipal, _, _ := s.NewPrincipal(t, b.ID, "viewer")
-	bToken, _, err := svc.CreateToken(s.AdminCtx, &v1.CreateTokenRequest{TenantId: b.ID, PrincipalId: bPrincipal})
+	bToken, _, err := svc.Tenancy.CreateToken(s.AdminCtx, &v1.CreateTokenRequest{TenantId: b.ID, PrincipalId: bPrincipal})
 	if err != nil {
 		t.Fatal(err)
 	}
-	bPrj, err := svc.CreateProject(b.Ctx, &v1.CreateProjectRequest{TenantId: b.ID, Name: "p"})
+	bPrj, err := svc.Tenancy.CreateProject(b.Ctx, &v1.CreateProjectRequest{TenantId: b.ID, Name: "p"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	bLB, err := svc.CreateLoadBalancer(b.Ctx, regional(b, poolTargets()))
+	bLB, err := svc.LoadBalancers.CreateLoadBalancer(b.Ctx, apptest.LoadBalancerRequest(b, apptest.PoolTargets()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,75 +40,75 @@ func TestCrossTenantProbes(t *testing.T) {
 		want   apierr.Code
 	}{
 		{"pools/get of another tenant's pool", func() error {
-			_, err := svc.GetPool(ctx, &v1.GetPoolRequest{TenantId: a.ID, PoolId: b.PoolID})
+			_, err := svc.Pools.GetPool(ctx, &v1.GetPoolRequest{TenantId: a.ID, PoolId: b.PoolID})
 			return err
 		}, errcode.NotFound},
 		{"pools/get naming the other tenant", func() error {
-			_, err := svc.GetPool(ctx, &v1.GetPoolRequest{TenantId: b.ID, PoolId: b.PoolID})
+			_, err := svc.Pools.GetPool(ctx, &v1.GetPoolRequest{TenantId: b.ID, PoolId: b.PoolID})
 			return err
 		}, errcode.NotFound},
 		{"providerAccounts/get", func() error {
-			_, err := svc.GetProviderAccount(ctx, &v1.GetProviderAccountRequest{TenantId: a.ID, AccountId: b.AccountID})
+			_, err := svc.Tenancy.GetProviderAccount(ctx, &v1.GetProviderAccountRequest{TenantId: a.ID, AccountId: b.AccountID})
 			return err
 		}, errcode.NotFound},
 		{"networks/create on another tenant's account", func() error {
-			_, err := svc.CreateNetwork(ctx, &v1.CreateNetworkRequest{TenantId: a.ID, AccountId: b.AccountID, Name: "x"})
+			_, err := svc.Resources.CreateNetwork(ctx, &v1.CreateNetworkRequest{TenantId: a.ID, AccountId: b.AccountID, Name: "x"})
 			return err
 		}, errcode.NotFound},
 		{"subnets/create in another tenant's network", func() error {
-			_, err := svc.CreateSubnet(ctx, &v1.CreateSubnetRequest{TenantId: a.ID, NetworkId: bNet.GetId(), Name: "x", Region: "nyc3", IpRange: "10.7.0.0/24"})
+			_, err := svc.Resources.CreateSubnet(ctx, &v1.CreateSubnetRequest{TenantId: a.ID, NetworkId: bNet.GetId(), Name: "x", Region: "nyc3", IpRange: "10.7.0.0/24"})
 			return err
 		}, errcode.NotFound},
 		{"certificates/create on another tenant's account", func() error {
-			_, err := svc.CreateCertificate(ctx, &v1.CreateCertificateRequest{TenantId: a.ID, AccountId: b.AccountID, Name: "x",
+			_, err := svc.Resources.CreateCertificate(ctx, &v1.CreateCertificateRequest{TenantId: a.ID, AccountId: b.AccountID, Name: "x",
 				Source: &v1.CreateCertificateRequest_Managed{Managed: &v1.ManagedCertificate{DnsNames: []string{"a.example"}}}})
 			return err
 		}, errcode.NotFound},
 		{"instances/create in another tenant's pool", func() error {
-			_, err := svc.CreateInstance(ctx, &v1.CreateInstanceRequest{TenantId: a.ID, PoolId: b.PoolID, Name: "x", Region: "nyc3", Flavor: "small"})
+			_, err := svc.Resources.CreateInstance(ctx, &v1.CreateInstanceRequest{TenantId: a.ID, PoolId: b.PoolID, Name: "x", Region: "nyc3", Flavor: "small"})
 			return err
 		}, errcode.NotFound},
 		{"instances/create on another tenant's subnet", func() error {
-			_, err := svc.CreateInstance(ctx, &v1.CreateInstanceRequest{TenantId: a.ID, PoolId: a.PoolID, Name: "x", Region: "nyc3", Flavor: "small", SubnetId: bSubnet})
+			_, err := svc.Resources.CreateInstance(ctx, &v1.CreateInstanceRequest{TenantId: a.ID, PoolId: a.PoolID, Name: "x", Region: "nyc3", Flavor: "small", SubnetId: bSubnet})
 			return err
 		}, errcode.NotFound},
 		{"instances/create in another tenant's project", func() error {
-			_, err := svc.CreateInstance(ctx, &v1.CreateInstanceRequest{TenantId: a.ID, PoolId: a.PoolID, Name: "x", Region: "nyc3", Flavor: "small", ProjectId: bPrj.GetId()})
+			_, err := svc.Resources.CreateInstance(ctx, &v1.CreateInstanceRequest{TenantId: a.ID, PoolId: a.PoolID, Name: "x", Region: "nyc3", Flavor: "small", ProjectId: bPrj.GetId()})
 			return err
 		}, errcode.NotFound},
 		{"loadBalancers/create in another tenant's project", func() error {
-			r := regional(a, poolTargets())
+			r := apptest.LoadBalancerRequest(a, apptest.PoolTargets())
 			r.ProjectId = bPrj.GetId()
-			_, err := svc.CreateLoadBalancer(ctx, r)
+			_, err := svc.LoadBalancers.CreateLoadBalancer(ctx, r)
 			return err
 		}, errcode.NotFound},
 		{"loadBalancers/create in another tenant's pool", func() error {
-			r := regional(a, poolTargets())
+			r := apptest.LoadBalancerRequest(a, apptest.PoolTargets())
 			r.PoolId = b.PoolID
-			_, err := svc.CreateLoadBalancer(ctx, r)
+			_, err := svc.LoadBalancers.CreateLoadBalancer(ctx, r)
 			return err
 		}, errcode.NotFound},
 		{"tokens/create for another tenant's principal", func() error {
-			_, _, err := svc.CreateToken(ctx, &v1.CreateTokenRequest{TenantId: a.ID, PrincipalId: bPrincipal})
+			_, _, err := svc.Tenancy.CreateToken(ctx, &v1.CreateTokenRequest{TenantId: a.ID, PrincipalId: bPrincipal})
 			return err
 		}, errcode.NotFound},
 		{"tokens/revoke of another tenant's token", func() error {
-			_, err := svc.RevokeToken(ctx, &v1.RevokeTokenRequest{TenantId: a.ID, TokenId: bToken.GetId()})
+			_, err := svc.Tenancy.RevokeToken(ctx, &v1.RevokeTokenRequest{TenantId: a.ID, TokenId: bToken.GetId()})
 			return err
 		}, errcode.NotFound},
 		{"roles/grant to another tenant's principal", func() error {
-			return svc.GrantRole(ctx, &v1.GrantRoleRequest{TenantId: a.ID, PrincipalId: bPrincipal, Role: "admin"})
+			return svc.Tenancy.GrantRole(ctx, &v1.GrantRoleRequest{TenantId: a.ID, PrincipalId: bPrincipal, Role: "admin"})
 		}, errcode.NotFound},
 		{"roles/grant on another tenant's object", func() error {
-			return svc.GrantRole(ctx, &v1.GrantRoleRequest{TenantId: a.ID, PrincipalId: principalOf(a.Ctx), Role: "manager",
+			return svc.Tenancy.GrantRole(ctx, &v1.GrantRoleRequest{TenantId: a.ID, PrincipalId: principalOf(a.Ctx), Role: "manager",
 				ObjectType: "compute-provider-load-balancer", ObjectId: bLB.GetId()})
 		}, errcode.NotFound},
 		{"principals/list of another tenant", func() error {
-			_, err := svc.ListPrincipals(ctx, &v1.ListPrincipalsRequest{TenantId: b.ID})
+			_, err := svc.Tenancy.ListPrincipals(ctx, &v1.ListPrincipalsRequest{TenantId: b.ID})
 			return err
 		}, errcode.AccessDenied},
 		{"pools/list of another tenant", func() error {
-			_, err := svc.ListPools(ctx, &v1.ListPoolsRequest{TenantId: b.ID})
+			_, err := svc.Pools.ListPools(ctx, &v1.ListPoolsRequest{TenantId: b.ID})
 			return err
 		}, errcode.AccessDenied},
 	} {
@@ -117,7 +117,7 @@ func TestCrossTenantProbes(t *testing.T) {
 		}
 	}
 	// The revoked-or-not token of b still works: nothing was changed by the probes.
-	if _, err := svc.GetLoadBalancer(b.Ctx, &v1.GetLoadBalancerRequest{TenantId: b.ID, LoadBalancerId: bLB.GetId()}); err != nil {
+	if _, err := svc.LoadBalancers.GetLoadBalancer(b.Ctx, &v1.GetLoadBalancerRequest{TenantId: b.ID, LoadBalancerId: bLB.GetId()}); err != nil {
 		t.Fatal(err)
 	}
 	var revoked int

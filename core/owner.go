@@ -24,15 +24,16 @@ var tableOf = map[string]string{
 	authz.TypePoolSubstrate:        "substrates",
 }
 
-// ownerOf returns the tenant the database says owns an object.
-func (s *Service) ownerOf(ctx context.Context, objectType, id string) (string, error) {
+// OwnerOf returns the tenant the database says owns an object.
+func (s *Base) OwnerOf(ctx context.Context, objectType, id string) (string, error) {
 	table, ok := tableOf[objectType]
 	if !ok {
 		return "", store.ErrNotFound
 	}
-	return store.OwnerOf(ctx, s.DB.Q(), table, id)
+	return store.OwnerOf(ctx, s.Store.Q(), table, id)
 }
 
-func errorsIsInvalid(err error) bool {
+// IsAuthzInvalid reports an authorization write the model refuses (a type that takes no grants).
+func IsAuthzInvalid(err error) bool {
 	return errors.Is(err, authz.ErrInvalid) || errors.Is(err, authz.ErrUnknownPermission)
 }

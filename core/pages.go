@@ -39,15 +39,15 @@ type page struct {
 	aad   []byte
 }
 
-// pageRequest is what every paged list request has.
-type pageRequest interface {
+// PageRequest is what every paged list request has.
+type PageRequest interface {
 	GetPageSize() int32
 	GetPageToken() string
 }
 
 // openPage validates pageSize and pageToken of list method for tenant with its filters; deflt is
 // the rows the list answers without pageSize.
-func (s *Service) openPage(method, tenant string, r pageRequest, deflt int, filters ...string) (page, error) {
+func (s *Base) openPage(method, tenant string, r PageRequest, deflt int, filters ...string) (page, error) {
 	p := page{size: deflt,
 		aad: []byte(pageAAD + method + "\x00" + tenant + "\x00" + strings.Join(filters, "\x00"))}
 	size, token := r.GetPageSize(), r.GetPageToken()
@@ -77,7 +77,7 @@ func (s *Service) openPage(method, tenant string, r pageRequest, deflt int, filt
 func (p page) read() store.Page { return store.Page{Limit: p.size + 1, After: p.after} }
 
 // finish cuts rows to the page and seals the token of the next page when more follow.
-func finish[R any](s *Service, p page, rows []R, key func(R) store.Cursor) ([]R, string, error) {
+func finish[R any](s *Base, p page, rows []R, key func(R) store.Cursor) ([]R, string, error) {
 	if len(rows) <= p.size {
 		return rows, "", nil
 	}
@@ -98,38 +98,38 @@ func finish[R any](s *Service, p page, rows []R, key func(R) store.Cursor) ([]R,
 	return rows, tok, nil
 }
 
-// listing is one list method, as listPage runs it.
-type listing[R any] struct {
-	method  string           // binds page tokens to the list ("instances")
-	what    string           // the rows' name in a database error ("instance")
-	perm    authz.Permission // on the tenant (see authorizeList)
-	access  listAccess
-	tenant  string   // the tenant the request names ("" for tenants/list)
-	filters []string // every request field that narrows the list: a token binds them
-	deflt   int      // rows without pageSize; 0 = defaultListSize
-	key     func(R) store.Cursor
-	query   func(store.Page) ([]R, error)
+// Listing is one list method, as ListPage runs it.
+type Listing[R any] struct {
+	Method  string           // binds page tokens to the list ("instances")
+	What    string           // the rows' name in a database error ("instance")
+	Perm    authz.Permission // on the tenant (see AuthorizeList)
+	Access  ListAccess
+	Tenant  string   // the tenant the request names ("" for tenants/list)
+	Filters []string // every request field that narrows the list: a token binds them
+	Default int      // rows without pageSize; 0 = defaultListSize
+	Key     func(R) store.Cursor
+	Query   func(store.Page) ([]R, error)
 }
 
-// listPage is every list: the list prologue (authorizeList), the page (openPage), one query,
+// ListPage is every list: the list prologue (AuthorizeList), the page (openPage), one query,
 // the page cut and its token (finish), then conv over the page's rows.
-func listPage[R, P any](ctx context.Context, s *Service, r pageRequest, l listing[R], conv func([]R) ([]P, error)) ([]P, string, error) {
-	if _, err := s.authorizeList(ctx, l.perm, l.tenant, l.access); err != nil {
+func ListPage[R, P any](ctx context.Context, s *Base, r PageRequest, l Listing[R], conv func([]R) ([]P, error)) ([]P, string, error) {
+	if _, err := s.AuthorizeList(ctx, l.Perm, l.Tenant, l.Access); err != nil {
 		return nil, "", err
 	}
-	deflt := l.deflt
+	deflt := l.Default
 	if deflt == 0 {
 		deflt = defaultListSize
 	}
-	pg, err := s.openPage(l.method, l.tenant, r, deflt, l.filters...)
+	pg, err := s.openPage(l.Method, l.Tenant, r, deflt, l.Filters...)
 	if err != nil {
 		return nil, "", err
 	}
-	rows, err := l.query(pg.read())
+	rows, err := l.Query(pg.read())
 	if err != nil {
-		return nil, "", storeErr(err, l.what)
+		return nil, "", StoreErr(err, l.What)
 	}
-	rows, next, err := finish(s, pg, rows, l.key)
+	rows, next, err := finish(s, pg, rows, l.Key)
 	if err != nil {
 		return nil, "", err
 	}
@@ -140,13 +140,13 @@ func listPage[R, P any](ctx context.Context, s *Service, r pageRequest, l listin
 	return out, next, nil
 }
 
-// each converts a page row by row (convertAll).
-func each[R, P any](conv func(R) (P, error)) func([]R) ([]P, error) {
+// Each converts a page row by row (convertAll).
+func Each[R, P any](conv func(R) (P, error)) func([]R) ([]P, error) {
 	return func(rows []R) ([]P, error) { return convertAll(rows, conv) }
 }
 
-// byID is the sort key of the lists in id order (ids are time-ordered: creation order).
-func byID(id string) store.Cursor { return store.Cursor{ID: id} }
+// ByID is the sort key of the lists in id order (ids are time-ordered: creation order).
+func ByID(id string) store.Cursor { return store.Cursor{ID: id} }
 
-// byCreated is the sort key of the lists in (created_at, id) order.
-func byCreated(at time.Time, id string) store.Cursor { return store.Cursor{CreatedAt: at, ID: id} }
+// ByCreated is the sort key of the lists in (created_at, id) order.
+func ByCreated(at time.Time, id string) store.Cursor { return store.Cursor{CreatedAt: at, ID: id} }

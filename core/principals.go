@@ -176,7 +176,7 @@ func (pc *principalCache) watchVersion(db *store.DB) {
 // it is at least one, the cache has its baseline and forgets its entries only when the version
 // moves: a test that counts a call's statements waits for it so that the baseline's forgetting
 // does not land inside the counted call.
-func (s *Service) CredentialVersionReads() int {
+func (s *Base) CredentialVersionReads() int {
 	s.principals.mu.Lock()
 	defer s.principals.mu.Unlock()
 	return s.principals.reads

@@ -1,8 +1,15 @@
-// Package core holds the rules of the seed: target resolution, idempotency and state
-// transitions; what a transition books, meters and publishes is package lifecycle's, which the
-// reconcilers' writers call too. Every mutation runs in one database transaction that writes the
-// row, the quota, the event, the work item and the idempotency record together; core never calls
-// a provider (the reconcilers do, from the work queue).
+// Package core is the base the API's parts share: the caller (Caller, WithCaller, CallerFrom),
+// authentication and its principal cache, the prologue of every call (authorization, the one
+// NOT_FOUND, pages), the mapping of store errors onto platform errors, the platform admin's
+// bootstrap, and the narrow database handle Store. The rules of each API group live in a part
+// of their own under core/ (loadbalancers, tenancy, pools, resources, metal, substrates,
+// events); parts meet only through this package and store, never through each other
+// (test/repository TestCorePartsStoreSurface keeps it so).
+//
+// What a transition books, meters and publishes is package lifecycle's, which the reconcilers'
+// writers call too. Every mutation runs in one database transaction that writes the row, the
+// quota, the event, the work item and the idempotency record together; core never calls a
+// provider (the reconcilers do, from the work queue).
 package core
 
 import (
@@ -10,45 +17,43 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
-	"time"
 
 	"better-compute.dev/compute/apierr"
 	"better-compute.dev/compute/authz"
-	"better-compute.dev/compute/core/watchhub"
 	"better-compute.dev/compute/gen/go/bettercompute/compute/v1/errcode"
 	"better-compute.dev/compute/netguard"
 	"better-compute.dev/compute/seal"
 	"better-compute.dev/compute/store"
 )
 
-// Service is the use-case layer the Connect handlers call.
-type Service struct {
-	DB      *store.DB
+// Base is what every part of core shares: the database as the narrow handle Store (never the
+// whole *store.DB, so a part's store surface is what it calls, see TestCorePartsStoreSurface),
+// authorization, the keyring, the log, the outbound policy and the principal cache. Make it with
+// NewBase; each part (core/loadbalancers, core/tenancy, ...) holds one and adds only what it uses.
+type Base struct {
+	Store   Store
 	Authz   authz.Authorizer
 	Keyring *seal.Keyring
 	Log     *slog.Logger
 	// Outbound is the policy for addresses tenants name (BMCs): checked at enrollment, and
 	// again by the metal reconciler at connect time. The zero value is production's.
 	Outbound netguard.Policy
-	// MetalSystems lists the systems behind a Redfish BMC at enrollment (nil: not checked
-	// there; the reconciler refuses a run that does not name its system anyway).
-	MetalSystems MetalSystemLister
-	// WatchPoll is how often an event watch looks for new events; zero is DefaultWatchPoll.
-	WatchPoll time.Duration
-	// WatchHeartbeat is how long a watch stays silent before it sends a heartbeat; zero is
-	// DefaultWatchHeartbeat.
-	WatchHeartbeat time.Duration
-	// WatchBuffer bounds the events waiting, unsent, for one watch; a watch that exceeds it is
-	// ended with UNAVAILABLE and resumes from its cursor. Zero is watchhub.DefaultBuffer.
-	WatchBuffer int
 
+	// db is kept for the principal cache's credential version reads (touch), which run on the
+	// pool outside any call.
+	db *store.DB
 	// platformSynced remembers the platform principals whose OpenFGA grant this process wrote.
 	platformSynced sync.Map
-	// hubOnce makes hub, the replica's shared event reader, at the first watch.
-	hubOnce sync.Once
-	hub     *watchhub.Hub
 	// principals answers recently authenticated tokens from memory (PrincipalCacheTTL).
 	principals principalCache
+}
+
+// NewBase makes the base of the parts over db.
+func NewBase(db *store.DB, az authz.Authorizer, keyring *seal.Keyring, log *slog.Logger, outbound netguard.Policy) *Base {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Base{Store: Store{db: db}, Authz: az, Keyring: keyring, Log: log, Outbound: outbound, db: db}
 }
 
 // Caller is the authenticated principal of a request.
@@ -74,7 +79,8 @@ func CallerFrom(ctx context.Context) (Caller, bool) {
 	return c, ok && c.PrincipalID != ""
 }
 
-func caller(ctx context.Context) (Caller, error) {
+// RequireCaller returns the request's caller, or UNAUTHENTICATED when there is none.
+func RequireCaller(ctx context.Context) (Caller, error) {
 	c, ok := CallerFrom(ctx)
 	if !ok {
 		return Caller{}, &apierr.Error{Code: errcode.Unauthenticated, Message: "a bearer token is required"}
@@ -82,11 +88,11 @@ func caller(ctx context.Context) (Caller, error) {
 	return c, nil
 }
 
-// storeErr maps store sentinels onto platform errors in one place. A platform error already
+// StoreErr maps store sentinels onto platform errors in one place. A platform error already
 // decided (NOT_FOUND of a by-id prologue, INVALID_INPUT of a rule) passes unchanged; a database
 // fault (store.ErrUnavailable, store.ErrCommitUnknown, see store.TranslateError) is UNAVAILABLE
 // with what the client may do; only what the store could not classify is INTERNAL.
-func storeErr(err error, what string) error {
+func StoreErr(err error, what string) error {
 	var pe *apierr.Error
 	switch {
 	case err == nil:

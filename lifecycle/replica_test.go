@@ -69,9 +69,9 @@ func TestReplicaFollowsTheTable(t *testing.T) {
 	})
 	s.SimulatorURL = simURL
 	tn := s.NewTenant(t, "lifecycle", "editor")
-	svc := s.App.Service
+	svc := s.App
 	for _, k := range []*lifecycle.Kind{lifecycle.LoadBalancer, lifecycle.Instance} {
-		if _, err := svc.SetQuota(s.AdminCtx, &v1.SetQuotaRequest{TenantId: tn.ID, PoolId: tn.PoolID, Resource: k.Quota(), Limit: 1}); err != nil {
+		if _, err := svc.Pools.SetQuota(s.AdminCtx, &v1.SetQuotaRequest{TenantId: tn.ID, PoolId: tn.PoolID, Resource: k.Quota(), Limit: 1}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -135,7 +135,7 @@ func TestReplicaFollowsTheTable(t *testing.T) {
 	// The load balancer.
 	LB := lifecycle.LoadBalancer
 	pool := true
-	lb, err := svc.CreateLoadBalancer(tn.Ctx, &v1.CreateLoadBalancerRequest{
+	lb, err := svc.LoadBalancers.CreateLoadBalancer(tn.Ctx, &v1.CreateLoadBalancerRequest{
 		TenantId: tn.ID, PoolId: tn.PoolID, Name: "web", Region: "nyc3", IdempotencyKey: "life-1",
 		Targets:    &v1.LoadBalancerTargets{Pool: &pool},
 		Forwarding: []*v1.ForwardingRule{{EntryProtocol: "http", EntryPort: 80, TargetProtocol: "http", TargetPort: 8080}},
@@ -151,13 +151,13 @@ func TestReplicaFollowsTheTable(t *testing.T) {
 		t.Errorf("ready opens one interval of %s: %+v", rule(LB, lifecycle.Ready).Starts, u)
 	}
 	redirect := true
-	if _, err := svc.UpdateLoadBalancer(tn.Ctx, &v1.UpdateLoadBalancerRequest{
+	if _, err := svc.LoadBalancers.UpdateLoadBalancer(tn.Ctx, &v1.UpdateLoadBalancerRequest{
 		TenantId: tn.ID, LoadBalancerId: lb.GetId(), RedirectHttpToHttps: &redirect,
 	}); err != nil {
 		t.Fatal(err)
 	}
 	waitLB(lb.GetId(), func(r store.LoadBalancer) bool { return applied("ready")(r) && r.SpecVersion > 1 })
-	if _, err := svc.DeleteLoadBalancer(tn.Ctx, &v1.DeleteLoadBalancerRequest{TenantId: tn.ID, LoadBalancerId: lb.GetId()}); err != nil {
+	if _, err := svc.LoadBalancers.DeleteLoadBalancer(tn.Ctx, &v1.DeleteLoadBalancerRequest{TenantId: tn.ID, LoadBalancerId: lb.GetId()}); err != nil {
 		t.Fatal(err)
 	}
 	waitLB(lb.GetId(), func(r store.LoadBalancer) bool { return r.State == "deleted" })
@@ -199,14 +199,14 @@ func TestReplicaFollowsTheTable(t *testing.T) {
 
 	// The instance.
 	IN := lifecycle.Instance
-	in, err := svc.CreateInstance(tn.Ctx, &v1.CreateInstanceRequest{TenantId: tn.ID, PoolId: tn.PoolID, Name: "vm", Region: "nyc3", Flavor: "small"})
+	in, err := svc.Resources.CreateInstance(tn.Ctx, &v1.CreateInstanceRequest{TenantId: tn.ID, PoolId: tn.PoolID, Name: "vm", Region: "nyc3", Flavor: "small"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := quotaUsed(rule(IN, lifecycle.Create).Books); got != 1 {
 		t.Errorf("the instance booked %d of %s, want 1", got, rule(IN, lifecycle.Create).Books)
 	}
-	if _, err := svc.CreateInstance(tn.Ctx, &v1.CreateInstanceRequest{TenantId: tn.ID, PoolId: tn.PoolID, Name: "vm2", Region: "nyc3", Flavor: "small"}); err == nil {
+	if _, err := svc.Resources.CreateInstance(tn.Ctx, &v1.CreateInstanceRequest{TenantId: tn.ID, PoolId: tn.PoolID, Name: "vm2", Region: "nyc3", Flavor: "small"}); err == nil {
 		t.Errorf("a second instance was made on a table quota of 1")
 	}
 	waitIn := func(state string) {
@@ -227,7 +227,7 @@ func TestReplicaFollowsTheTable(t *testing.T) {
 		}
 	}
 	waitIn("running")
-	if _, err := svc.DeleteInstance(tn.Ctx, &v1.DeleteInstanceRequest{TenantId: tn.ID, InstanceId: in.GetId()}); err != nil {
+	if _, err := svc.Resources.DeleteInstance(tn.Ctx, &v1.DeleteInstanceRequest{TenantId: tn.ID, InstanceId: in.GetId()}); err != nil {
 		t.Fatal(err)
 	}
 	waitIn("deleted")

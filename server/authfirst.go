@@ -54,7 +54,7 @@ func authenticateFirst(e *edge, next http.Handler) http.Handler {
 					err = panicked(r.Context(), e.log, r.URL.Path, p)
 				}
 			}()
-			return authenticate(r.Context(), e.svc, r.Header.Get("Authorization"))
+			return authenticate(r.Context(), e.base, r.Header.Get("Authorization"))
 		}()
 		if err != nil {
 			// A client that went away while its token was looked up ended the call itself.
@@ -86,11 +86,11 @@ func needsBearer(path string) bool {
 // authenticating is the link that makes sure a call has a caller. authenticateFirst has resolved
 // the bearer token before the body was read; a handler reached another way (a test mounting the
 // handlers alone) authenticates here, still before its request is validated.
-func authenticating(svc *core.Service) link {
+func authenticating(base *core.Base) link {
 	return func(ctx context.Context, call callInfo, next func(context.Context) error) error {
 		if _, ok := core.CallerFrom(ctx); !ok {
 			var err error
-			if ctx, err = authenticate(ctx, svc, call.header.Get("Authorization")); err != nil {
+			if ctx, err = authenticate(ctx, base, call.header.Get("Authorization")); err != nil {
 				return err
 			}
 		}
@@ -99,14 +99,14 @@ func authenticating(svc *core.Service) link {
 }
 
 // authenticate resolves an Authorization header to the caller, in ctx.
-func authenticate(ctx context.Context, svc *core.Service, authorization string) (context.Context, error) {
+func authenticate(ctx context.Context, base *core.Base, authorization string) (context.Context, error) {
 	// The scheme is case-insensitive (RFC 9110 section 11.6.2): "bearer" and "BEARER" are Bearer.
 	scheme, token, ok := strings.Cut(strings.TrimSpace(authorization), " ")
 	token = strings.TrimSpace(token)
 	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
 		return ctx, &apierr.Error{Code: errcode.Unauthenticated, Message: "an Authorization: Bearer token is required"}
 	}
-	caller, err := svc.Authenticate(ctx, token)
+	caller, err := base.Authenticate(ctx, token)
 	if err != nil {
 		return ctx, err
 	}

@@ -26,7 +26,7 @@ func TestCallsEndedByTheirClientAreNotInternal(t *testing.T) {
 	s := apptest.Start(t, func(c *app.Config) { c.Logger = slog.New(slog.NewJSONHandler(logs, nil)) })
 	tn := s.NewTenant(t, "gone", "editor")
 	yes := true
-	lb, err := s.App.Service.CreateLoadBalancer(tn.Ctx, &v1.CreateLoadBalancerRequest{
+	lb, err := s.App.LoadBalancers.CreateLoadBalancer(tn.Ctx, &v1.CreateLoadBalancerRequest{
 		TenantId: tn.ID, PoolId: tn.PoolID, Name: "held", Region: "nyc3", Targets: &v1.LoadBalancerTargets{Pool: &yes},
 		Forwarding: []*v1.ForwardingRule{{EntryProtocol: "http", EntryPort: 80, TargetProtocol: "http", TargetPort: 8080}},
 	})

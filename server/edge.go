@@ -18,12 +18,12 @@ import (
 type edge struct {
 	*observer
 	*requestValidator
-	svc *core.Service
-	log *slog.Logger
+	base *core.Base
+	log  *slog.Logger
 }
 
-func newEdge(svc *core.Service, validator protovalidate.Validator, log *slog.Logger, m *metrics) *edge {
-	return &edge{observer: &observer{log: log, metrics: m}, requestValidator: &requestValidator{validator}, svc: svc, log: log}
+func newEdge(base *core.Base, validator protovalidate.Validator, log *slog.Logger, m *metrics) *edge {
+	return &edge{observer: &observer{log: log, metrics: m}, requestValidator: &requestValidator{validator}, base: base, log: log}
 }
 
 // interceptors is the chain every authenticated call passes, outermost first. Each link has one
@@ -47,7 +47,7 @@ func (e *edge) interceptors() []connect.Interceptor {
 		mappingErrors(e.observer),
 		endedByClientWins(),
 		recovering(e.log),
-		authenticating(e.svc),
+		authenticating(e.base),
 		validating(e.requestValidator),
 	}
 }

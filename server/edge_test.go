@@ -16,6 +16,8 @@ import (
 
 	"better-compute.dev/compute/app/apptest"
 	"better-compute.dev/compute/core"
+	"better-compute.dev/compute/core/events"
+	"better-compute.dev/compute/netguard"
 	"better-compute.dev/compute/server"
 )
 
@@ -91,7 +93,7 @@ func TestBearerSchemeIsCaseInsensitive(t *testing.T) {
 // database behind it) answers INTERNAL, logs the panic, and the replica keeps serving.
 func TestPanickingHandlerAnswersInternalAndServesOn(t *testing.T) {
 	var logs bytes.Buffer
-	h, err := server.New(server.Options{Service: &core.Service{}, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+	h, err := server.New(server.Options{Services: server.NewServices(core.NewBase(nil, nil, nil, nil, netguard.Policy{}), nil, events.Options{}), Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -80,7 +80,7 @@ func TestWatchResumesFromCursor(t *testing.T) {
 	if connect.CodeOf(err) != connect.CodePermissionDenied {
 		t.Fatalf("cross-tenant watch: %v", err)
 	}
-	evs, _, err := s.App.Service.ListEvents(other.Ctx, &v1.ListEventsRequest{TenantId: other.ID})
+	evs, _, err := s.App.Events.ListEvents(other.Ctx, &v1.ListEventsRequest{TenantId: other.ID})
 	if err != nil || len(evs) != 0 {
 		t.Fatalf("other tenant's own events: %v %v", evs, err)
 	}

@@ -5,7 +5,8 @@ import (
 
 	"connectrpc.com/connect"
 
-	"better-compute.dev/compute/core"
+	"better-compute.dev/compute/core/events"
+	"better-compute.dev/compute/core/loadbalancers"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
 	"better-compute.dev/compute/gen/go/bettercompute/compute/v1/computev1connect"
 	"better-compute.dev/compute/observe"
@@ -14,7 +15,7 @@ import (
 // The handlers are thin: the interceptor has validated and authenticated; core authorizes and
 // does the work; the handler only wraps the answer.
 
-type loadBalancers struct{ svc *core.Service }
+type loadBalancers struct{ svc *loadbalancers.Service }
 
 var _ computev1connect.LoadBalancerServiceHandler = loadBalancers{}
 
@@ -51,19 +52,19 @@ func reply[T any](msg *T, err error) (*connect.Response[T], error) {
 	return connect.NewResponse(msg), nil
 }
 
-type events struct {
-	svc *core.Service
+type eventService struct {
+	svc *events.Service
 	ic  *edge
 }
 
-var _ computev1connect.EventServiceHandler = events{}
+var _ computev1connect.EventServiceHandler = eventService{}
 
-func (h events) ListEvents(ctx context.Context, r *connect.Request[v1.ListEventsRequest]) (*connect.Response[v1.ListEventsResponse], error) {
+func (h eventService) ListEvents(ctx context.Context, r *connect.Request[v1.ListEventsRequest]) (*connect.Response[v1.ListEventsResponse], error) {
 	evs, next, err := h.svc.ListEvents(ctx, r.Msg)
 	return reply(&v1.ListEventsResponse{Events: evs, NextCursor: next}, err)
 }
 
-func (h events) WatchEvents(ctx context.Context, r *connect.Request[v1.WatchEventsRequest], stream *connect.ServerStream[v1.WatchEventsResponse]) error {
+func (h eventService) WatchEvents(ctx context.Context, r *connect.Request[v1.WatchEventsRequest], stream *connect.ServerStream[v1.WatchEventsResponse]) error {
 	if err := h.ic.validateMessage(r.Msg); err != nil {
 		return err
 	}
@@ -74,7 +75,7 @@ func (h events) WatchEvents(ctx context.Context, r *connect.Request[v1.WatchEven
 	})
 }
 
-type usage struct{ svc *core.Service }
+type usage struct{ svc *events.Service }
 
 var _ computev1connect.UsageServiceHandler = usage{}
 

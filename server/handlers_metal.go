@@ -5,73 +5,73 @@ import (
 
 	"connectrpc.com/connect"
 
-	"better-compute.dev/compute/core"
+	"better-compute.dev/compute/core/metal"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
 	"better-compute.dev/compute/gen/go/bettercompute/compute/v1/computev1connect"
 )
 
 // metal serves MetalService: decode, call core (which authorizes and records the move), reply
 // with the node's metal view.
-type metal struct{ svc *core.Service }
+type metalService struct{ svc *metal.Service }
 
-var _ computev1connect.MetalServiceHandler = metal{}
+var _ computev1connect.MetalServiceHandler = metalService{}
 
-func (h metal) EnrollNode(ctx context.Context, r *connect.Request[v1.EnrollNodeRequest]) (*connect.Response[v1.EnrollNodeResponse], error) {
+func (h metalService) EnrollNode(ctx context.Context, r *connect.Request[v1.EnrollNodeRequest]) (*connect.Response[v1.EnrollNodeResponse], error) {
 	n, err := h.svc.EnrollNode(ctx, r.Msg)
 	return reply(&v1.EnrollNodeResponse{Node: n}, err)
 }
 
-func (h metal) GetNode(ctx context.Context, r *connect.Request[v1.GetNodeRequest]) (*connect.Response[v1.GetNodeResponse], error) {
+func (h metalService) GetNode(ctx context.Context, r *connect.Request[v1.GetNodeRequest]) (*connect.Response[v1.GetNodeResponse], error) {
 	n, err := h.svc.GetNode(ctx, r.Msg)
 	return reply(&v1.GetNodeResponse{Node: n}, err)
 }
 
-func (h metal) ListNodes(ctx context.Context, r *connect.Request[v1.ListNodesRequest]) (*connect.Response[v1.ListNodesResponse], error) {
+func (h metalService) ListNodes(ctx context.Context, r *connect.Request[v1.ListNodesRequest]) (*connect.Response[v1.ListNodesResponse], error) {
 	ns, next, err := h.svc.ListNodesPage(ctx, r.Msg)
 	return reply(&v1.ListNodesResponse{Nodes: ns, NextPageToken: next}, err)
 }
 
-func (h metal) InspectNode(ctx context.Context, r *connect.Request[v1.InspectNodeRequest]) (*connect.Response[v1.InspectNodeResponse], error) {
+func (h metalService) InspectNode(ctx context.Context, r *connect.Request[v1.InspectNodeRequest]) (*connect.Response[v1.InspectNodeResponse], error) {
 	n, err := h.svc.InspectNode(ctx, r.Msg)
 	return reply(&v1.InspectNodeResponse{Node: n}, err)
 }
 
-func (h metal) CommissionNode(ctx context.Context, r *connect.Request[v1.CommissionNodeRequest]) (*connect.Response[v1.CommissionNodeResponse], error) {
+func (h metalService) CommissionNode(ctx context.Context, r *connect.Request[v1.CommissionNodeRequest]) (*connect.Response[v1.CommissionNodeResponse], error) {
 	n, err := h.svc.CommissionNode(ctx, r.Msg)
 	return reply(&v1.CommissionNodeResponse{Node: n}, err)
 }
 
-func (h metal) DeployNode(ctx context.Context, r *connect.Request[v1.DeployNodeRequest]) (*connect.Response[v1.DeployNodeResponse], error) {
+func (h metalService) DeployNode(ctx context.Context, r *connect.Request[v1.DeployNodeRequest]) (*connect.Response[v1.DeployNodeResponse], error) {
 	n, err := h.svc.DeployNode(ctx, r.Msg)
 	return reply(&v1.DeployNodeResponse{Node: n}, err)
 }
 
-func (h metal) RescueNode(ctx context.Context, r *connect.Request[v1.RescueNodeRequest]) (*connect.Response[v1.RescueNodeResponse], error) {
+func (h metalService) RescueNode(ctx context.Context, r *connect.Request[v1.RescueNodeRequest]) (*connect.Response[v1.RescueNodeResponse], error) {
 	n, err := h.svc.RescueNode(ctx, r.Msg)
 	return reply(&v1.RescueNodeResponse{Node: n}, err)
 }
 
-func (h metal) UnrescueNode(ctx context.Context, r *connect.Request[v1.UnrescueNodeRequest]) (*connect.Response[v1.UnrescueNodeResponse], error) {
+func (h metalService) UnrescueNode(ctx context.Context, r *connect.Request[v1.UnrescueNodeRequest]) (*connect.Response[v1.UnrescueNodeResponse], error) {
 	n, err := h.svc.UnrescueNode(ctx, r.Msg)
 	return reply(&v1.UnrescueNodeResponse{Node: n}, err)
 }
 
-func (h metal) ReleaseNode(ctx context.Context, r *connect.Request[v1.ReleaseNodeRequest]) (*connect.Response[v1.ReleaseNodeResponse], error) {
+func (h metalService) ReleaseNode(ctx context.Context, r *connect.Request[v1.ReleaseNodeRequest]) (*connect.Response[v1.ReleaseNodeResponse], error) {
 	n, err := h.svc.ReleaseNode(ctx, r.Msg)
 	return reply(&v1.ReleaseNodeResponse{Node: n}, err)
 }
 
-func (h metal) RetireNode(ctx context.Context, r *connect.Request[v1.RetireNodeRequest]) (*connect.Response[v1.RetireNodeResponse], error) {
+func (h metalService) RetireNode(ctx context.Context, r *connect.Request[v1.RetireNodeRequest]) (*connect.Response[v1.RetireNodeResponse], error) {
 	n, err := h.svc.RetireNode(ctx, r.Msg)
 	return reply(&v1.RetireNodeResponse{Node: n}, err)
 }
 
-func (h metal) AbortNode(ctx context.Context, r *connect.Request[v1.AbortNodeRequest]) (*connect.Response[v1.AbortNodeResponse], error) {
+func (h metalService) AbortNode(ctx context.Context, r *connect.Request[v1.AbortNodeRequest]) (*connect.Response[v1.AbortNodeResponse], error) {
 	n, err := h.svc.AbortNode(ctx, r.Msg)
 	return reply(&v1.AbortNodeResponse{Node: n}, err)
 }
 
-func (h metal) UpdateNodeCredentials(ctx context.Context, r *connect.Request[v1.UpdateNodeCredentialsRequest]) (*connect.Response[v1.UpdateNodeCredentialsResponse], error) {
+func (h metalService) UpdateNodeCredentials(ctx context.Context, r *connect.Request[v1.UpdateNodeCredentialsRequest]) (*connect.Response[v1.UpdateNodeCredentialsResponse], error) {
 	n, err := h.svc.UpdateNodeCredentials(ctx, r.Msg)
 	return reply(&v1.UpdateNodeCredentialsResponse{Node: n}, err)
 }

@@ -5,12 +5,12 @@ import (
 
 	"connectrpc.com/connect"
 
-	"better-compute.dev/compute/core"
+	"better-compute.dev/compute/core/resources"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
 	"better-compute.dev/compute/gen/go/bettercompute/compute/v1/computev1connect"
 )
 
-type networks struct{ svc *core.Service }
+type networks struct{ svc *resources.Service }
 
 var _ computev1connect.NetworkServiceHandler = networks{}
 
@@ -49,7 +49,7 @@ func (h networks) DeleteSubnet(ctx context.Context, r *connect.Request[v1.Delete
 	return reply(&v1.DeleteSubnetResponse{Subnet: s}, err)
 }
 
-type certificates struct{ svc *core.Service }
+type certificates struct{ svc *resources.Service }
 
 var _ computev1connect.CertificateServiceHandler = certificates{}
 
@@ -73,7 +73,7 @@ func (h certificates) DeleteCertificate(ctx context.Context, r *connect.Request[
 	return reply(&v1.DeleteCertificateResponse{Certificate: c}, err)
 }
 
-type instances struct{ svc *core.Service }
+type instances struct{ svc *resources.Service }
 
 var _ computev1connect.InstanceServiceHandler = instances{}
 

@@ -6,22 +6,22 @@ import (
 
 	"connectrpc.com/connect"
 
-	"better-compute.dev/compute/core"
+	"better-compute.dev/compute/core/substrates"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
 	"better-compute.dev/compute/gen/go/bettercompute/compute/v1/computev1connect"
 )
 
 // substrates serves SubstrateService: read-only, since a pool's policy drives its substrate.
-type substrates struct{ svc *core.Service }
+type substrateService struct{ svc *substrates.Service }
 
-var _ computev1connect.SubstrateServiceHandler = substrates{}
+var _ computev1connect.SubstrateServiceHandler = substrateService{}
 
-func (h substrates) GetSubstrate(ctx context.Context, r *connect.Request[v1.GetSubstrateRequest]) (*connect.Response[v1.GetSubstrateResponse], error) {
+func (h substrateService) GetSubstrate(ctx context.Context, r *connect.Request[v1.GetSubstrateRequest]) (*connect.Response[v1.GetSubstrateResponse], error) {
 	sub, err := h.svc.GetSubstrate(ctx, r.Msg)
 	return reply(&v1.GetSubstrateResponse{Substrate: sub}, err)
 }
 
-func (h substrates) ListSubstrates(ctx context.Context, r *connect.Request[v1.ListSubstratesRequest]) (*connect.Response[v1.ListSubstratesResponse], error) {
+func (h substrateService) ListSubstrates(ctx context.Context, r *connect.Request[v1.ListSubstratesRequest]) (*connect.Response[v1.ListSubstratesResponse], error) {
 	subs, next, err := h.svc.ListSubstratesPage(ctx, r.Msg)
 	return reply(&v1.ListSubstratesResponse{Substrates: subs, NextPageToken: next}, err)
 }
@@ -30,7 +30,7 @@ func (h substrates) ListSubstrates(ctx context.Context, r *connect.Request[v1.Li
 // interceptor (bcd has no principal; the join token in the request is its credential), so it
 // validates the request itself and records metrics and hidden causes as the interceptor would.
 type substrateJoin struct {
-	svc *core.Service
+	svc *substrates.Service
 	ic  *edge
 }
 

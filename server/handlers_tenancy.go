@@ -5,12 +5,13 @@ import (
 
 	"connectrpc.com/connect"
 
-	"better-compute.dev/compute/core"
+	"better-compute.dev/compute/core/pools"
+	"better-compute.dev/compute/core/tenancy"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
 	"better-compute.dev/compute/gen/go/bettercompute/compute/v1/computev1connect"
 )
 
-type tenants struct{ svc *core.Service }
+type tenants struct{ svc *tenancy.Service }
 
 var _ computev1connect.TenantServiceHandler = tenants{}
 
@@ -57,7 +58,7 @@ func (h tenants) RevokeRole(ctx context.Context, r *connect.Request[v1.RevokeRol
 	return reply(&v1.RevokeRoleResponse{}, h.svc.RevokeRole(ctx, r.Msg.GetGrant()))
 }
 
-type projects struct{ svc *core.Service }
+type projects struct{ svc *tenancy.Service }
 
 var _ computev1connect.ProjectServiceHandler = projects{}
 
@@ -76,7 +77,7 @@ func (h projects) ListProjects(ctx context.Context, r *connect.Request[v1.ListPr
 	return reply(&v1.ListProjectsResponse{Projects: ps, NextPageToken: next}, err)
 }
 
-type accounts struct{ svc *core.Service }
+type accounts struct{ svc *tenancy.Service }
 
 var _ computev1connect.ProviderAccountServiceHandler = accounts{}
 
@@ -95,41 +96,41 @@ func (h accounts) ListProviderAccounts(ctx context.Context, r *connect.Request[v
 	return reply(&v1.ListProviderAccountsResponse{Accounts: as, NextPageToken: next}, err)
 }
 
-type pools struct{ svc *core.Service }
+type poolService struct{ svc *pools.Service }
 
-var _ computev1connect.PoolServiceHandler = pools{}
+var _ computev1connect.PoolServiceHandler = poolService{}
 
-func (h pools) CreatePool(ctx context.Context, r *connect.Request[v1.CreatePoolRequest]) (*connect.Response[v1.CreatePoolResponse], error) {
+func (h poolService) CreatePool(ctx context.Context, r *connect.Request[v1.CreatePoolRequest]) (*connect.Response[v1.CreatePoolResponse], error) {
 	p, err := h.svc.CreatePool(ctx, r.Msg)
 	return reply(&v1.CreatePoolResponse{Pool: p}, err)
 }
 
-func (h pools) GetPool(ctx context.Context, r *connect.Request[v1.GetPoolRequest]) (*connect.Response[v1.GetPoolResponse], error) {
+func (h poolService) GetPool(ctx context.Context, r *connect.Request[v1.GetPoolRequest]) (*connect.Response[v1.GetPoolResponse], error) {
 	p, err := h.svc.GetPool(ctx, r.Msg)
 	return reply(&v1.GetPoolResponse{Pool: p}, err)
 }
 
-func (h pools) ListPools(ctx context.Context, r *connect.Request[v1.ListPoolsRequest]) (*connect.Response[v1.ListPoolsResponse], error) {
+func (h poolService) ListPools(ctx context.Context, r *connect.Request[v1.ListPoolsRequest]) (*connect.Response[v1.ListPoolsResponse], error) {
 	ps, next, err := h.svc.ListPoolsPage(ctx, r.Msg)
 	return reply(&v1.ListPoolsResponse{Pools: ps, NextPageToken: next}, err)
 }
 
-func (h pools) UpdatePool(ctx context.Context, r *connect.Request[v1.UpdatePoolRequest]) (*connect.Response[v1.UpdatePoolResponse], error) {
+func (h poolService) UpdatePool(ctx context.Context, r *connect.Request[v1.UpdatePoolRequest]) (*connect.Response[v1.UpdatePoolResponse], error) {
 	p, err := h.svc.UpdatePool(ctx, r.Msg)
 	return reply(&v1.UpdatePoolResponse{Pool: p}, err)
 }
 
-func (h pools) ArchivePool(ctx context.Context, r *connect.Request[v1.ArchivePoolRequest]) (*connect.Response[v1.ArchivePoolResponse], error) {
+func (h poolService) ArchivePool(ctx context.Context, r *connect.Request[v1.ArchivePoolRequest]) (*connect.Response[v1.ArchivePoolResponse], error) {
 	p, err := h.svc.ArchivePool(ctx, r.Msg)
 	return reply(&v1.ArchivePoolResponse{Pool: p}, err)
 }
 
-func (h pools) SetQuota(ctx context.Context, r *connect.Request[v1.SetQuotaRequest]) (*connect.Response[v1.SetQuotaResponse], error) {
+func (h poolService) SetQuota(ctx context.Context, r *connect.Request[v1.SetQuotaRequest]) (*connect.Response[v1.SetQuotaResponse], error) {
 	q, err := h.svc.SetQuota(ctx, r.Msg)
 	return reply(&v1.SetQuotaResponse{Quota: q}, err)
 }
 
-func (h pools) ListQuotas(ctx context.Context, r *connect.Request[v1.ListQuotasRequest]) (*connect.Response[v1.ListQuotasResponse], error) {
+func (h poolService) ListQuotas(ctx context.Context, r *connect.Request[v1.ListQuotasRequest]) (*connect.Response[v1.ListQuotasResponse], error) {
 	qs, next, err := h.svc.ListQuotasPage(ctx, r.Msg)
 	return reply(&v1.ListQuotasResponse{Quotas: qs, NextPageToken: next}, err)
 }

@@ -22,7 +22,7 @@ func TestLoadBalancerNamesAreUnique(t *testing.T) {
 	a := s.NewTenant(t, "acme", "editor")
 	b := s.NewTenant(t, "globex", "editor")
 	for _, tn := range []apptest.Tenant{a, b} {
-		if _, err := s.App.Service.SetQuota(s.AdminCtx, &v1.SetQuotaRequest{TenantId: tn.ID, PoolId: tn.PoolID, Resource: "loadBalancers", Limit: 100}); err != nil {
+		if _, err := s.App.Pools.SetQuota(s.AdminCtx, &v1.SetQuotaRequest{TenantId: tn.ID, PoolId: tn.PoolID, Resource: "loadBalancers", Limit: 100}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -74,11 +74,11 @@ func TestLoadBalancerNamesAreUnique(t *testing.T) {
 	if winner == "" {
 		t.Fatal("no winner")
 	}
-	lbs, err := s.App.Service.ListLoadBalancers(a.Ctx, &v1.ListLoadBalancersRequest{TenantId: a.ID})
+	lbs, err := s.App.LoadBalancers.ListLoadBalancers(a.Ctx, &v1.ListLoadBalancersRequest{TenantId: a.ID})
 	if err != nil || len(lbs) != 1 {
 		t.Fatalf("list after the race: %d %v", len(lbs), err)
 	}
-	quotas, err := s.App.Service.ListQuotas(a.Ctx, &v1.ListQuotasRequest{TenantId: a.ID, PoolId: a.PoolID})
+	quotas, err := s.App.Pools.ListQuotas(a.Ctx, &v1.ListQuotasRequest{TenantId: a.ID, PoolId: a.PoolID})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func TestLoadBalancerNamesAreUnique(t *testing.T) {
 		t.Fatalf("other tenant: %d %v", status, got)
 	}
 	// Being deleted still holds it; deleted frees it.
-	if _, err := s.App.Service.DeleteLoadBalancer(a.Ctx, &v1.DeleteLoadBalancerRequest{TenantId: a.ID, LoadBalancerId: winner}); err != nil {
+	if _, err := s.App.LoadBalancers.DeleteLoadBalancer(a.Ctx, &v1.DeleteLoadBalancerRequest{TenantId: a.ID, LoadBalancerId: winner}); err != nil {
 		t.Fatal(err)
 	}
 	if status, got := s.PostJSON(t, "/api/compute/loadBalancers/create", a.Token, body(a, "after-delete")); status != http.StatusBadRequest || got["field"] != "name" {

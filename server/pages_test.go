@@ -50,7 +50,7 @@ func seedLoadBalancers(t *testing.T, s *apptest.Stack, tn apptest.Tenant, n int)
 func TestListPagesBeyondAThousand(t *testing.T) {
 	s := apptest.Start(t)
 	tn := s.NewTenant(t, "acme", "editor")
-	if _, err := s.App.Service.SetQuota(s.AdminCtx, &v1.SetQuotaRequest{TenantId: tn.ID, PoolId: tn.PoolID, Resource: "loadBalancers", Limit: 100}); err != nil {
+	if _, err := s.App.Pools.SetQuota(s.AdminCtx, &v1.SetQuotaRequest{TenantId: tn.ID, PoolId: tn.PoolID, Resource: "loadBalancers", Limit: 100}); err != nil {
 		t.Fatal(err)
 	}
 	seeded := seedLoadBalancers(t, s, tn, 1050)
@@ -86,7 +86,7 @@ func TestListPagesBeyondAThousand(t *testing.T) {
 		for i := 0; i < 20 && ctx.Err() == nil; i++ {
 			req := createRequest(tn, fmt.Sprintf("bg-%d", i))
 			req.Name = fmt.Sprintf("bg-%d", i)
-			if _, err := s.App.Service.CreateLoadBalancer(tn.Ctx, req); err != nil {
+			if _, err := s.App.LoadBalancers.CreateLoadBalancer(tn.Ctx, req); err != nil {
 				fail(err)
 			}
 		}
@@ -100,7 +100,7 @@ func TestListPagesBeyondAThousand(t *testing.T) {
 				if err != nil {
 					fail(err)
 				}
-			} else if _, err := s.App.Service.DeleteLoadBalancer(tn.Ctx, &v1.DeleteLoadBalancerRequest{TenantId: tn.ID, LoadBalancerId: id}); err != nil {
+			} else if _, err := s.App.LoadBalancers.DeleteLoadBalancer(tn.Ctx, &v1.DeleteLoadBalancerRequest{TenantId: tn.ID, LoadBalancerId: id}); err != nil {
 				fail(err)
 			}
 			i++

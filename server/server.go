@@ -15,24 +15,27 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.opentelemetry.io/otel/trace"
 
-	"better-compute.dev/compute/core"
 	c "better-compute.dev/compute/gen/go/bettercompute/compute/v1/computev1connect"
 	"better-compute.dev/compute/observe"
 	"better-compute.dev/compute/requestid"
+	"better-compute.dev/compute/store"
 	"better-compute.dev/compute/web"
 )
 
 // Options configure the handler.
 type Options struct {
-	Service *core.Service
-	Logger  *slog.Logger
+	// Services are core's parts the handlers call.
+	Services Services
+	// DB is the database the health checks and the pool's metrics read; the handlers never get it.
+	DB     *store.DB
+	Logger *slog.Logger
 	// CORSOrigins are the browser origins allowed; "*" allows any (bearer tokens, no cookies).
 	CORSOrigins []string
 	// Registry receives the metrics; nil makes a private one.
 	Registry *prometheus.Registry
 	// BodyReadTimeout bounds the time to receive a request body (0: BodyReadTimeout).
 	BodyReadTimeout time.Duration
-	// Health answers /healthz, /readyz and gRPC health; nil checks Service's database and engine.
+	// Health answers /healthz, /readyz and gRPC health; nil checks DB and Base's engine.
 	Health *Health
 	// MetricsElsewhere leaves /metrics off this handler: the registry is served on a listener
 	// of its own (BC_METRICS_LISTEN), since the API port faces tenants.
@@ -64,7 +67,7 @@ func New(opts Options) (http.Handler, error) {
 	if reg == nil {
 		reg = prometheus.NewRegistry()
 	}
-	m, err := newMetrics(reg, opts.Service.DB)
+	m, err := newMetrics(reg, opts.DB)
 	if err != nil {
 		return nil, err
 	}
@@ -72,7 +75,7 @@ func New(opts Options) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	ic := newEdge(opts.Service, validator, log, m)
+	ic := newEdge(opts.Services.Base, validator, log, m)
 	ho := []connect.HandlerOption{
 		connect.WithInterceptors(append([]connect.Interceptor{tracing}, ic.interceptors()...)...), connect.WithReadMaxBytes(MaxBodyBytes),
 		connect.WithCodec(strictJSON{"json"}), connect.WithCodec(strictJSON{"json; charset=utf-8"}),
@@ -80,25 +83,25 @@ func New(opts Options) (http.Handler, error) {
 		// bytes (bench/creates; docs/benchmarks.md, "Creates"). Lists of many items still compress.
 		connect.WithCompressMinBytes(compressMinBytes),
 	}
-	svc := opts.Service
+	svc := opts.Services
 
 	api := http.NewServeMux()
 	mount := func(path string, h http.Handler) { api.Handle(path, h) }
-	mount(c.NewLoadBalancerServiceHandler(loadBalancers{svc}, ho...))
-	mount(c.NewTenantServiceHandler(tenants{svc}, ho...))
-	mount(c.NewProjectServiceHandler(projects{svc}, ho...))
-	mount(c.NewProviderAccountServiceHandler(accounts{svc}, ho...))
-	mount(c.NewPoolServiceHandler(pools{svc}, ho...))
-	mount(c.NewNetworkServiceHandler(networks{svc}, ho...))
-	mount(c.NewCertificateServiceHandler(certificates{svc}, ho...))
-	mount(c.NewInstanceServiceHandler(instances{svc}, ho...))
-	mount(c.NewEventServiceHandler(events{svc, ic}, ho...))
-	mount(c.NewUsageServiceHandler(usage{svc}, ho...))
-	mount(c.NewMetalServiceHandler(metal{svc}, ho...))
-	mount(c.NewSubstrateServiceHandler(substrates{svc}, ho...))
+	mount(c.NewLoadBalancerServiceHandler(loadBalancers{svc.LoadBalancers}, ho...))
+	mount(c.NewTenantServiceHandler(tenants{svc.Tenancy}, ho...))
+	mount(c.NewProjectServiceHandler(projects{svc.Tenancy}, ho...))
+	mount(c.NewProviderAccountServiceHandler(accounts{svc.Tenancy}, ho...))
+	mount(c.NewPoolServiceHandler(poolService{svc.Pools}, ho...))
+	mount(c.NewNetworkServiceHandler(networks{svc.Resources}, ho...))
+	mount(c.NewCertificateServiceHandler(certificates{svc.Resources}, ho...))
+	mount(c.NewInstanceServiceHandler(instances{svc.Resources}, ho...))
+	mount(c.NewEventServiceHandler(eventService{svc.Events, ic}, ho...))
+	mount(c.NewUsageServiceHandler(usage{svc.Events}, ho...))
+	mount(c.NewMetalServiceHandler(metalService{svc.Metal}, ho...))
+	mount(c.NewSubstrateServiceHandler(substrateService{svc.Substrates}, ho...))
 	// The join is authenticated by its join token, not a bearer token: of the chain it takes only
 	// the recovery and its translation into Connect's terms.
-	mount(c.NewSubstrateJoinServiceHandler(substrateJoin{svc, ic}, connect.WithInterceptors(tracing, mappingErrors(ic.observer), recovering(log)),
+	mount(c.NewSubstrateJoinServiceHandler(substrateJoin{svc.Substrates, ic}, connect.WithInterceptors(tracing, mappingErrors(ic.observer), recovering(log)),
 		connect.WithReadMaxBytes(64<<10),
 		connect.WithCodec(strictJSON{"json"}), connect.WithCodec(strictJSON{"json; charset=utf-8"})))
 	mount("/", web.Handler()) // the console (package web) answers the GETs that no service claims
@@ -114,7 +117,7 @@ func New(opts Options) (http.Handler, error) {
 	root.HandleFunc("GET "+JSONPrefix+"openapi.json", serveOpenAPI)
 	health := opts.Health
 	if health == nil {
-		health = NewHealth(svc.DB, svc.Authz)
+		health = NewHealth(opts.DB, svc.Base.Authz)
 	}
 	mountHealth(root, health)
 	if err := reg.Register(observe.Readiness(health.Ready)); err != nil {

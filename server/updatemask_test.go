@@ -84,7 +84,7 @@ func TestJSONUpdateClearsPartsGiven(t *testing.T) {
 
 func lbEvents(t *testing.T, s *apptest.Stack, tn apptest.Tenant, id string) []*v1.Event {
 	t.Helper()
-	evs, _, err := s.App.Service.ListEvents(tn.Ctx, &v1.ListEventsRequest{TenantId: tn.ID, ResourceId: id})
+	evs, _, err := s.App.Events.ListEvents(tn.Ctx, &v1.ListEventsRequest{TenantId: tn.ID, ResourceId: id})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,7 @@ package store
 // The promise (docs/api.md, "Events"): a tenant's cursors follow commit order, so a reader that has
 // been handed cursor c never later finds an event of that tenant numbered c or below that it did
 // not see. The readers are ListEvents (one tenant) and ReadEventRanges, the read of a replica's
-// shared watch reader (core/watchhub: many tenants, one round trip per poll interval).
+// shared watch reader (core/events/watchhub: many tenants, one round trip per poll interval).
 //
 // 1. A change never numbers its own event. It inserts a row into event_inbox in its own
 //    transaction and nothing else of the event log, so a change that commits late has no number

@@ -71,7 +71,7 @@ func StartOn(ctx context.Context, t testing.TB, schema *storetest.Schema, databa
 		o(&cfg)
 	}
 	a := startApp(ctx, t, cfg)
-	adminID, token, err := a.Service.BootstrapAdmin(context.Background(), "test-admin")
+	adminID, token, err := a.Base.BootstrapAdmin(context.Background(), "test-admin")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +117,7 @@ func StartReplicas(t testing.TB, n int, opts ...Option) []*Stack {
 		// One after the other: the first also migrates the authorization store.
 		a := startApp(context.Background(), t, cfg)
 		if i == 0 {
-			if adminID, token, err = a.Service.BootstrapAdmin(context.Background(), "test-admin"); err != nil {
+			if adminID, token, err = a.Base.BootstrapAdmin(context.Background(), "test-admin"); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -178,13 +178,13 @@ type Tenant struct {
 // NewTenant makes a tenant through the admin API of core.
 func (s *Stack) NewTenant(t testing.TB, id, role string) Tenant {
 	t.Helper()
-	svc := s.App.Service
-	if _, err := svc.CreateTenant(s.AdminCtx, &v1.CreateTenantRequest{TenantId: id, DisplayName: id}); err != nil {
+	svc := s.App
+	if _, err := svc.Tenancy.CreateTenant(s.AdminCtx, &v1.CreateTenantRequest{TenantId: id, DisplayName: id}); err != nil {
 		t.Fatalf("create tenant %s: %v", id, err)
 	}
 	tn := Tenant{ID: id}
 	tn.PrincipalID, tn.Token, tn.Ctx = s.NewPrincipal(t, id, role)
-	acct, err := svc.CreateProviderAccount(s.AdminCtx, &v1.CreateProviderAccountRequest{
+	acct, err := svc.Tenancy.CreateProviderAccount(s.AdminCtx, &v1.CreateProviderAccountRequest{
 		TenantId: id, Kind: "digitalocean", Name: "main", Token: "do-token-" + id, ApiUrl: s.SimulatorURL,
 	})
 	if err != nil {
@@ -198,8 +198,8 @@ func (s *Stack) NewTenant(t testing.TB, id, role string) Tenant {
 // NewPool makes a pool in nyc3 and sfo3 with quotas of limit for both resources.
 func (s *Stack) NewPool(t testing.TB, tenantID, accountID, name string, limit int64) string {
 	t.Helper()
-	svc := s.App.Service
-	pool, err := svc.CreatePool(s.AdminCtx, &v1.CreatePoolRequest{
+	svc := s.App
+	pool, err := svc.Pools.CreatePool(s.AdminCtx, &v1.CreatePoolRequest{
 		TenantId: tenantID, AccountId: accountID, Name: name, Regions: []string{"nyc3", "sfo3"},
 		Policy: &v1.PoolPolicy{Flavors: []*v1.Flavor{{Name: "small", Size: "s-1vcpu-1gb"}}},
 	})
@@ -207,7 +207,7 @@ func (s *Stack) NewPool(t testing.TB, tenantID, accountID, name string, limit in
 		t.Fatalf("create pool: %v", err)
 	}
 	for _, res := range []string{"loadBalancers", "instances"} {
-		if _, err := svc.SetQuota(s.AdminCtx, &v1.SetQuotaRequest{TenantId: tenantID, PoolId: pool.GetId(), Resource: res, Limit: limit}); err != nil {
+		if _, err := svc.Pools.SetQuota(s.AdminCtx, &v1.SetQuotaRequest{TenantId: tenantID, PoolId: pool.GetId(), Resource: res, Limit: limit}); err != nil {
 			t.Fatalf("set quota: %v", err)
 		}
 	}
@@ -221,7 +221,7 @@ func (s *Stack) NewPoolLoadBalancers(t testing.TB, tn Tenant, poolID string, n i
 	yes := true
 	for j := range n {
 		name := fmt.Sprintf("lb-%d", j)
-		if _, err := s.App.Service.CreateLoadBalancer(tn.Ctx, &v1.CreateLoadBalancerRequest{
+		if _, err := s.App.LoadBalancers.CreateLoadBalancer(tn.Ctx, &v1.CreateLoadBalancerRequest{
 			TenantId: tn.ID, PoolId: poolID, Name: name, Region: "nyc3", IdempotencyKey: name,
 			Targets:    &v1.LoadBalancerTargets{Pool: &yes},
 			Forwarding: []*v1.ForwardingRule{{EntryProtocol: "http", EntryPort: 80, TargetProtocol: "http", TargetPort: 8080}},
@@ -234,17 +234,17 @@ func (s *Stack) NewPoolLoadBalancers(t testing.TB, tn Tenant, poolID string, n i
 // NewPrincipal makes a principal of the tenant with a tenant role ("" for none) and a token.
 func (s *Stack) NewPrincipal(t testing.TB, tenantID, role string) (id, token string, ctx context.Context) {
 	t.Helper()
-	svc := s.App.Service
-	p, err := svc.CreatePrincipal(s.AdminCtx, &v1.CreatePrincipalRequest{TenantId: tenantID, Kind: "user", DisplayName: role + " of " + tenantID})
+	svc := s.App
+	p, err := svc.Tenancy.CreatePrincipal(s.AdminCtx, &v1.CreatePrincipalRequest{TenantId: tenantID, Kind: "user", DisplayName: role + " of " + tenantID})
 	if err != nil {
 		t.Fatalf("create principal: %v", err)
 	}
 	if role != "" {
-		if err := svc.GrantRole(s.AdminCtx, &v1.GrantRoleRequest{TenantId: tenantID, PrincipalId: p.GetId(), Role: role}); err != nil {
+		if err := svc.Tenancy.GrantRole(s.AdminCtx, &v1.GrantRoleRequest{TenantId: tenantID, PrincipalId: p.GetId(), Role: role}); err != nil {
 			t.Fatalf("grant %s: %v", role, err)
 		}
 	}
-	_, secret, err := svc.CreateToken(s.AdminCtx, &v1.CreateTokenRequest{TenantId: tenantID, PrincipalId: p.GetId()})
+	_, secret, err := svc.Tenancy.CreateToken(s.AdminCtx, &v1.CreateTokenRequest{TenantId: tenantID, PrincipalId: p.GetId()})
 	if err != nil {
 		t.Fatalf("create token: %v", err)
 	}
@@ -255,7 +255,7 @@ func (s *Stack) NewPrincipal(t testing.TB, tenantID, role string) (id, token str
 // that the provider made its machine (so load balancers count it) without running a provider.
 func (s *Stack) MachineInstance(t testing.TB, tn Tenant, region, subnetID string) *v1.Instance {
 	t.Helper()
-	in, err := s.App.Service.CreateInstance(tn.Ctx, &v1.CreateInstanceRequest{
+	in, err := s.App.Resources.CreateInstance(tn.Ctx, &v1.CreateInstanceRequest{
 		TenantId: tn.ID, PoolId: tn.PoolID, Name: "vm", Region: region, SubnetId: subnetID, Flavor: "small",
 	})
 	if err != nil {
@@ -327,7 +327,7 @@ func WithReconcilers(rc app.ReconcileConfig) Option {
 func (s *Stack) ReadyLoadBalancer(t testing.TB, tn Tenant, name string) *v1.LoadBalancer {
 	t.Helper()
 	yes := true
-	lb, err := s.App.Service.CreateLoadBalancer(tn.Ctx, &v1.CreateLoadBalancerRequest{
+	lb, err := s.App.LoadBalancers.CreateLoadBalancer(tn.Ctx, &v1.CreateLoadBalancerRequest{
 		TenantId: tn.ID, PoolId: tn.PoolID, Name: name, Region: "nyc3", IdempotencyKey: name,
 		Targets:    &v1.LoadBalancerTargets{Pool: &yes},
 		Forwarding: []*v1.ForwardingRule{{EntryProtocol: "http", EntryPort: 80, TargetProtocol: "http", TargetPort: 8080}},
@@ -337,7 +337,7 @@ func (s *Stack) ReadyLoadBalancer(t testing.TB, tn Tenant, name string) *v1.Load
 	}
 	deadline := time.Now().Add(time.Minute)
 	for {
-		got, err := s.App.Service.GetLoadBalancer(tn.Ctx, &v1.GetLoadBalancerRequest{TenantId: tn.ID, LoadBalancerId: lb.GetId()})
+		got, err := s.App.LoadBalancers.GetLoadBalancer(tn.Ctx, &v1.GetLoadBalancerRequest{TenantId: tn.ID, LoadBalancerId: lb.GetId()})
 		if err == nil && got.GetState() == "ready" {
 			return got
 		}

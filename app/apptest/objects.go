@@ -14,7 +14,7 @@ import (
 // procedure fill the id fields from it.
 func (s *Stack) ObjectOfEveryKind(t testing.TB, tn Tenant, name string) map[string]string {
 	t.Helper()
-	svc := s.App.Service
+	svc := s.App
 	ids := map[string]string{"pool_id": tn.PoolID, "account_id": tn.AccountID, "principal_id": tn.PrincipalID}
 	must := func(id string, err error) string {
 		t.Helper()
@@ -23,23 +23,23 @@ func (s *Stack) ObjectOfEveryKind(t testing.TB, tn Tenant, name string) map[stri
 		}
 		return id
 	}
-	p, err := svc.CreateProject(tn.Ctx, &v1.CreateProjectRequest{TenantId: tn.ID, Name: name})
+	p, err := svc.Tenancy.CreateProject(tn.Ctx, &v1.CreateProjectRequest{TenantId: tn.ID, Name: name})
 	ids["project_id"] = must(p.GetId(), err)
-	n, err := svc.CreateNetwork(tn.Ctx, &v1.CreateNetworkRequest{TenantId: tn.ID, AccountId: tn.AccountID, Name: name})
+	n, err := svc.Resources.CreateNetwork(tn.Ctx, &v1.CreateNetworkRequest{TenantId: tn.ID, AccountId: tn.AccountID, Name: name})
 	ids["network_id"] = must(n.GetId(), err)
-	sn, err := svc.CreateSubnet(tn.Ctx, &v1.CreateSubnetRequest{TenantId: tn.ID, NetworkId: n.GetId(), Name: name, Region: "nyc3", IpRange: "10.7.0.0/24"})
+	sn, err := svc.Resources.CreateSubnet(tn.Ctx, &v1.CreateSubnetRequest{TenantId: tn.ID, NetworkId: n.GetId(), Name: name, Region: "nyc3", IpRange: "10.7.0.0/24"})
 	ids["subnet_id"] = must(sn.GetId(), err)
-	lb, err := svc.CreateLoadBalancer(tn.Ctx, &v1.CreateLoadBalancerRequest{TenantId: tn.ID, PoolId: tn.PoolID, Name: name, Region: "nyc3",
+	lb, err := svc.LoadBalancers.CreateLoadBalancer(tn.Ctx, &v1.CreateLoadBalancerRequest{TenantId: tn.ID, PoolId: tn.PoolID, Name: name, Region: "nyc3",
 		Targets:    &v1.LoadBalancerTargets{Pool: proto.Bool(true)},
 		Forwarding: []*v1.ForwardingRule{{EntryProtocol: "http", EntryPort: 80, TargetProtocol: "http", TargetPort: 8080}}})
 	ids["load_balancer_id"] = must(lb.GetId(), err)
 	ids["instance_id"] = s.MachineInstance(t, tn, "nyc3", "").GetId()
-	cert, err := svc.CreateCertificate(tn.Ctx, &v1.CreateCertificateRequest{TenantId: tn.ID, AccountId: tn.AccountID, Name: name,
+	cert, err := svc.Resources.CreateCertificate(tn.Ctx, &v1.CreateCertificateRequest{TenantId: tn.ID, AccountId: tn.AccountID, Name: name,
 		Source: &v1.CreateCertificateRequest_Managed{Managed: &v1.ManagedCertificate{DnsNames: []string{name + ".example.com"}}}})
 	ids["certificate_id"] = must(cert.GetId(), err)
-	tok, _, err := svc.CreateToken(tn.Ctx, &v1.CreateTokenRequest{TenantId: tn.ID, PrincipalId: tn.PrincipalID})
+	tok, _, err := svc.Tenancy.CreateToken(tn.Ctx, &v1.CreateTokenRequest{TenantId: tn.ID, PrincipalId: tn.PrincipalID})
 	ids["token_id"] = must(tok.GetId(), err)
-	node, err := svc.EnrollNode(tn.Ctx, &v1.EnrollNodeRequest{TenantId: tn.ID, Name: name, Bmc: &v1.MetalBmcSettings{
+	node, err := svc.Metal.EnrollNode(tn.Ctx, &v1.EnrollNodeRequest{TenantId: tn.ID, Name: name, Bmc: &v1.MetalBmcSettings{
 		Address: "192.0.2.10", Protocol: "redfish", Username: "u", Password: "p", InsecureTls: true}})
 	ids["node_id"] = must(node.GetId(), err)
 	return ids

@@ -16,7 +16,10 @@ import (
 	"better-compute.dev/compute/app/apptest"
 	"better-compute.dev/compute/authz"
 	"better-compute.dev/compute/core"
+	"better-compute.dev/compute/core/events"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
+	"better-compute.dev/compute/netguard"
+	"better-compute.dev/compute/server"
 )
 
 // allowAll is the baseline only: it decides nothing and is never used outside this benchmark.
@@ -48,13 +51,13 @@ func measure(n int, op func() error) ([]time.Duration, error) {
 func BenchmarkAuthorizationOverhead(b *testing.B) {
 	s := apptest.Start(b)
 	tn := s.NewTenant(b, "bench", "editor")
-	if _, err := s.App.Service.SetQuota(s.AdminCtx, &v1.SetQuotaRequest{TenantId: tn.ID, PoolId: tn.PoolID, Resource: "loadBalancers", Limit: 1000}); err != nil {
+	if _, err := s.App.Pools.SetQuota(s.AdminCtx, &v1.SetQuotaRequest{TenantId: tn.ID, PoolId: tn.PoolID, Resource: "loadBalancers", Limit: 1000}); err != nil {
 		b.Fatal(err)
 	}
 	pool := true
 	var id string
 	for i := range 50 {
-		lb, err := s.App.Service.CreateLoadBalancer(tn.Ctx, &v1.CreateLoadBalancerRequest{TenantId: tn.ID, PoolId: tn.PoolID, Name: fmt.Sprintf("lb-%d", i), Region: "nyc3",
+		lb, err := s.App.LoadBalancers.CreateLoadBalancer(tn.Ctx, &v1.CreateLoadBalancerRequest{TenantId: tn.ID, PoolId: tn.PoolID, Name: fmt.Sprintf("lb-%d", i), Region: "nyc3",
 			Targets:        &v1.LoadBalancerTargets{Pool: &pool},
 			Forwarding:     []*v1.ForwardingRule{{EntryProtocol: "http", EntryPort: 80, TargetProtocol: "http", TargetPort: 80}},
 			IdempotencyKey: fmt.Sprintf("k%d", i)})
@@ -63,15 +66,15 @@ func BenchmarkAuthorizationOverhead(b *testing.B) {
 		}
 		id = lb.GetId()
 	}
-	real := s.App.Service
-	bare := &core.Service{DB: real.DB, Authz: allowAll{real.Authz}, Keyring: real.Keyring, Log: real.Log}
-	calls := map[string]func(svc *core.Service) error{
-		"get": func(svc *core.Service) error {
-			_, err := svc.GetLoadBalancer(tn.Ctx, &v1.GetLoadBalancerRequest{TenantId: tn.ID, LoadBalancerId: id})
+	real := s.App
+	bare := server.NewServices(core.NewBase(real.DB, allowAll{real.Base.Authz}, real.Base.Keyring, real.Base.Log, netguard.Policy{}), nil, events.Options{})
+	calls := map[string]func(svc server.Services) error{
+		"get": func(svc server.Services) error {
+			_, err := svc.LoadBalancers.GetLoadBalancer(tn.Ctx, &v1.GetLoadBalancerRequest{TenantId: tn.ID, LoadBalancerId: id})
 			return err
 		},
-		"list50": func(svc *core.Service) error {
-			lbs, err := svc.ListLoadBalancers(tn.Ctx, &v1.ListLoadBalancersRequest{TenantId: tn.ID})
+		"list50": func(svc server.Services) error {
+			lbs, err := svc.LoadBalancers.ListLoadBalancers(tn.Ctx, &v1.ListLoadBalancersRequest{TenantId: tn.ID})
 			if err == nil && len(lbs) != 50 {
 				err = fmt.Errorf("listed %d", len(lbs))
 			}
@@ -86,7 +89,7 @@ func BenchmarkAuthorizationOverhead(b *testing.B) {
 			var with, without []time.Duration
 			for round := range 4 {
 				_ = round
-				w, err := measure(n/4+1, func() error { return call(real) })
+				w, err := measure(n/4+1, func() error { return call(real.Services) })
 				if err != nil {
 					b.Fatal(err)
 				}

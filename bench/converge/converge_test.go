@@ -132,7 +132,7 @@ func startReplicas(b *testing.B, s *apptest.Stack, replicas, ratePerMinute int, 
 		}
 		dbs = append(dbs, db)
 		rec, err := vps.New(vps.Options{
-			DB: db, Keyring: s.App.Service.Keyring, ProviderPoll: 250 * time.Millisecond,
+			DB: db, Keyring: s.App.Base.Keyring, ProviderPoll: 250 * time.Millisecond,
 			Factory: digitalocean.NewFactory(digitalocean.Options{
 				RequestsPerMinute: ratePerMinute, Limiters: digitalocean.NewLimiters(), Budget: vps.Budget{DB: db},
 				Transport: vps.DeadlineTransport(nil),

@@ -123,7 +123,7 @@ func BenchmarkCreate(b *testing.B) {
 	tenants := make([]apptest.Tenant, 32)
 	for i := range tenants {
 		tenants[i] = s.NewTenant(b, fmt.Sprintf("bench-%d", i), "editor")
-		if _, err := s.App.Service.SetQuota(s.AdminCtx, &v1.SetQuotaRequest{TenantId: tenants[i].ID, PoolId: tenants[i].PoolID, Resource: "loadBalancers", Limit: 100000}); err != nil {
+		if _, err := s.App.Pools.SetQuota(s.AdminCtx, &v1.SetQuotaRequest{TenantId: tenants[i].ID, PoolId: tenants[i].PoolID, Resource: "loadBalancers", Limit: 100000}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -161,7 +161,7 @@ func BenchmarkCreate(b *testing.B) {
 	direct := func(i int) error {
 		k := seq.Add(1)
 		tn := tenants[i%spread]
-		_, err := s.App.Service.CreateLoadBalancer(tn.Ctx, &v1.CreateLoadBalancerRequest{
+		_, err := s.App.LoadBalancers.CreateLoadBalancer(tn.Ctx, &v1.CreateLoadBalancerRequest{
 			TenantId: tn.ID, PoolId: tn.PoolID, Name: fmt.Sprintf("lb-%d", k), Region: "nyc3",
 			Targets:        &v1.LoadBalancerTargets{Pool: proto.Bool(true)},
 			Forwarding:     []*v1.ForwardingRule{{EntryProtocol: "http", EntryPort: 80, TargetProtocol: "http", TargetPort: 8080}},

@@ -47,10 +47,10 @@ func BenchmarkHotUpdate(b *testing.B) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				svc := replicas[c%len(replicas)].App.Service
+				svc := replicas[c%len(replicas)].App.Services
 				for n := 0; time.Now().Before(stop); n++ {
 					start := time.Now()
-					_, err := svc.UpdateLoadBalancer(tn.Ctx, &v1.UpdateLoadBalancerRequest{TenantId: tn.ID, LoadBalancerId: lb.GetId(),
+					_, err := svc.LoadBalancers.UpdateLoadBalancer(tn.Ctx, &v1.UpdateLoadBalancerRequest{TenantId: tn.ID, LoadBalancerId: lb.GetId(),
 						HealthCheck: &v1.HealthCheck{Protocol: "http", Port: 8080, Path: fmt.Sprintf("/c%d-%d", c, n)}})
 					d := time.Since(start)
 					mu.Lock()

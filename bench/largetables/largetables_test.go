@@ -55,7 +55,7 @@ func BenchmarkLargeTables(b *testing.B) {
 	small := s.NewTenant(b, "small", "editor")
 	big := s.NewTenant(b, "big", "editor")
 	for _, tn := range []apptest.Tenant{small, big} {
-		if _, err := s.App.Service.SetQuota(s.AdminCtx, &v1.SetQuotaRequest{TenantId: tn.ID, PoolId: tn.PoolID, Resource: "loadBalancers", Limit: 10000000}); err != nil {
+		if _, err := s.App.Pools.SetQuota(s.AdminCtx, &v1.SetQuotaRequest{TenantId: tn.ID, PoolId: tn.PoolID, Resource: "loadBalancers", Limit: 10000000}); err != nil {
 			b.Fatal(err)
 		}
 	}

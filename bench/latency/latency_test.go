@@ -32,7 +32,7 @@ func BenchmarkLatency(b *testing.B) {
 	s, proxy := startFar(b)
 	tn := s.NewTenant(b, "far", "editor")
 	// NewTenant's pool allows 10 load balancers; the benchmark makes about a hundred.
-	if _, err := s.App.Service.SetQuota(s.AdminCtx, &v1.SetQuotaRequest{TenantId: tn.ID, PoolId: tn.PoolID, Resource: "loadBalancers", Limit: 100000}); err != nil {
+	if _, err := s.App.Pools.SetQuota(s.AdminCtx, &v1.SetQuotaRequest{TenantId: tn.ID, PoolId: tn.PoolID, Resource: "loadBalancers", Limit: 100000}); err != nil {
 		b.Fatal(err)
 	}
 	client := &http.Client{Timeout: 60 * time.Second}

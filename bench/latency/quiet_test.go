@@ -59,7 +59,7 @@ func BenchmarkQuietTenants(b *testing.B) {
 	setup := time.Now()
 	for i := range tenants {
 		tn := s.NewTenant(b, fmt.Sprintf("q%04d", i), "editor")
-		lb, err := s.App.Service.CreateLoadBalancer(tn.Ctx, &v1.CreateLoadBalancerRequest{
+		lb, err := s.App.LoadBalancers.CreateLoadBalancer(tn.Ctx, &v1.CreateLoadBalancerRequest{
 			TenantId: tn.ID, PoolId: tn.PoolID, Name: "quiet", Region: "nyc3", IdempotencyKey: "quiet",
 			Targets:    &v1.LoadBalancerTargets{Pool: proto.Bool(true)},
 			Forwarding: []*v1.ForwardingRule{{EntryProtocol: "http", EntryPort: 80, TargetProtocol: "http", TargetPort: 8080}},

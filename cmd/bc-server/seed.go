@@ -40,35 +40,34 @@ func startSimulator() (string, func(), error) {
 // seedDev makes the bootstrap admin and a demo tenant: an editor principal with a token, an
 // account on the simulator, a pool in nyc3 with one flavor, and quotas of 10.
 func seedDev(ctx context.Context, a *app.App, simURL string) (devInfo, error) {
-	s := a.Service
-	adminID, adminToken, err := s.BootstrapAdmin(ctx, "dev-admin")
+	adminID, adminToken, err := a.Base.BootstrapAdmin(ctx, "dev-admin")
 	if err != nil {
 		return devInfo{}, err
 	}
 	actx := core.WithCaller(ctx, core.Caller{PrincipalID: adminID, PlatformAdmin: true})
 	info := devInfo{AdminToken: adminToken, TenantID: "demo", Region: "nyc3", SimulatorURL: simURL}
-	if _, err := s.CreateTenant(actx, &v1.CreateTenantRequest{TenantId: info.TenantID, DisplayName: "Demo tenant"}); err != nil {
+	if _, err := a.Tenancy.CreateTenant(actx, &v1.CreateTenantRequest{TenantId: info.TenantID, DisplayName: "Demo tenant"}); err != nil {
 		return info, err
 	}
-	p, err := s.CreatePrincipal(actx, &v1.CreatePrincipalRequest{TenantId: info.TenantID, Kind: "user", DisplayName: "demo user"})
+	p, err := a.Tenancy.CreatePrincipal(actx, &v1.CreatePrincipalRequest{TenantId: info.TenantID, Kind: "user", DisplayName: "demo user"})
 	if err != nil {
 		return info, err
 	}
 	info.PrincipalID = p.GetId()
-	if err := s.GrantRole(actx, &v1.GrantRoleRequest{TenantId: info.TenantID, PrincipalId: p.GetId(), Role: "editor"}); err != nil {
+	if err := a.Tenancy.GrantRole(actx, &v1.GrantRoleRequest{TenantId: info.TenantID, PrincipalId: p.GetId(), Role: "editor"}); err != nil {
 		return info, err
 	}
-	if _, info.TenantToken, err = s.CreateToken(actx, &v1.CreateTokenRequest{TenantId: info.TenantID, PrincipalId: p.GetId()}); err != nil {
+	if _, info.TenantToken, err = a.Tenancy.CreateToken(actx, &v1.CreateTokenRequest{TenantId: info.TenantID, PrincipalId: p.GetId()}); err != nil {
 		return info, err
 	}
-	acct, err := s.CreateProviderAccount(actx, &v1.CreateProviderAccountRequest{
+	acct, err := a.Tenancy.CreateProviderAccount(actx, &v1.CreateProviderAccountRequest{
 		TenantId: info.TenantID, Kind: "digitalocean", Name: "demo-do", Token: devSimulatorToken, ApiUrl: simURL,
 	})
 	if err != nil {
 		return info, err
 	}
 	info.AccountID = acct.GetId()
-	pool, err := s.CreatePool(actx, &v1.CreatePoolRequest{
+	pool, err := a.Pools.CreatePool(actx, &v1.CreatePoolRequest{
 		TenantId: info.TenantID, AccountId: acct.GetId(), Name: "demo-pool", Regions: []string{info.Region},
 		Policy: &v1.PoolPolicy{Flavors: []*v1.Flavor{{Name: "small", Size: "s-1vcpu-1gb"}}},
 	})
@@ -77,7 +76,7 @@ func seedDev(ctx context.Context, a *app.App, simURL string) (devInfo, error) {
 	}
 	info.PoolID = pool.GetId()
 	for _, res := range []string{"loadBalancers", "instances"} {
-		if _, err := s.SetQuota(actx, &v1.SetQuotaRequest{TenantId: info.TenantID, PoolId: pool.GetId(), Resource: res, Limit: 10}); err != nil {
+		if _, err := a.Pools.SetQuota(actx, &v1.SetQuotaRequest{TenantId: info.TenantID, PoolId: pool.GetId(), Resource: res, Limit: 10}); err != nil {
 			return info, err
 		}
 	}

@@ -9,6 +9,7 @@ import (
 
 	"better-compute.dev/compute/authz"
 	"better-compute.dev/compute/core"
+	"better-compute.dev/compute/core/events"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
 	"better-compute.dev/compute/ids"
 	"better-compute.dev/compute/netguard"
@@ -18,6 +19,7 @@ import (
 	metalrec "better-compute.dev/compute/reconcile/metal"
 	"better-compute.dev/compute/reconcile/reconciletest"
 	"better-compute.dev/compute/seal"
+	"better-compute.dev/compute/server"
 	"better-compute.dev/compute/store"
 	"better-compute.dev/compute/store/storetest"
 )
@@ -31,7 +33,7 @@ type env struct {
 	db     *store.DB
 	az     *authz.Embedded
 	ring   *seal.Keyring
-	svc    *core.Service
+	svc    server.Services
 	sim    *redfishsim.Server
 	clock  *reconciletest.Clock
 	tenant string
@@ -75,7 +77,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{db: db, az: az, ring: ring, svc: &core.Service{DB: db, Authz: az, Keyring: ring, Log: o.logger, Outbound: netguard.Policy{Allow: netguard.AllowLoopback()}},
+	e := &env{db: db, az: az, ring: ring, svc: server.NewServices(core.NewBase(db, az, ring, o.logger, netguard.Policy{Allow: netguard.AllowLoopback()}), nil, events.Options{}),
 		clock: reconciletest.NewClock(time.Now().Add(time.Minute)), tenant: "tenant-" + ids.New("")}
 	if _, err := store.InsertTenant(ctx, db.Q(), store.Tenant{ID: e.tenant, DisplayName: "metal"}); err != nil {
 		t.Fatal(err)
@@ -131,7 +133,7 @@ func (e *env) enrollRequest(name, password string) *v1.EnrollNodeRequest {
 
 func (e *env) enroll(t *testing.T, password string) *v1.MetalNode {
 	t.Helper()
-	n, err := e.svc.EnrollNode(e.editor, e.enrollRequest("sim-node", password))
+	n, err := e.svc.Metal.EnrollNode(e.editor, e.enrollRequest("sim-node", password))
 	if err != nil {
 		t.Fatalf("enroll: %v", err)
 	}
@@ -140,7 +142,7 @@ func (e *env) enroll(t *testing.T, password string) *v1.MetalNode {
 
 func (e *env) get(t *testing.T, id string) *v1.MetalNode {
 	t.Helper()
-	n, err := e.svc.GetNode(e.editor, &v1.GetNodeRequest{TenantId: e.tenant, NodeId: id})
+	n, err := e.svc.Metal.GetNode(e.editor, &v1.GetNodeRequest{TenantId: e.tenant, NodeId: id})
 	if err != nil {
 		t.Fatalf("get: %v", err)
 	}

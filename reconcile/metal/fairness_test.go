@@ -111,7 +111,7 @@ func TestHungBMCsDoNotStarveOtherWork(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			port := h.ln.Addr().(*net.TCPAddr).Port
-			n, err := s.App.Service.EnrollNode(slow.Ctx, &v1.EnrollNodeRequest{TenantId: slow.ID, Name: fmt.Sprintf("wedged-%d", i),
+			n, err := s.App.Metal.EnrollNode(slow.Ctx, &v1.EnrollNodeRequest{TenantId: slow.ID, Name: fmt.Sprintf("wedged-%d", i),
 				Bmc: &v1.MetalBmcSettings{Address: "127.0.0.1", Port: int32(port), Protocol: "redfish", Username: "u", Password: "pw", InsecureTls: true}})
 			if err != nil {
 				t.Errorf("enroll hung BMC: %v", err)
@@ -172,7 +172,7 @@ func TestHungBMCsDoNotStarveOtherWork(t *testing.T) {
 	// Meanwhile: the other tenant's healthy node is probed ...
 	bmcSim := redfishsim.New(redfishsim.Config{Username: "operator", Password: simPassword})
 	t.Cleanup(bmcSim.Close)
-	healthy, err := s.App.Service.EnrollNode(other.Ctx, &v1.EnrollNodeRequest{TenantId: other.ID, Name: "healthy",
+	healthy, err := s.App.Metal.EnrollNode(other.Ctx, &v1.EnrollNodeRequest{TenantId: other.ID, Name: "healthy",
 		Bmc: &v1.MetalBmcSettings{Address: bmcSim.Host(), Port: int32(bmcSim.Port()), Protocol: "redfish", Username: "operator",
 			Password: simPassword, CaCertPem: string(bmcSim.CertPEM())}})
 	if err != nil {
@@ -182,7 +182,7 @@ func TestHungBMCsDoNotStarveOtherWork(t *testing.T) {
 	yes := true
 	var lbs []string
 	for i := range 3 {
-		lb, err := s.App.Service.CreateLoadBalancer(other.Ctx, &v1.CreateLoadBalancerRequest{
+		lb, err := s.App.LoadBalancers.CreateLoadBalancer(other.Ctx, &v1.CreateLoadBalancerRequest{
 			TenantId: other.ID, PoolId: other.PoolID, Name: fmt.Sprintf("web-%d", i), Region: "nyc3",
 			Targets: &v1.LoadBalancerTargets{Pool: &yes}, IdempotencyKey: fmt.Sprintf("web-%d", i),
 			Forwarding: []*v1.ForwardingRule{{EntryProtocol: "http", EntryPort: 80, TargetProtocol: "http", TargetPort: 8080}},

@@ -98,7 +98,7 @@ func TestTwoSystemsThroughTheAPI(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOptions{sim: redfishsim.Config{Systems: 2}})
 	lister := &bmc.Runner{Outbound: netguard.Policy{Allow: netguard.AllowLoopback()}}
-	e.svc.MetalSystems = func(ctx context.Context, b *v1.MetalBmcSettings) ([]string, error) {
+	e.svc.Metal.Systems = func(ctx context.Context, b *v1.MetalBmcSettings) ([]string, error) {
 		return lister.SystemIDs(ctx, bmc.Target{Address: b.GetAddress(), Port: int(b.GetPort()), Protocol: bmc.Redfish,
 			Username: b.GetUsername(), Password: seal.Secret(b.GetPassword()), CACertPEM: []byte(b.GetCaCertPem())})
 	}
@@ -107,7 +107,7 @@ func TestTwoSystemsThroughTheAPI(t *testing.T) {
 	enroll := func(name, system string) (*v1.MetalNode, error) {
 		req := e.enrollRequest(name, simPassword)
 		req.Bmc.SystemId = system
-		return e.svc.EnrollNode(e.editor, req)
+		return e.svc.Metal.EnrollNode(e.editor, req)
 	}
 	for _, tc := range []struct{ name, system, want string }{
 		{"no-system", "", "1, 2"},
@@ -184,7 +184,7 @@ func TestIPMIAbortStopsARunningIpmitool(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	ctx := testCtx(t)
 	r := e.runner(t, envOptions{ipmiTool: sim.Tool, checkEvery: 10 * time.Millisecond})
-	node, err := e.svc.EnrollNode(e.editor, &v1.EnrollNodeRequest{TenantId: e.tenant, Name: "ipmi-node", Bmc: &v1.MetalBmcSettings{
+	node, err := e.svc.Metal.EnrollNode(e.editor, &v1.EnrollNodeRequest{TenantId: e.tenant, Name: "ipmi-node", Bmc: &v1.MetalBmcSettings{
 		Address: "127.0.0.1", Port: int32(sim.Port), Protocol: "ipmi", Username: ipmisim.User, Password: ipmisim.Password,
 	}})
 	if err != nil {

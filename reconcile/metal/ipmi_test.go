@@ -23,7 +23,7 @@ func TestLifecycleOverIPMI(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	r := e.runner(t, envOptions{ipmiTool: sim.Tool})
 	ctx := testCtx(t)
-	node, err := e.svc.EnrollNode(e.editor, &v1.EnrollNodeRequest{TenantId: e.tenant, Name: "ipmi-node", Bmc: &v1.MetalBmcSettings{
+	node, err := e.svc.Metal.EnrollNode(e.editor, &v1.EnrollNodeRequest{TenantId: e.tenant, Name: "ipmi-node", Bmc: &v1.MetalBmcSettings{
 		Address: "127.0.0.1", Port: int32(sim.Port), Protocol: "ipmi", Username: ipmisim.User, Password: ipmisim.Password,
 	}})
 	if err != nil {

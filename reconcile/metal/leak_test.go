@@ -55,7 +55,7 @@ func TestCredentialsNeverLeak(t *testing.T) {
 	r := e.runner(t, o)
 	ctx := testCtx(t)
 
-	h, err := server.New(server.Options{Service: e.svc, Logger: logger})
+	h, err := server.New(server.Options{Services: e.svc, DB: e.db, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}

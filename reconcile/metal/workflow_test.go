@@ -31,21 +31,21 @@ func TestKindAndEventMatchTheAPI(t *testing.T) {
 func verb(e *env, v metal.Verb, id string) (*v1.MetalNode, error) {
 	switch v {
 	case metal.Inspect:
-		return e.svc.InspectNode(e.editor, &v1.InspectNodeRequest{TenantId: e.tenant, NodeId: id})
+		return e.svc.Metal.InspectNode(e.editor, &v1.InspectNodeRequest{TenantId: e.tenant, NodeId: id})
 	case metal.Commission:
-		return e.svc.CommissionNode(e.editor, &v1.CommissionNodeRequest{TenantId: e.tenant, NodeId: id})
+		return e.svc.Metal.CommissionNode(e.editor, &v1.CommissionNodeRequest{TenantId: e.tenant, NodeId: id})
 	case metal.Deploy:
-		return e.svc.DeployNode(e.editor, &v1.DeployNodeRequest{TenantId: e.tenant, NodeId: id, Image: "debian-13"})
+		return e.svc.Metal.DeployNode(e.editor, &v1.DeployNodeRequest{TenantId: e.tenant, NodeId: id, Image: "debian-13"})
 	case metal.RescueVerb:
-		return e.svc.RescueNode(e.editor, &v1.RescueNodeRequest{TenantId: e.tenant, NodeId: id})
+		return e.svc.Metal.RescueNode(e.editor, &v1.RescueNodeRequest{TenantId: e.tenant, NodeId: id})
 	case metal.Unrescue:
-		return e.svc.UnrescueNode(e.editor, &v1.UnrescueNodeRequest{TenantId: e.tenant, NodeId: id})
+		return e.svc.Metal.UnrescueNode(e.editor, &v1.UnrescueNodeRequest{TenantId: e.tenant, NodeId: id})
 	case metal.Release:
-		return e.svc.ReleaseNode(e.editor, &v1.ReleaseNodeRequest{TenantId: e.tenant, NodeId: id})
+		return e.svc.Metal.ReleaseNode(e.editor, &v1.ReleaseNodeRequest{TenantId: e.tenant, NodeId: id})
 	case metal.Retire:
-		return e.svc.RetireNode(e.editor, &v1.RetireNodeRequest{TenantId: e.tenant, NodeId: id})
+		return e.svc.Metal.RetireNode(e.editor, &v1.RetireNodeRequest{TenantId: e.tenant, NodeId: id})
 	}
-	return e.svc.AbortNode(e.editor, &v1.AbortNodeRequest{TenantId: e.tenant, NodeId: id})
+	return e.svc.Metal.AbortNode(e.editor, &v1.AbortNodeRequest{TenantId: e.tenant, NodeId: id})
 }
 
 // TestLifecycleAgainstSimulator drives one machine through every workflow via the API and the
@@ -418,7 +418,7 @@ func TestProbe(t *testing.T) {
 	if got.GetState() != "enrolled" || !strings.Contains(got.GetLastError(), "credentials refused") || got.GetPowerState() != "" {
 		t.Errorf("bad credentials: %s error %q power %q", got.GetState(), got.GetLastError(), got.GetPowerState())
 	}
-	if _, err := e.svc.UpdateNodeCredentials(e.editor, &v1.UpdateNodeCredentialsRequest{
+	if _, err := e.svc.Metal.UpdateNodeCredentials(e.editor, &v1.UpdateNodeCredentialsRequest{
 		TenantId: e.tenant, NodeId: node.GetId(), Username: "operator", Password: simPassword,
 	}); err != nil {
 		t.Fatal(err)

@@ -26,7 +26,7 @@ import (
 // another tenant sees none of it.
 func TestEventsFollowTheCluster(t *testing.T) {
 	e := newEnv(t, "initech")
-	e.s.App.Service.WatchPoll = 20 * time.Millisecond
+	e.s.App.Events.Poll = 20 * time.Millisecond
 	other := e.s.NewTenant(t, "umbrella", "viewer")
 	e.setPolicy(t, createPolicy(e.tn.AccountID))
 	e.settle(t)

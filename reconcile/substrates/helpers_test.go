@@ -102,7 +102,7 @@ func newEnvSim(t *testing.T, tenantID string, simTune func(*sim.Options), tune f
 	tn := s.NewTenant(t, tenantID, "viewer")
 	kube := &fakeKube{}
 	opts := substrates.Options{
-		DB: s.App.DB, Keyring: s.App.Service.Keyring, Kube: kube, JoinURL: s.App.URL,
+		DB: s.App.DB, Keyring: s.App.Base.Keyring, Kube: kube, JoinURL: s.App.URL,
 		Factory:      digitalocean.NewFactory(digitalocean.Options{Limiters: digitalocean.NewLimiters(), RequestsPerMinute: 60000, Burst: 1000}),
 		ProviderPoll: providerPoll, Resync: resync,
 	}
@@ -152,7 +152,7 @@ func (e *env) resync(t *testing.T) {
 // setPolicy replaces the pool's policy as the platform admin.
 func (e *env) setPolicy(t *testing.T, policy *v1.PoolPolicy) {
 	t.Helper()
-	if _, err := e.s.App.Service.UpdatePool(e.s.AdminCtx, &v1.UpdatePoolRequest{TenantId: e.tn.ID, PoolId: e.tn.PoolID, Policy: policy}); err != nil {
+	if _, err := e.s.App.Pools.UpdatePool(e.s.AdminCtx, &v1.UpdatePoolRequest{TenantId: e.tn.ID, PoolId: e.tn.PoolID, Policy: policy}); err != nil {
 		t.Fatalf("update pool: %v", err)
 	}
 }

@@ -70,7 +70,7 @@ func TestCreatePath(t *testing.T) {
 	}
 
 	// The tenant reads it through the API.
-	view, err := e.s.App.Service.GetSubstrate(e.tn.Ctx, &v1.GetSubstrateRequest{TenantId: e.tn.ID, PoolId: e.tn.PoolID})
+	view, err := e.s.App.Substrates.GetSubstrate(e.tn.Ctx, &v1.GetSubstrateRequest{TenantId: e.tn.ID, PoolId: e.tn.PoolID})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func TestCreatePath(t *testing.T) {
 		t.Errorf("%d clusters after the resync, want 1", n)
 	}
 
-	if _, err := e.s.App.Service.ArchivePool(e.s.AdminCtx, &v1.ArchivePoolRequest{TenantId: e.tn.ID, PoolId: e.tn.PoolID}); err != nil {
+	if _, err := e.s.App.Pools.ArchivePool(e.s.AdminCtx, &v1.ArchivePoolRequest{TenantId: e.tn.ID, PoolId: e.tn.PoolID}); err != nil {
 		t.Fatal(err)
 	}
 	e.settle(t)
@@ -171,7 +171,7 @@ func TestAdoptPath(t *testing.T) {
 		t.Error("a DaemonSet reading the tenant's Secret was applied")
 	}
 	assertTenantSecret(t, e, own.ID)
-	view, err := e.s.App.Service.GetSubstrate(e.tn.Ctx, &v1.GetSubstrateRequest{TenantId: e.tn.ID, PoolId: e.tn.PoolID})
+	view, err := e.s.App.Substrates.GetSubstrate(e.tn.Ctx, &v1.GetSubstrateRequest{TenantId: e.tn.ID, PoolId: e.tn.PoolID})
 	if err != nil || view.GetClusterOrigin() != "adopted" || len(view.GetConflicts()) != 2 {
 		t.Errorf("substrate view %v %v: want adopted with two conflicts", view, err)
 	}

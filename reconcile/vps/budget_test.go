@@ -61,7 +61,7 @@ func TestRequestsPerConvergedLoadBalancerThreeReplicas(t *testing.T) {
 		}
 		t.Cleanup(db.Close)
 		rec, err := vps.New(vps.Options{
-			DB: db, Keyring: e.s.App.Service.Keyring, ProviderPoll: countingPoll, DependencyPoll: 200 * time.Millisecond,
+			DB: db, Keyring: e.s.App.Base.Keyring, ProviderPoll: countingPoll, DependencyPoll: 200 * time.Millisecond,
 			Factory: digitalocean.NewFactory(digitalocean.Options{RequestsPerMinute: perMinute, Limiters: digitalocean.NewLimiters(),
 				Budget: vps.Budget{DB: db}}),
 			Logger: quiet,

@@ -14,7 +14,7 @@ import (
 // desired state), not left as the provider last had it.
 func TestClearedSettingsReachProvider(t *testing.T) {
 	e := newEnv(t, "clear", 10)
-	svc := e.s.App.Service
+	svc := e.s.App
 	req := e.lbRequest("web", pool())
 	req.HealthCheck = &v1.HealthCheck{Protocol: "tcp", Port: 8080}
 	req.StickySessions = &v1.StickySessions{CookieName: "lb", TtlSeconds: 60}
@@ -34,7 +34,7 @@ func TestClearedSettingsReachProvider(t *testing.T) {
 	}
 
 	for id, paths := range map[string][]string{reg.GetId(): {"health_check", "sticky_sessions"}, glb.GetId(): {"domains"}} {
-		if _, err := svc.UpdateLoadBalancer(e.tn.Ctx, &v1.UpdateLoadBalancerRequest{TenantId: e.tn.ID, LoadBalancerId: id,
+		if _, err := svc.LoadBalancers.UpdateLoadBalancer(e.tn.Ctx, &v1.UpdateLoadBalancerRequest{TenantId: e.tn.ID, LoadBalancerId: id,
 			UpdateMask: &fieldmaskpb.FieldMask{Paths: paths}}); err != nil {
 			t.Fatal(err)
 		}

@@ -51,13 +51,13 @@ func echoProvider(t *testing.T) string {
 func TestProviderEchoNeverLeaksSecrets(t *testing.T) {
 	e := newEnv(t, "echo", 10)
 	const accountToken = "dop_v1_0123456789abcdef0123456789abcdef0123456789abcdef0123456789ab"
-	acct, err := e.s.App.Service.CreateProviderAccount(e.s.AdminCtx, &v1.CreateProviderAccountRequest{
+	acct, err := e.s.App.Tenancy.CreateProviderAccount(e.s.AdminCtx, &v1.CreateProviderAccountRequest{
 		TenantId: e.tn.ID, Kind: "digitalocean", Name: "echoing", Token: accountToken, ApiUrl: echoProvider(t),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cert, err := e.s.App.Service.CreateCertificate(e.tn.Ctx, &v1.CreateCertificateRequest{
+	cert, err := e.s.App.Resources.CreateCertificate(e.tn.Ctx, &v1.CreateCertificateRequest{
 		TenantId: e.tn.ID, AccountId: acct.GetId(), Name: "leaky",
 		Source: &v1.CreateCertificateRequest_Custom{Custom: &v1.CustomCertificate{
 			PrivateKey: echoKey, LeafCertificate: "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n",
@@ -76,7 +76,7 @@ func TestProviderEchoNeverLeaksSecrets(t *testing.T) {
 	if !strings.Contains(lastError, "422") {
 		t.Errorf("lastError %q lost the provider's answer", lastError)
 	}
-	got, err := e.s.App.Service.GetCertificate(e.tn.Ctx, &v1.GetCertificateRequest{TenantId: e.tn.ID, CertificateId: cert.GetId()})
+	got, err := e.s.App.Resources.GetCertificate(e.tn.Ctx, &v1.GetCertificateRequest{TenantId: e.tn.ID, CertificateId: cert.GetId()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -105,7 +105,7 @@ func eventually(t *testing.T, what string, cond func() (bool, string)) {
 // instance makes an instance through the API and waits until the reconciler gave it a machine.
 func (e *env) instance(t *testing.T, name, subnetID string) store.Instance {
 	t.Helper()
-	in, err := e.s.App.Service.CreateInstance(e.tn.Ctx, &v1.CreateInstanceRequest{
+	in, err := e.s.App.Resources.CreateInstance(e.tn.Ctx, &v1.CreateInstanceRequest{
 		TenantId: e.tn.ID, PoolId: e.tn.PoolID, Name: name, Region: "nyc3", SubnetId: subnetID, Flavor: "small",
 	})
 	if err != nil {
@@ -130,7 +130,7 @@ func (e *env) lbRequest(name string, targets *v1.LoadBalancerTargets) *v1.Create
 // tlsLB creates a managed certificate and a { pool: true } load balancer with an https rule on it.
 func (e *env) tlsLB(t *testing.T) (*v1.Certificate, *v1.LoadBalancer) {
 	t.Helper()
-	cert, err := e.s.App.Service.CreateCertificate(e.tn.Ctx, &v1.CreateCertificateRequest{
+	cert, err := e.s.App.Resources.CreateCertificate(e.tn.Ctx, &v1.CreateCertificateRequest{
 		TenantId: e.tn.ID, AccountId: e.tn.AccountID, Name: "site",
 		Source: &v1.CreateCertificateRequest_Managed{Managed: &v1.ManagedCertificate{DnsNames: []string{"site.example.com"}}},
 	})
@@ -145,7 +145,7 @@ func (e *env) tlsLB(t *testing.T) (*v1.Certificate, *v1.LoadBalancer) {
 // createLB creates a load balancer through the API.
 func (e *env) createLB(t *testing.T, req *v1.CreateLoadBalancerRequest) *v1.LoadBalancer {
 	t.Helper()
-	lb, err := e.s.App.Service.CreateLoadBalancer(e.tn.Ctx, req)
+	lb, err := e.s.App.LoadBalancers.CreateLoadBalancer(e.tn.Ctx, req)
 	if err != nil {
 		t.Fatalf("create load balancer %s: %v", req.GetName(), err)
 	}
@@ -246,7 +246,7 @@ func (e *env) quotaUsed(t *testing.T, resource string) int64 {
 // deleteLB deletes a load balancer through the API.
 func (e *env) deleteLB(t *testing.T, id string) {
 	t.Helper()
-	if _, err := e.s.App.Service.DeleteLoadBalancer(e.tn.Ctx, &v1.DeleteLoadBalancerRequest{TenantId: e.tn.ID, LoadBalancerId: id}); err != nil {
+	if _, err := e.s.App.LoadBalancers.DeleteLoadBalancer(e.tn.Ctx, &v1.DeleteLoadBalancerRequest{TenantId: e.tn.ID, LoadBalancerId: id}); err != nil {
 		t.Fatalf("delete load balancer: %v", err)
 	}
 }

@@ -42,7 +42,7 @@ func TestInstanceGainingMachineReachedWithoutPeriodicPass(t *testing.T) {
 	a := e.instance(t, "a", "")
 	// b's droplet cannot be made for now: b exists without a machine.
 	e.sim.SetFaults(sim.Faults{Rate: 1, Methods: []string{"POST"}, Paths: []string{"/v2/droplets"}})
-	b, err := e.s.App.Service.CreateInstance(e.tn.Ctx, &v1.CreateInstanceRequest{
+	b, err := e.s.App.Resources.CreateInstance(e.tn.Ctx, &v1.CreateInstanceRequest{
 		TenantId: e.tn.ID, PoolId: e.tn.PoolID, Name: "b", Region: "nyc3", Flavor: "small",
 	})
 	if err != nil {

@@ -93,12 +93,12 @@ func TestLoadBalancerLifecycle(t *testing.T) {
 // global one targets the regional ones by their provider ids.
 func TestSubnetAndGlobalPlacement(t *testing.T) {
 	e := newEnv(t, "place", 10)
-	svc := e.s.App.Service
-	nw, err := svc.CreateNetwork(e.tn.Ctx, &v1.CreateNetworkRequest{TenantId: e.tn.ID, AccountId: e.tn.AccountID, Name: "net"})
+	svc := e.s.App
+	nw, err := svc.Resources.CreateNetwork(e.tn.Ctx, &v1.CreateNetworkRequest{TenantId: e.tn.ID, AccountId: e.tn.AccountID, Name: "net"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	sn, err := svc.CreateSubnet(e.tn.Ctx, &v1.CreateSubnetRequest{TenantId: e.tn.ID, NetworkId: nw.GetId(), Name: "sn", Region: "nyc3", IpRange: "10.40.0.0/24"})
+	sn, err := svc.Resources.CreateSubnet(e.tn.Ctx, &v1.CreateSubnetRequest{TenantId: e.tn.ID, NetworkId: nw.GetId(), Name: "sn", Region: "nyc3", IpRange: "10.40.0.0/24"})
 	if err != nil {
 		t.Fatal(err)
 	}

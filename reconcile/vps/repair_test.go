@@ -41,7 +41,7 @@ func TestInstanceDeletionUpdatesLoadBalancers(t *testing.T) {
 	// The droplet cannot be deleted for now: only the load balancers' own writes can take it
 	// out of them (the provider would drop a destroyed droplet by itself).
 	e.sim.SetFaults(sim.Faults{Rate: 1, Methods: []string{"DELETE"}, Paths: []string{"/v2/droplets"}})
-	if _, err := e.s.App.Service.DeleteInstance(e.tn.Ctx, &v1.DeleteInstanceRequest{TenantId: e.tn.ID, InstanceId: a.ID}); err != nil {
+	if _, err := e.s.App.Resources.DeleteInstance(e.tn.Ctx, &v1.DeleteInstanceRequest{TenantId: e.tn.ID, InstanceId: a.ID}); err != nil {
 		t.Fatal(err)
 	}
 	// "Deleting an instance updates its load balancers at once": the delete's own transaction
@@ -91,7 +91,7 @@ func TestPeriodicPassAddsInstanceWithNewMachine(t *testing.T) {
 	// The instance's own create keeps failing, so its pass never gives it a machine; the
 	// machine appears out of band.
 	e.sim.SetFaults(sim.Faults{Rate: 1, Methods: []string{"POST"}, Paths: []string{"/v2/droplets"}})
-	in, err := e.s.App.Service.CreateInstance(e.tn.Ctx, &v1.CreateInstanceRequest{
+	in, err := e.s.App.Resources.CreateInstance(e.tn.Ctx, &v1.CreateInstanceRequest{
 		TenantId: e.tn.ID, PoolId: e.tn.PoolID, Name: "b", Region: "nyc3", Flavor: "small",
 	})
 	if err != nil {
@@ -183,7 +183,7 @@ func TestDriftAtProviderRepaired(t *testing.T) {
 	e.assertDriftVisible(t, lb.GetId(), *driftAt)
 
 	// Our own update differs from the provider too until it is applied: no drift.
-	if _, err := e.s.App.Service.UpdateLoadBalancer(e.tn.Ctx, &v1.UpdateLoadBalancerRequest{TenantId: e.tn.ID, LoadBalancerId: lb.GetId(),
+	if _, err := e.s.App.LoadBalancers.UpdateLoadBalancer(e.tn.Ctx, &v1.UpdateLoadBalancerRequest{TenantId: e.tn.ID, LoadBalancerId: lb.GetId(),
 		Forwarding: []*v1.ForwardingRule{{EntryProtocol: "http", EntryPort: 80, TargetProtocol: "http", TargetPort: 9090}}}); err != nil {
 		t.Fatal(err)
 	}

@@ -47,11 +47,11 @@ func TestSettingsReachProvider(t *testing.T) {
 		t.Errorf("the provider holds for a load balancer with no settings\n%s\nwant\n%s", got, want)
 	}
 
-	svc := e.s.App.Service
+	svc := e.s.App
 	update := func(r *v1.UpdateLoadBalancerRequest) {
 		t.Helper()
 		r.TenantId, r.LoadBalancerId = e.tn.ID, tuned.GetId()
-		if _, err := svc.UpdateLoadBalancer(e.tn.Ctx, r); err != nil {
+		if _, err := svc.LoadBalancers.UpdateLoadBalancer(e.tn.Ctx, r); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -88,7 +88,7 @@ func TestStatementsPerLoadBalancerPass(t *testing.T) {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	const poll = 250 * time.Millisecond
 	rec, err := vps.New(vps.Options{
-		DB: db, Keyring: e.s.App.Service.Keyring, ProviderPoll: poll,
+		DB: db, Keyring: e.s.App.Base.Keyring, ProviderPoll: poll,
 		Factory: digitalocean.NewFactory(digitalocean.Options{RequestsPerMinute: 6000, Limiters: digitalocean.NewLimiters(),
 			Budget: vps.Budget{DB: db}}),
 		Logger: quiet,

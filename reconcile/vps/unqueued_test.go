@@ -36,7 +36,7 @@ func TestNoResourceLeftWithoutWork(t *testing.T) {
 	})
 	e := startEnv(t, "ta", 40, shortSim(time.Second), apptest.WithReconcile(), slowPeriodic)
 	apptest.StartReplica(t, e.s, "replica-2", apptest.WithReconcile(), slowPeriodic)
-	svc, db := e.s.App.Service, e.s.App.DB
+	svc, db := e.s.App.Services, e.s.App.DB
 
 	type place struct {
 		ctx          context.Context
@@ -45,7 +45,7 @@ func TestNoResourceLeftWithoutWork(t *testing.T) {
 	}
 	places := []place{{e.tn.Ctx, e.tn.ID, e.tn.PoolID, e.tn.AccountID}}
 	for _, token := range []string{"do-token-ta-2", "do-token-ta-3"} {
-		acct, err := svc.CreateProviderAccount(e.s.AdminCtx, &v1.CreateProviderAccountRequest{
+		acct, err := svc.Tenancy.CreateProviderAccount(e.s.AdminCtx, &v1.CreateProviderAccountRequest{
 			TenantId: e.tn.ID, Kind: "digitalocean", Name: "acct-" + token[len(token)-1:], Token: token, ApiUrl: e.s.SimulatorURL,
 		})
 		if err != nil {
@@ -54,7 +54,7 @@ func TestNoResourceLeftWithoutWork(t *testing.T) {
 		places = append(places, place{e.tn.Ctx, e.tn.ID, e.s.NewPool(t, e.tn.ID, acct.GetId(), "p"+token[len(token)-1:], 40), acct.GetId()})
 	}
 	tb := e.s.NewTenant(t, "tb", "editor")
-	shared, err := svc.CreateProviderAccount(e.s.AdminCtx, &v1.CreateProviderAccountRequest{
+	shared, err := svc.Tenancy.CreateProviderAccount(e.s.AdminCtx, &v1.CreateProviderAccountRequest{
 		TenantId: tb.ID, Kind: "digitalocean", Name: "shared", Token: e.token, ApiUrl: e.s.SimulatorURL,
 	})
 	if err != nil {
@@ -100,18 +100,18 @@ func TestNoResourceLeftWithoutWork(t *testing.T) {
 	for pi, p := range places {
 		// Half the load balancers and an instance of each place sit in a subnet, which they
 		// wait for.
-		nw, err := svc.CreateNetwork(p.ctx, &v1.CreateNetworkRequest{TenantId: p.tenant, AccountId: p.account, Name: fmt.Sprintf("net%d", pi)})
+		nw, err := svc.Resources.CreateNetwork(p.ctx, &v1.CreateNetworkRequest{TenantId: p.tenant, AccountId: p.account, Name: fmt.Sprintf("net%d", pi)})
 		if err != nil {
 			t.Fatalf("create network: %v", err)
 		}
-		sn, err := svc.CreateSubnet(p.ctx, &v1.CreateSubnetRequest{
+		sn, err := svc.Resources.CreateSubnet(p.ctx, &v1.CreateSubnetRequest{
 			TenantId: p.tenant, NetworkId: nw.GetId(), Name: fmt.Sprintf("sn%d", pi), Region: "nyc3", IpRange: fmt.Sprintf("10.%d.0.0/24", 40+pi),
 		})
 		if err != nil {
 			t.Fatalf("create subnet: %v", err)
 		}
 		for _, subnet := range []string{"", sn.GetId()} {
-			if _, err := svc.CreateInstance(p.ctx, &v1.CreateInstanceRequest{
+			if _, err := svc.Resources.CreateInstance(p.ctx, &v1.CreateInstanceRequest{
 				TenantId: p.tenant, PoolId: p.pool, Name: fmt.Sprintf("i%d-%d", pi, len(subnet)), Region: "nyc3", Flavor: "small", SubnetId: subnet,
 			}); err != nil {
 				t.Fatalf("create instance: %v", err)
@@ -119,7 +119,7 @@ func TestNoResourceLeftWithoutWork(t *testing.T) {
 		}
 		var certs []string
 		for c := range 2 {
-			cert, err := svc.CreateCertificate(p.ctx, &v1.CreateCertificateRequest{
+			cert, err := svc.Resources.CreateCertificate(p.ctx, &v1.CreateCertificateRequest{
 				TenantId: p.tenant, AccountId: p.account, Name: fmt.Sprintf("c%d-%d", pi, c),
 				Source: &v1.CreateCertificateRequest_Managed{Managed: &v1.ManagedCertificate{DnsNames: []string{fmt.Sprintf("s%d-%d.example.com", pi, c)}}},
 			})
@@ -131,7 +131,7 @@ func TestNoResourceLeftWithoutWork(t *testing.T) {
 		certIDs = append(certIDs, certs...)
 		for n := range 5 {
 			cert := certs[n%2]
-			lb, err := svc.CreateLoadBalancer(p.ctx, &v1.CreateLoadBalancerRequest{
+			lb, err := svc.LoadBalancers.CreateLoadBalancer(p.ctx, &v1.CreateLoadBalancerRequest{
 				TenantId: p.tenant, PoolId: p.pool, Name: fmt.Sprintf("lb%d-%d", pi, n), Region: "nyc3", Targets: pool(),
 				SubnetId:       []string{"", sn.GetId()}[n%2],
 				IdempotencyKey: fmt.Sprintf("k%d-%d", pi, n),
@@ -184,7 +184,7 @@ func TestNoResourceLeftWithoutWork(t *testing.T) {
 	}
 	for _, i := range lost {
 		p, yes := places[i/5], true
-		if _, err := svc.UpdateLoadBalancer(p.ctx, &v1.UpdateLoadBalancerRequest{
+		if _, err := svc.LoadBalancers.UpdateLoadBalancer(p.ctx, &v1.UpdateLoadBalancerRequest{
 			TenantId: p.tenant, LoadBalancerId: lbIDs[i], RedirectHttpToHttps: &yes,
 		}); err != nil {
 			t.Fatalf("update load balancer: %v", err)
@@ -251,7 +251,7 @@ func TestForgottenLoadBalancerStaysQueued(t *testing.T) {
 // invariant's query and queued by the next pass, and then converges.
 func TestPeriodicPassQueuesLostWork(t *testing.T) {
 	e := newEnv(t, "lostwork", 10)
-	cert, err := e.s.App.Service.CreateCertificate(e.tn.Ctx, &v1.CreateCertificateRequest{
+	cert, err := e.s.App.Resources.CreateCertificate(e.tn.Ctx, &v1.CreateCertificateRequest{
 		TenantId: e.tn.ID, AccountId: e.tn.AccountID, Name: "site",
 		Source: &v1.CreateCertificateRequest_Managed{Managed: &v1.ManagedCertificate{DnsNames: []string{"site.example.com"}}},
 	})
@@ -288,23 +288,23 @@ func TestPeriodicPassQueuesLostWork(t *testing.T) {
 // has no due item and not once it has one or rests.
 func TestUnqueuedQueries(t *testing.T) {
 	e := startEnv(t, "queries", 10, shortSim(time.Second)) // no reconcilers: the rows stay as written
-	svc, db := e.s.App.Service, e.s.App.DB
-	cert, err := svc.CreateCertificate(e.tn.Ctx, &v1.CreateCertificateRequest{
+	svc, db := e.s.App.Services, e.s.App.DB
+	cert, err := svc.Resources.CreateCertificate(e.tn.Ctx, &v1.CreateCertificateRequest{
 		TenantId: e.tn.ID, AccountId: e.tn.AccountID, Name: "site",
 		Source: &v1.CreateCertificateRequest_Managed{Managed: &v1.ManagedCertificate{DnsNames: []string{"site.example.com"}}},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	nw, err := svc.CreateNetwork(e.tn.Ctx, &v1.CreateNetworkRequest{TenantId: e.tn.ID, AccountId: e.tn.AccountID, Name: "net"})
+	nw, err := svc.Resources.CreateNetwork(e.tn.Ctx, &v1.CreateNetworkRequest{TenantId: e.tn.ID, AccountId: e.tn.AccountID, Name: "net"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	sn, err := svc.CreateSubnet(e.tn.Ctx, &v1.CreateSubnetRequest{TenantId: e.tn.ID, NetworkId: nw.GetId(), Name: "sn", Region: "nyc3", IpRange: "10.40.0.0/24"})
+	sn, err := svc.Resources.CreateSubnet(e.tn.Ctx, &v1.CreateSubnetRequest{TenantId: e.tn.ID, NetworkId: nw.GetId(), Name: "sn", Region: "nyc3", IpRange: "10.40.0.0/24"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	in, err := svc.CreateInstance(e.tn.Ctx, &v1.CreateInstanceRequest{TenantId: e.tn.ID, PoolId: e.tn.PoolID, Name: "a", Region: "nyc3", Flavor: "small"})
+	in, err := svc.Resources.CreateInstance(e.tn.Ctx, &v1.CreateInstanceRequest{TenantId: e.tn.ID, PoolId: e.tn.PoolID, Name: "a", Region: "nyc3", Flavor: "small"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -190,14 +190,14 @@ func TestEtagsRefuseStaleChanges(t *testing.T) {
 		t.Errorf("update without an etag: %d %v", status, got)
 	}
 	// Connect callers read the same etag and get the same refusal.
-	cur, err := s.App.Service.GetLoadBalancer(tn.Ctx, &v1.GetLoadBalancerRequest{TenantId: tn.ID, LoadBalancerId: id})
+	cur, err := s.App.LoadBalancers.GetLoadBalancer(tn.Ctx, &v1.GetLoadBalancerRequest{TenantId: tn.ID, LoadBalancerId: id})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.App.Service.UpdateLoadBalancer(tn.Ctx, &v1.UpdateLoadBalancerRequest{TenantId: tn.ID, LoadBalancerId: id, Etag: second}); err == nil || !strings.Contains(err.Error(), "etag") {
+	if _, err := s.App.LoadBalancers.UpdateLoadBalancer(tn.Ctx, &v1.UpdateLoadBalancerRequest{TenantId: tn.ID, LoadBalancerId: id, Etag: second}); err == nil || !strings.Contains(err.Error(), "etag") {
 		t.Errorf("core update with a stale etag: %v", err)
 	}
-	if _, err := s.App.Service.DeleteLoadBalancer(tn.Ctx, &v1.DeleteLoadBalancerRequest{TenantId: tn.ID, LoadBalancerId: id, Etag: cur.GetEtag()}); err != nil {
+	if _, err := s.App.LoadBalancers.DeleteLoadBalancer(tn.Ctx, &v1.DeleteLoadBalancerRequest{TenantId: tn.ID, LoadBalancerId: id, Etag: cur.GetEtag()}); err != nil {
 		t.Errorf("delete with the current etag: %v", err)
 	}
 }

@@ -79,7 +79,7 @@ func TestHotLoadBalancerKeepsTheLockOrder(t *testing.T) {
 				ctx, cancel := context.WithTimeout(tn.Ctx, 10*time.Second)
 				if rand.N(10) < 4 {
 					w := written{path: fmt.Sprintf("/c%d-%d", c, n), start: time.Now()}
-					_, err := pick().App.Service.UpdateLoadBalancer(ctx, &v1.UpdateLoadBalancerRequest{TenantId: tn.ID, LoadBalancerId: hot.GetId(),
+					_, err := pick().App.LoadBalancers.UpdateLoadBalancer(ctx, &v1.UpdateLoadBalancerRequest{TenantId: tn.ID, LoadBalancerId: hot.GetId(),
 						HealthCheck: &v1.HealthCheck{Protocol: "http", Port: 8080, Path: w.path}})
 					w.end, w.acked = time.Now(), err == nil
 					if err != nil {
@@ -91,7 +91,7 @@ func TestHotLoadBalancerKeepsTheLockOrder(t *testing.T) {
 					mu.Unlock()
 				} else {
 					g := seen{start: time.Now()}
-					got, err := pick().App.Service.GetLoadBalancer(ctx, &v1.GetLoadBalancerRequest{TenantId: tn.ID, LoadBalancerId: hot.GetId()})
+					got, err := pick().App.LoadBalancers.GetLoadBalancer(ctx, &v1.GetLoadBalancerRequest{TenantId: tn.ID, LoadBalancerId: hot.GetId()})
 					if err != nil && apierr.From(err).Code != errcode.Unavailable {
 						t.Errorf("get: %v", err)
 					} else if err == nil {
@@ -149,7 +149,7 @@ func TestHotLoadBalancerKeepsTheLockOrder(t *testing.T) {
 	// Every replica ends on one value: an update that no acknowledged update wholly followed.
 	var last string
 	for i, r := range replicas {
-		got, err := r.App.Service.GetLoadBalancer(tn.Ctx, &v1.GetLoadBalancerRequest{TenantId: tn.ID, LoadBalancerId: hot.GetId()})
+		got, err := r.App.LoadBalancers.GetLoadBalancer(tn.Ctx, &v1.GetLoadBalancerRequest{TenantId: tn.ID, LoadBalancerId: hot.GetId()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -209,7 +209,7 @@ func churn(t *testing.T, tn apptest.Tenant, replicas []*apptest.Stack, stop time
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				twins[i], errs[i] = replicas[(k+i)%len(replicas)].App.Service.CreateLoadBalancer(tn.Ctx, req)
+				twins[i], errs[i] = replicas[(k+i)%len(replicas)].App.LoadBalancers.CreateLoadBalancer(tn.Ctx, req)
 			}()
 		}
 		wg.Wait()
@@ -233,13 +233,13 @@ func churn(t *testing.T, tn apptest.Tenant, replicas []*apptest.Stack, stop time
 			continue
 		}
 		made++
-		svc := replicas[k%len(replicas)].App.Service
-		if _, err := svc.UpdateLoadBalancer(tn.Ctx, &v1.UpdateLoadBalancerRequest{TenantId: tn.ID, LoadBalancerId: lb.GetId(),
+		svc := replicas[k%len(replicas)].App.Services
+		if _, err := svc.LoadBalancers.UpdateLoadBalancer(tn.Ctx, &v1.UpdateLoadBalancerRequest{TenantId: tn.ID, LoadBalancerId: lb.GetId(),
 			RedirectHttpToHttps: &yes}); err != nil && apierr.From(err).Code != errcode.InvalidState && !unavailable(err) {
 			t.Errorf("update %s: %v", name, err)
 		}
 		time.Sleep(100 * time.Millisecond)
-		if _, err := svc.DeleteLoadBalancer(tn.Ctx, &v1.DeleteLoadBalancerRequest{TenantId: tn.ID, LoadBalancerId: lb.GetId()}); err != nil && !unavailable(err) {
+		if _, err := svc.LoadBalancers.DeleteLoadBalancer(tn.Ctx, &v1.DeleteLoadBalancerRequest{TenantId: tn.ID, LoadBalancerId: lb.GetId()}); err != nil && !unavailable(err) {
 			t.Errorf("delete %s: %v", name, err)
 		}
 	}

@@ -18,6 +18,7 @@ import (
 
 	"better-compute.dev/compute/core"
 	v1 "better-compute.dev/compute/gen/go/bettercompute/compute/v1"
+	"better-compute.dev/compute/netguard"
 	"better-compute.dev/compute/provider/digitalocean/sim"
 	"better-compute.dev/compute/reconcile/managed"
 	"better-compute.dev/compute/seal"
@@ -75,7 +76,7 @@ func TestReplicasConvergeWithKillAndPause(t *testing.T) {
 	r2 := start("r2")
 	r3 := start("r3")
 
-	admin := &core.Service{DB: schema.DB}
+	admin := core.NewBase(schema.DB, nil, nil, nil, netguard.Policy{})
 	_, adminToken, err := admin.BootstrapAdmin(ctx, "replicas-admin")
 	if err != nil {
 		t.Fatal(err)

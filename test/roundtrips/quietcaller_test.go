@@ -43,7 +43,7 @@ func TestQuietCallerStaysWarm(t *testing.T) {
 	// As in TestRoundTripsPerCall: the principal cache's baseline read forgets what it held before
 	// it, so the warm get below comes after that read.
 	testwait.Until(t, 10*time.Second, "the principal cache's first credential version read", func() (bool, string) {
-		n := s.App.Service.CredentialVersionReads()
+		n := s.App.Base.CredentialVersionReads()
 		return n > 0, fmt.Sprintf("%d reads", n)
 	})
 	if status, out := s.PostJSON(t, "/api/compute/loadBalancers/get", tn.Token, get); status != http.StatusOK {

@@ -21,7 +21,7 @@ func TestRevokedTokenIsRefusedEverywhereWithinTheBound(t *testing.T) {
 	one := startReplica(t, schema, "postgres", nil)
 	two := startReplica(t, schema, "postgres", nil)
 	tn := one.NewTenant(t, "revoke", "editor")
-	tok, secret, err := one.App.Service.CreateToken(one.AdminCtx, &v1.CreateTokenRequest{TenantId: tn.ID, PrincipalId: tn.PrincipalID})
+	tok, secret, err := one.App.Tenancy.CreateToken(one.AdminCtx, &v1.CreateTokenRequest{TenantId: tn.ID, PrincipalId: tn.PrincipalID})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +32,7 @@ func TestRevokedTokenIsRefusedEverywhereWithinTheBound(t *testing.T) {
 	if list(one) != http.StatusOK || list(two) != http.StatusOK {
 		t.Fatal("the token does not work before its revocation")
 	}
-	if _, err := one.App.Service.RevokeToken(one.AdminCtx, &v1.RevokeTokenRequest{TenantId: tn.ID, TokenId: tok.GetId()}); err != nil {
+	if _, err := one.App.Tenancy.RevokeToken(one.AdminCtx, &v1.RevokeTokenRequest{TenantId: tn.ID, TokenId: tok.GetId()}); err != nil {
 		t.Fatal(err)
 	}
 	revoked := time.Now()
@@ -64,7 +64,7 @@ func TestRemovedRoleIsRefusedEverywhereWithinTheBound(t *testing.T) {
 			t.Fatal("the role does not work before its removal")
 		}
 	}
-	if err := one.App.Service.RevokeRole(one.AdminCtx, &v1.GrantRoleRequest{TenantId: tn.ID, PrincipalId: tn.PrincipalID, Role: "editor"}); err != nil {
+	if err := one.App.Tenancy.RevokeRole(one.AdminCtx, &v1.GrantRoleRequest{TenantId: tn.ID, PrincipalId: tn.PrincipalID, Role: "editor"}); err != nil {
 		t.Fatal(err)
 	}
 	removed := time.Now()

@@ -98,7 +98,7 @@ func TestRoundTripsPerCall(t *testing.T) {
 	// forgets what was cached before it; counting starts after it, or that read's forgetting can
 	// land inside a counted call and show up as a principal lookup.
 	testwait.Until(t, 10*time.Second, "the principal cache's first credential version read", func() (bool, string) {
-		n := s.App.Service.CredentialVersionReads()
+		n := s.App.Base.CredentialVersionReads()
 		return n > 0, fmt.Sprintf("%d reads", n)
 	})
 

@@ -44,7 +44,7 @@ func TestRevocationEndsOpenWatchesOnEveryReplica(t *testing.T) {
 	one := startReplica(t, schema, "postgres", nil)
 	two := startReplica(t, schema, "postgres", nil)
 	tn := one.NewTenant(t, "watchers", "editor")
-	tok, secret, err := one.App.Service.CreateToken(one.AdminCtx, &v1.CreateTokenRequest{TenantId: tn.ID, PrincipalId: tn.PrincipalID})
+	tok, secret, err := one.App.Tenancy.CreateToken(one.AdminCtx, &v1.CreateTokenRequest{TenantId: tn.ID, PrincipalId: tn.PrincipalID})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func TestRevocationEndsOpenWatchesOnEveryReplica(t *testing.T) {
 	}
 	byToken := []<-chan error{openWatch(t, one, secret, tn.ID), openWatch(t, two, secret, tn.ID)}
 	time.Sleep(300 * time.Millisecond) // both streams established
-	if _, err := one.App.Service.RevokeToken(one.AdminCtx, &v1.RevokeTokenRequest{TenantId: tn.ID, TokenId: tok.GetId()}); err != nil {
+	if _, err := one.App.Tenancy.RevokeToken(one.AdminCtx, &v1.RevokeTokenRequest{TenantId: tn.ID, TokenId: tok.GetId()}); err != nil {
 		t.Fatal(err)
 	}
 	revoked := time.Now()
@@ -75,7 +75,7 @@ func TestRevocationEndsOpenWatchesOnEveryReplica(t *testing.T) {
 
 	byRole := []<-chan error{openWatch(t, one, tn.Token, tn.ID), openWatch(t, two, tn.Token, tn.ID)}
 	time.Sleep(300 * time.Millisecond)
-	if err := one.App.Service.RevokeRole(one.AdminCtx, &v1.GrantRoleRequest{TenantId: tn.ID, PrincipalId: tn.PrincipalID, Role: "editor"}); err != nil {
+	if err := one.App.Tenancy.RevokeRole(one.AdminCtx, &v1.GrantRoleRequest{TenantId: tn.ID, PrincipalId: tn.PrincipalID, Role: "editor"}); err != nil {
 		t.Fatal(err)
 	}
 	removed := time.Now()

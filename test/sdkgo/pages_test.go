@@ -21,7 +21,7 @@ import (
 func TestLoadBalancerPages(t *testing.T) {
 	s := apptest.Start(t)
 	tn := s.NewTenant(t, "acme", "editor")
-	if _, err := s.App.Service.SetQuota(s.AdminCtx, &v1.SetQuotaRequest{TenantId: tn.ID, PoolId: tn.PoolID, Resource: "loadBalancers", Limit: 20}); err != nil {
+	if _, err := s.App.Pools.SetQuota(s.AdminCtx, &v1.SetQuotaRequest{TenantId: tn.ID, PoolId: tn.PoolID, Resource: "loadBalancers", Limit: 20}); err != nil {
 		t.Fatal(err)
 	}
 	c := sdk.New(s.App.URL, tn.Token)
