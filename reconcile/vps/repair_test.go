@@ -273,13 +273,20 @@ func (e *env) events(t *testing.T, resourceID, eventType string) []store.Event {
 func (e *env) assertDriftVisible(t *testing.T, id string, at time.Time) {
 	t.Helper()
 	want := at.UTC().Format(time.RFC3339Nano)
+	// The JSON mapping writes the time with 0, 3, 6 or 9 fraction digits (protojson), so the
+	// times are compared, not their text.
+	isAt := func(v any) bool {
+		s, _ := v.(string)
+		got, err := time.Parse(time.RFC3339Nano, s)
+		return err == nil && got.Equal(at)
+	}
 	status, got := e.s.PostJSON(t, "/api/compute/loadBalancers/get", e.tn.Token, map[string]any{"tenantId": e.tn.ID, "loadBalancerId": id})
-	if lb, _ := got["loadBalancer"].(map[string]any); status != 200 || lb["lastDriftTime"] != want {
+	if lb, _ := got["loadBalancer"].(map[string]any); status != 200 || !isAt(lb["lastDriftTime"]) {
 		t.Errorf("JSON get: %d lastDriftTime %v, want %s", status, lb["lastDriftTime"], want)
 	}
 	status, got = e.s.PostJSON(t, "/api/compute/loadBalancers/list", e.tn.Token, map[string]any{"tenantId": e.tn.ID})
 	lbs, _ := got["loadBalancers"].([]any)
-	if len(lbs) != 1 || lbs[0].(map[string]any)["lastDriftTime"] != want {
+	if len(lbs) != 1 || !isAt(lbs[0].(map[string]any)["lastDriftTime"]) {
 		t.Errorf("JSON list: %d %v, want one load balancer with lastDriftTime %s", status, got, want)
 	}
 	resp, err := sdk.New(e.s.App.URL, e.tn.Token).LoadBalancers.GetLoadBalancer(e.ctx,
