@@ -8,7 +8,8 @@ PROTOC_GEN_GO_VERSION := v1.36.12
 PROTOC_GEN_CONNECT_GO_VERSION := v1.21.1
 STATICCHECK_VERSION := v0.8.2
 HELM_VERSION := v4.3.2
-# go test -p bounds parallel packages: each opens its own database pools (max_connections 100 here).
+# go test -p bounds parallel packages: each opens its own database pools (scripts/ensure-postgres.sh
+# raises max_connections to 300).
 # -vet=off: make test's lint has run go vet ./... (every analyzer, test files included) already;
 # go test's own vet uses another analyzer set, so it would analyse every dependency a second time.
 # -ldflags=-w: test binaries without DWARF link faster; stack traces do not need it.
