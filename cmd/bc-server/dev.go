@@ -31,7 +31,13 @@ func dev(ctx context.Context, args []string, env environment, stdout, stderr io.
 	log := newLogger(stderr, cfg.LogLevel)
 	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	addr := fs.String("addr", "127.0.0.1:8080", "listen address")
+	// BC_LISTEN is honoured as serve honours it; unset, dev stays on loopback (its demo tokens
+	// are printed, so it must not listen on every interface unless asked to).
+	defAddr := "127.0.0.1:8080"
+	if v := env.get("BC_LISTEN"); v != "" {
+		defAddr = v
+	}
+	addr := fs.String("addr", defAddr, "listen address")
 	readyFile := fs.String("ready-file", "", "write the addresses and tokens as JSON here once serving")
 	defBase := cfg.App.DatabaseURL
 	if defBase == "" {

@@ -153,7 +153,7 @@ bc_build_info on /metrics).
 
 Runs everything on embedded defaults: a fresh schema of the local PostgreSQL, OpenFGA and the
 DigitalOcean simulator in process, and a demo tenant; prints the address and tokens.
-  --addr HOST:PORT    listen address (default 127.0.0.1:8080)
+  --addr HOST:PORT    listen address (default BC_LISTEN, else 127.0.0.1:8080)
   --ready-file PATH   write the addresses and tokens as JSON here once serving
   --database URL      PostgreSQL URL (default BC_DATABASE_URL, else the local server)
 `,
