@@ -245,6 +245,16 @@ func (s *Base) FilterVisible(ctx context.Context, c Caller, perm authz.Permissio
 	return ok, nil
 }
 
+// RequirePlatformAdminCaller is the prologue of the platform surface's writes: the request's
+// caller is authenticated (UNAUTHENTICATED otherwise) and a platform admin (ACCESS_DENIED).
+func RequirePlatformAdminCaller(ctx context.Context) error {
+	c, err := RequireCaller(ctx)
+	if err != nil {
+		return err
+	}
+	return RequirePlatformAdmin(c)
+}
+
 // RequirePlatformAdmin guards the platform surface (tenants, accounts, pools, quotas).
 func RequirePlatformAdmin(c Caller) error {
 	if !c.PlatformAdmin {

@@ -16,11 +16,7 @@ import (
 
 // CreatePool makes a pool on an account of the tenant.
 func (s *Service) CreatePool(ctx context.Context, r *v1.CreatePoolRequest) (*v1.Pool, error) {
-	c, err := core.RequireCaller(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if err := core.RequirePlatformAdmin(c); err != nil {
+	if err := core.RequirePlatformAdminCaller(ctx); err != nil {
 		return nil, err
 	}
 	a, err := store.GetAccount(ctx, s.base.Store.Q(), r.GetAccountId())
@@ -91,11 +87,7 @@ func (s *Service) ArchivePool(ctx context.Context, r *v1.ArchivePoolRequest) (*v
 }
 
 func (s *Service) changePool(ctx context.Context, tenantID, poolID string, policy *v1.PoolPolicy, state string) (*v1.Pool, error) {
-	c, err := core.RequireCaller(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if err := core.RequirePlatformAdmin(c); err != nil {
+	if err := core.RequirePlatformAdminCaller(ctx); err != nil {
 		return nil, err
 	}
 	p, err := store.GetPool(ctx, s.base.Store.Q(), poolID)

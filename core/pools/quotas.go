@@ -11,11 +11,7 @@ import (
 
 // SetQuota sets one quota row (platform admins).
 func (s *Service) SetQuota(ctx context.Context, r *v1.SetQuotaRequest) (*v1.Quota, error) {
-	c, err := core.RequireCaller(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if err := core.RequirePlatformAdmin(c); err != nil {
+	if err := core.RequirePlatformAdminCaller(ctx); err != nil {
 		return nil, err
 	}
 	if _, err := store.GetTenant(ctx, s.base.Store.Q(), r.GetTenantId()); err != nil {

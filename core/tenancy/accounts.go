@@ -16,11 +16,7 @@ import (
 
 // CreateProviderAccount stores an account with its token sealed, bound to the account id.
 func (s *Service) CreateProviderAccount(ctx context.Context, r *v1.CreateProviderAccountRequest) (*v1.ProviderAccount, error) {
-	c, err := core.RequireCaller(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if err := core.RequirePlatformAdmin(c); err != nil {
+	if err := core.RequirePlatformAdminCaller(ctx); err != nil {
 		return nil, err
 	}
 	if _, err := store.GetTenant(ctx, s.base.Store.Q(), r.GetTenantId()); err != nil {

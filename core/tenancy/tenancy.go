@@ -17,11 +17,7 @@ import (
 
 // CreateTenant makes a tenant (platform admins).
 func (s *Service) CreateTenant(ctx context.Context, r *v1.CreateTenantRequest) (*v1.Tenant, error) {
-	c, err := core.RequireCaller(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if err := core.RequirePlatformAdmin(c); err != nil {
+	if err := core.RequirePlatformAdminCaller(ctx); err != nil {
 		return nil, err
 	}
 	t, err := store.InsertTenant(ctx, s.base.Store.Q(), store.Tenant{ID: r.GetTenantId(), DisplayName: r.GetDisplayName()})
