@@ -3,9 +3,7 @@ package repository
 import (
 	"bytes"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 )
 
@@ -17,17 +15,8 @@ var outsidePaths = []string{"../shared/", "shared/seeds/"}
 // The repository is whole on its own: docs/api.md is the API's reference here.
 func TestNothingPointsOutsideTheRepository(t *testing.T) {
 	root := moduleRoot(t)
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git is not installed: the tracked files cannot be listed")
-	}
-	cmd := exec.Command("git", "ls-files", "-z")
-	cmd.Dir = root
-	out, err := cmd.Output()
-	if err != nil {
-		t.Skipf("%s is not a git checkout (git ls-files: %v): nothing is tracked", root, err)
-	}
 	checked := 0
-	for _, name := range strings.Split(strings.TrimRight(string(out), "\x00"), "\x00") {
+	for _, name := range trackedFiles(t, root) {
 		// This file names the paths it looks for; generated trees and the console's build
 		// are made from files this test reads.
 		if name == "" || name == "test/repository/selfcontained_test.go" || allowedLarge(name) {

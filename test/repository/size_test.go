@@ -21,16 +21,7 @@ var largeAllowed = []string{"gen/", "sdk/ts/src/gen/", "openapi/", "web/dist/"}
 // TestNoLargeTrackedFiles: no file git tracks is over 1 MiB, except generated code and web/dist.
 func TestNoLargeTrackedFiles(t *testing.T) {
 	root := moduleRoot(t)
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git is not installed: the tracked files cannot be listed")
-	}
-	cmd := exec.Command("git", "ls-files", "-z")
-	cmd.Dir = root
-	out, err := cmd.Output()
-	if err != nil {
-		t.Skipf("%s is not a git checkout (git ls-files: %v): nothing is tracked", root, err)
-	}
-	names := strings.Split(strings.TrimRight(string(out), "\x00"), "\x00")
+	names := trackedFiles(t, root)
 	checked := 0
 	for _, name := range names {
 		if name == "" || allowedLarge(name) {
@@ -48,6 +39,22 @@ func TestNoLargeTrackedFiles(t *testing.T) {
 	if checked < 100 {
 		t.Fatalf("only %d tracked files checked: git ls-files listed %d", checked, len(names))
 	}
+}
+
+// trackedFiles lists the files git tracks under root (git ls-files); it skips t where git or the
+// checkout is missing.
+func trackedFiles(t *testing.T, root string) []string {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed: the tracked files cannot be listed")
+	}
+	cmd := exec.Command("git", "ls-files", "-z")
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if err != nil {
+		t.Skipf("%s is not a git checkout (git ls-files: %v): nothing is tracked", root, err)
+	}
+	return strings.Split(strings.TrimRight(string(out), "\x00"), "\x00")
 }
 
 // TestLargeAllowedOnlyGenerated: the exemption covers generated trees only, and a file just
