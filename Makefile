@@ -26,8 +26,8 @@ test: postgres check-generated lint test-go test-ts test-web
 
 # The packages with tests: bench/ packages that hold only benchmarks are left out (make bench runs
 # them; lint's go vet compiles them), so each does not link a test binary that runs nothing.
-TEST_PACKAGES = $$(go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' ./... | \
-	while read -r p; do case $$p in */bench/*) grep -qs '^func Test' $$(go list -f '{{.Dir}}' $$p)/*_test.go || continue;; esac; echo $$p; done)
+TEST_PACKAGES = $$(go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}} {{.Dir}}{{end}}' ./... | \
+	while read -r p d; do case $$p in */bench/*) grep -qs '^func Test' $$d/*_test.go || continue;; esac; echo $$p; done)
 
 test-go:
 	go test $(GO_TEST_FLAGS) $(TEST_PACKAGES)

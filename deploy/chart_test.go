@@ -35,13 +35,6 @@ const chartDir = "helm/better-compute"
 // read the same place): minimal, three zones, external OpenFGA, metrics on their own port.
 var valueCases = []string{"minimal", "three-zones", "external-openfga", "metrics-port"}
 
-// helmBinary is the helm of the real-API-server tier (kubetest.Helm): the chart tests skip
-// without it, and fail in CI, where .ci/run builds it.
-func helmBinary(t *testing.T) string {
-	t.Helper()
-	return kubetest.Helm(t)
-}
-
 // render is helm template of the chart with one values case, as objects.
 func render(t *testing.T, helm, valuesCase string) []*unstructured.Unstructured {
 	t.Helper()
@@ -77,7 +70,7 @@ func render(t *testing.T, helm, valuesCase string) []*unstructured.Unstructured 
 // TestChartLints: helm lint passes for every values case, and refuses the chart without the
 // database Secret (the values it cannot run without).
 func TestChartLints(t *testing.T) {
-	helm := helmBinary(t)
+	helm := kubetest.Helm(t) // skips without helm, fails in CI
 	for _, c := range valueCases {
 		if out, err := exec.Command(helm, "lint", "--strict", chartDir, "-f", filepath.Join(chartDir, "ci", c+".yaml")).CombinedOutput(); err != nil {
 			t.Errorf("helm lint %s: %v\n%s", c, err, out)
@@ -94,7 +87,7 @@ func TestChartLints(t *testing.T) {
 // admission run, nothing is stored). The monitoring kinds are checked against
 // testdata/monitoring-crds.yaml, installed first.
 func TestChartDryRunsOnAPIServer(t *testing.T) {
-	helm := helmBinary(t)
+	helm := kubetest.Helm(t) // skips without helm, fails in CI
 	srv := kubetest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -221,7 +214,7 @@ func podSpecs(t *testing.T, objs []*unstructured.Unstructured) map[string]map[st
 // links are off, pods run non-root on a read-only root, and the drain delay is wired to preStop
 // and the grace period.
 func TestChartPodsAreSafe(t *testing.T) {
-	helm := helmBinary(t)
+	helm := kubetest.Helm(t) // skips without helm, fails in CI
 	known := serverVariables(t)
 	secret := []string{"BC_DATABASE_URL", "BC_SEAL_KEY", "BC_OPENFGA_TOKEN"}
 	for _, c := range valueCases {
@@ -312,7 +305,7 @@ func envValue(env []any, name string) string {
 // itself: the chart's files/alerts.yaml is a link to it (not a copy that could drift), and the
 // rendered groups equal the file's.
 func TestChartRulesAreTheAlertsFile(t *testing.T) {
-	helm := helmBinary(t)
+	helm := kubetest.Helm(t) // skips without helm, fails in CI
 	link := filepath.Join(chartDir, "files", "alerts.yaml")
 	if st, err := os.Lstat(link); err != nil || st.Mode()&os.ModeSymlink == 0 {
 		t.Fatalf("%s is not a symbolic link (%v): it must link to deploy/prometheus/alerts.yaml", link, err)
